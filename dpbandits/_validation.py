@@ -1,0 +1,133 @@
+"""Argument checks shared by every layer.
+
+Each check raises ``ValueError``/``TypeError`` whose message names the parameter, the
+offending value and what is allowed (DESIGN.md, "Errors"). Nothing is coerced silently.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def check_real(name: str, value, *, low=None, high=None, low_open=False, high_open=False,
+               allow_inf=False) -> float:
+    """Return ``value`` as float after checking it is a real number within the given range.
+
+    ``low``/``high`` are inclusive unless ``low_open``/``high_open``. NaN is always rejected;
+    infinities only when ``allow_inf``.
+    """
+    if not _is_real(value):
+        raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
+    v = float(value)
+    if math.isnan(v):
+        raise ValueError(f"{name} must not be NaN")
+    if math.isinf(v) and not allow_inf:
+        raise ValueError(f"{name} must be finite, got {v}")
+    if low is not None and (v < low or (low_open and v == low)):
+        op = ">" if low_open else ">="
+        raise ValueError(f"{name} must be {op} {low}, got {v}")
+    if high is not None and (v > high or (high_open and v == high)):
+        op = "<" if high_open else "<="
+        raise ValueError(f"{name} must be {op} {high}, got {v}")
+    return v
+
+
+def check_positive(name: str, value, *, allow_inf=False) -> float:
+    """A real number > 0 (optionally +inf)."""
+    return check_real(name, value, low=0.0, low_open=True, allow_inf=allow_inf)
+
+
+def check_nonnegative(name: str, value, *, allow_inf=False) -> float:
+    """A real number >= 0 (optionally +inf)."""
+    return check_real(name, value, low=0.0, allow_inf=allow_inf)
+
+
+def check_int(name: str, value, *, low=None, high=None) -> int:
+    """An integer (numpy integers accepted, bools and floats rejected) within [low, high]."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
+    v = int(value)
+    if low is not None and v < low:
+        raise ValueError(f"{name} must be >= {low}, got {v}")
+    if high is not None and v > high:
+        raise ValueError(f"{name} must be <= {high}, got {v}")
+    return v
+
+
+def check_epsilon(value, name: str = "epsilon") -> float:
+    """Privacy parameter epsilon: > 0, +inf allowed (meaning 'no privacy')."""
+    return check_positive(name, value, allow_inf=True)
+
+
+def check_delta(value, name: str = "delta") -> float:
+    """Privacy parameter delta in [0, 1)."""
+    return check_real(name, value, low=0.0, high=1.0, high_open=True)
+
+
+def check_p(name: str, value, *, low=1.0, low_open=False) -> float:
+    """An l_p exponent in [1, inf] (``low``/``low_open`` can tighten the lower end)."""
+    return check_real(name, value, low=low, low_open=low_open, allow_inf=True)
+
+
+def check_choice(name: str, value, allowed) -> str:
+    """One of a fixed set of options."""
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {sorted(allowed)}, got {value!r}")
+    return value
+
+
+def check_array(name: str, value, *, ndim=None, shape=None, finite=True,
+                dtype=np.float64) -> np.ndarray:
+    """Return ``value`` as an array of ``dtype``, checking dimension, shape and finiteness.
+
+    ``shape`` may contain ``None`` for a free axis. Arrays are not copied when already of
+    the right dtype.
+    """
+    try:
+        arr = np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be array-like of {np.dtype(dtype).name}: {exc}") from None
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimension(s), got shape {arr.shape}")
+    if shape is not None:
+        if arr.ndim != len(shape) or any(
+            want is not None and got != want for got, want in zip(arr.shape, shape, strict=True)
+        ):
+            want_txt = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
+            raise ValueError(f"{name} must have shape {want_txt}, got {arr.shape}")
+    if finite and arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must contain only finite values (found NaN or inf)")
+    return arr
+
+
+def check_rng(rng, name: str = "rng") -> np.random.Generator:
+    """A ``numpy.random.Generator``; seeds are not silently accepted here (use ``as_rng``)."""
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(
+            f"{name} must be a numpy.random.Generator, got {type(rng).__name__}; "
+            "build one with numpy.random.default_rng(seed)"
+        )
+    return rng
+
+
+def as_rng(seed_or_rng, name: str = "seed") -> np.random.Generator:
+    """Generator from an int seed, a SeedSequence or an existing Generator (returned as is)."""
+    if isinstance(seed_or_rng, np.random.Generator):
+        return seed_or_rng
+    if isinstance(seed_or_rng, np.random.SeedSequence):
+        return np.random.default_rng(seed_or_rng)
+    if isinstance(seed_or_rng, numbers.Integral) and not isinstance(seed_or_rng, bool):
+        if seed_or_rng < 0:
+            raise ValueError(f"{name} must be a non-negative integer, got {seed_or_rng}")
+        return np.random.default_rng(int(seed_or_rng))
+    raise TypeError(
+        f"{name} must be a non-negative int, a numpy SeedSequence or a Generator, "
+        f"got {type(seed_or_rng).__name__}"
+    )

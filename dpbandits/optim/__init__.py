@@ -1,0 +1,1 @@
+"""dpbandits.optim"""
