@@ -1,1 +1,7 @@
-"""dpbandits.agents"""
+"""Bandit agents: DP-HDB, DP-UCB and non-private references, created by name."""
+
+from dpbandits.agents.base import Agent, available_agents, make_agent, register_agent
+
+__all__ = ["Agent", "available_agents", "make_agent", "register_agent"]
+
+from dpbandits.agents import references as _references  # noqa: E402,F401  (registers agents)

@@ -1,0 +1,187 @@
+"""Non-private reference agents: uniform random, LinUCB/OFUL and greedy plug-in GLM.
+
+All use the disjoint model of the Figure 5.1 instance: a shared context ``x`` and one
+parameter ``theta_i`` per arm; all state is batched as ``(R, K, ...)`` arrays.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpbandits._validation import check_choice, check_positive, check_real
+from dpbandits.agents.base import Agent, register_agent
+
+LINKS = {"identity", "logistic"}
+
+
+def _link(z: np.ndarray, link: str) -> np.ndarray:
+    if link == "identity":
+        return z
+    return 0.5 * (1.0 + np.tanh(0.5 * z))  # numerically stable logistic
+
+
+def _link_derivative(z: np.ndarray, link: str) -> np.ndarray:
+    if link == "identity":
+        return np.ones_like(z)
+    s = _link(z, link)
+    return s * (1.0 - s)
+
+
+@register_agent("random")
+class UniformRandom(Agent):
+    """Pulls an arm uniformly at random each round: the floor every learner must beat."""
+
+    def __init__(self, *, n_arms: int, dim: int, horizon: int):
+        super().__init__(n_arms=n_arms, dim=dim, horizon=horizon)
+
+    def _reset(self, n_reps, rng):
+        self._rng = rng
+
+    def act(self, contexts):
+        r = self._check_contexts(contexts).shape[0]
+        return self._rng.integers(0, self.n_arms, size=r)
+
+    def _update(self, contexts, arms, rewards):
+        pass
+
+    @property
+    def privacy(self):
+        return None
+
+
+class _RidgeState:
+    """Per-arm ridge statistics with O(d^2) rank-one updates (Sherman–Morrison).
+
+    ``v_inv`` (R, K, d, d) is the inverse of V = lam I + sum x x^T over the arm's rounds,
+    ``b`` (R, K, d) the sum of r x, ``logdet`` (R, K) log det V (matrix determinant lemma).
+    """
+
+    def __init__(self, n_reps, n_arms, dim, lam):
+        self.v_inv = np.broadcast_to(np.eye(dim) / lam, (n_reps, n_arms, dim, dim)).copy()
+        self.b = np.zeros((n_reps, n_arms, dim))
+        self.logdet = np.full((n_reps, n_arms), dim * math.log(lam))
+
+    def theta(self) -> np.ndarray:
+        return np.einsum("rkij,rkj->rki", self.v_inv, self.b)
+
+    def quad(self, x: np.ndarray) -> np.ndarray:
+        """x^T V_i^{-1} x for every arm, shape (R, K)."""
+        return np.einsum("ri,rkij,rj->rk", x, self.v_inv, x)
+
+    def add(self, x, arms, weights, targets):
+        """Add weight * x x^T and target * x to the pulled arm of each replication."""
+        rows = np.arange(x.shape[0])
+        vi = self.v_inv[rows, arms]  # (R, d, d)
+        vx = np.einsum("rij,rj->ri", vi, x)
+        denom = 1.0 + weights * np.einsum("ri,ri->r", x, vx)
+        self.v_inv[rows, arms] = vi - (weights / denom)[:, None, None] * (
+            vx[:, :, None] * vx[:, None, :]
+        )
+        self.logdet[rows, arms] += np.log(denom)
+        self.b[rows, arms] += targets[:, None] * x
+
+
+@register_agent("linucb")
+class LinUCB(Agent):
+    """OFUL / LinUCB (Abbasi-Yadkori et al. 2011) on the disjoint per-arm model.
+
+    Arm ``i``'s index is ``x^T theta_i + beta_i sqrt(x^T V_i^{-1} x)`` with
+    ``beta_i = sigma sqrt(2 ln(1/alpha) + ln det V_i - d ln lam) + S sqrt(lam)``
+    (Theorem 2 of Abbasi-Yadkori et al.; the constant-regularizer case of Proposition 4 in
+    Shariff & Sheffet). ``alpha`` defaults to ``1/horizon``. Ties go to the lowest arm index.
+    """
+
+    def __init__(self, *, n_arms: int, dim: int, horizon: int, reg: float = 1.0,
+                 noise_std: float = 0.05, theta_bound: float = 1.0,
+                 alpha: float | None = None, exploration_scale: float = 1.0):
+        super().__init__(n_arms=n_arms, dim=dim, horizon=horizon)
+        self.reg = reg
+        self.noise_std = noise_std
+        self.theta_bound = theta_bound
+        self.alpha = alpha
+        self.exploration_scale = exploration_scale
+        check_positive("reg", reg)
+        check_positive("noise_std", noise_std)
+        check_positive("theta_bound", theta_bound)
+        if alpha is not None:
+            check_real("alpha", alpha, low=0.0, high=1.0, low_open=True, high_open=True)
+        check_real("exploration_scale", exploration_scale, low=0.0)
+
+    def _reset(self, n_reps, rng):
+        self._state = _RidgeState(n_reps, self.n_arms, self.dim, self.reg)
+        self._alpha = self.alpha if self.alpha is not None else 1.0 / self.horizon
+
+    def beta(self) -> np.ndarray:
+        """Confidence radius per replication and arm, shape (R, K)."""
+        s = self._state
+        inner = 2 * math.log(1 / self._alpha) + s.logdet - self.dim * math.log(self.reg)
+        return self.noise_std * np.sqrt(np.maximum(inner, 0.0)) + self.theta_bound * math.sqrt(
+            self.reg)
+
+    def indices(self, contexts) -> np.ndarray:
+        """UCB index of every arm, shape (R, K)."""
+        x = self._check_contexts(contexts)
+        s = self._state
+        mean = np.einsum("ri,rki->rk", x, s.theta())
+        bonus = self.beta() * np.sqrt(np.maximum(s.quad(x), 0.0))
+        return mean + self.exploration_scale * bonus
+
+    def act(self, contexts):
+        return np.argmax(self.indices(contexts), axis=1)
+
+    def _update(self, contexts, arms, rewards):
+        self._state.add(contexts, arms, np.ones(len(arms)), rewards)
+
+    @property
+    def privacy(self):
+        return None
+
+
+@register_agent("greedy")
+class GreedyGLM(Agent):
+    """Greedy plug-in GLM agent: play ``argmax_i link(x^T theta_i)`` of the current estimates.
+
+    Identity link: ``theta_i`` is the ridge estimate (exact, via Sherman–Morrison).
+    Logistic link: ``theta_i`` follows online Newton steps on the logistic loss with the
+    curvature-weighted Gram matrix ``lam I + sum link'(x^T theta) x x^T`` (a one-pass
+    approximation of the MLE; documented because there is no finite sufficient statistic).
+    The first ``K`` rounds pull each arm once (round-robin) so every estimate has data.
+    """
+
+    def __init__(self, *, n_arms: int, dim: int, horizon: int, reg: float = 1.0,
+                 link: str = "identity"):
+        super().__init__(n_arms=n_arms, dim=dim, horizon=horizon)
+        self.reg = reg
+        self.link = link
+        check_positive("reg", reg)
+        check_choice("link", link, LINKS)
+
+    def _reset(self, n_reps, rng):
+        self._state = _RidgeState(n_reps, self.n_arms, self.dim, self.reg)
+        self._theta = np.zeros((n_reps, self.n_arms, self.dim))
+
+    def act(self, contexts):
+        x = self._check_contexts(contexts)
+        if self.t_ < self.n_arms:
+            return np.full(x.shape[0], self.t_, dtype=np.int64)
+        theta = self._state.theta() if self.link == "identity" else self._theta
+        return np.argmax(_link(np.einsum("ri,rki->rk", x, theta), self.link), axis=1)
+
+    def _update(self, contexts, arms, rewards):
+        if self.link == "identity":
+            self._state.add(contexts, arms, np.ones(len(arms)), rewards)
+            return
+        rows = np.arange(len(arms))
+        th = self._theta[rows, arms]
+        z = np.einsum("ri,ri->r", contexts, th)
+        w = np.maximum(_link_derivative(z, self.link), 1e-6)
+        self._state.add(contexts, arms, w, np.zeros(len(arms)))
+        grad = (_link(z, self.link) - rewards)[:, None] * contexts
+        self._theta[rows, arms] = th - np.einsum("rij,rj->ri", self._state.v_inv[rows, arms],
+                                                 grad)
+
+    @property
+    def privacy(self):
+        return None
