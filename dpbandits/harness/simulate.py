@@ -1,0 +1,142 @@
+"""Drive a (vector) environment and an agent for R replications.
+
+Seeding (common random numbers): the environment is reset with ``seed`` itself, so every
+agent run with the same ``seed`` faces the same problem instances and context streams
+whatever it does; the agent's own randomness comes from an independent stream derived from
+``seed`` (``agent_rng``). Same seed and config give bit-identical results.
+"""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+from collections.abc import Mapping
+
+import gymnasium
+import numpy as np
+
+from dpbandits._validation import check_int
+from dpbandits.agents.base import Agent, make_agent
+from dpbandits.harness.results import SimulationResult
+
+#: entropy tag separating the agent's stream from anything the environment derives from seed
+_AGENT_STREAM = 0x5EED_A6E7
+
+
+def agent_rng(seed: int) -> np.random.Generator:
+    """The agent's generator for run ``seed`` (independent of the environment's streams)."""
+    return np.random.default_rng(np.random.SeedSequence([_AGENT_STREAM, seed]))
+
+
+def make_env(env, n_reps: int, env_params: Mapping | None = None):
+    """A vector environment with ``n_reps`` replications from an id or an instance."""
+    env_params = dict(env_params or {})
+    if isinstance(env, str):
+        try:
+            return gymnasium.make_vec(env, num_envs=n_reps, vectorization_mode="vector_entry_point",
+                                      **env_params)
+        except gymnasium.error.Error as exc:
+            raise ValueError(f"unknown or invalid env {env!r}: {exc}") from None
+    if env_params:
+        raise ValueError("env_params can only be given with a registered env id, "
+                         "not with an env instance")
+    if isinstance(env, gymnasium.vector.VectorEnv):
+        if env.num_envs != n_reps:
+            raise ValueError(f"n_reps={n_reps} does not match the env's num_envs={env.num_envs}")
+        return env
+    raise TypeError(f"env must be a registered id or a gymnasium VectorEnv, "
+                    f"got {type(env).__name__}")
+
+
+def env_sizes(venv) -> tuple[int, int, int]:
+    """(n_arms, dim, horizon) of a dpbandits vector environment."""
+    base = venv.unwrapped
+    n_arms = int(base.single_action_space.n)
+    dim = int(base.single_observation_space.shape[0])
+    horizon = int(base.horizon)
+    return n_arms, dim, horizon
+
+
+def build_agent(agent, n_arms: int, dim: int, horizon: int, params: Mapping | None) -> Agent:
+    """An agent from a registry name (+ params) or an instance (params must be empty)."""
+    params = dict(params or {})
+    if isinstance(agent, str):
+        return make_agent(agent, **{"n_arms": n_arms, "dim": dim, "horizon": horizon, **params})
+    if params:
+        raise ValueError("agent_params can only be given with an agent name")
+    for method in ("reset", "act", "update"):
+        if not callable(getattr(agent, method, None)):
+            raise TypeError(f"agent must be a registered name or implement the Agent protocol "
+                            f"(reset/act/update); {type(agent).__name__} lacks {method}()")
+    return agent
+
+
+def simulate(env, agent, *, horizon: int | None = None, n_reps: int = 1, seed: int = 0,
+             agent_params: Mapping | None = None, env_params: Mapping | None = None,
+             label: str | None = None, track_memory: bool = False) -> SimulationResult:
+    """Run ``agent`` on ``env`` for ``horizon`` rounds and ``n_reps`` replications.
+
+    ``env``: registered id or vector env instance; ``agent``: registry name or an object with
+    ``reset(n_reps, rng)``, ``act(contexts) -> arms`` and ``update(contexts, arms, rewards)``.
+    ``horizon`` defaults to the environment's. Returns per-replication arrays of shape
+    ``(n_reps, horizon)`` (instantaneous pseudo-regret, arms, rewards).
+    """
+    check_int("n_reps", n_reps, low=1)
+    check_int("seed", seed, low=0)
+    venv = make_env(env, n_reps, env_params)
+    n_arms, dim, env_horizon = env_sizes(venv)
+    horizon = env_horizon if horizon is None else check_int("horizon", horizon, low=1)
+    if horizon > env_horizon:
+        raise ValueError(f"horizon={horizon} exceeds the environment's horizon {env_horizon}")
+    ag = build_agent(agent, n_arms, dim, horizon, agent_params)
+    name = label or getattr(ag, "name", "") or type(ag).__name__
+
+    regret = np.empty((n_reps, horizon))
+    arms_hist = np.empty((n_reps, horizon), dtype=np.int32)
+    rewards_hist = np.empty((n_reps, horizon))
+    if track_memory:
+        tracemalloc.start()
+    start = time.perf_counter()
+    contexts, _ = venv.reset(seed=seed)
+    ag.reset(n_reps, agent_rng(seed))
+    for t in range(horizon):
+        arms = np.asarray(ag.act(contexts))
+        next_contexts, rewards, _, _, info = venv.step(arms)
+        ag.update(contexts, arms, rewards)
+        regret[:, t] = info["pseudo_regret"]
+        arms_hist[:, t] = arms
+        rewards_hist[:, t] = rewards
+        contexts = next_contexts
+    seconds = time.perf_counter() - start
+    peak = None
+    if track_memory:
+        peak = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
+    privacy = getattr(ag, "privacy", None)
+    return SimulationResult(
+        agent=name, regret=regret, arms=arms_hist, rewards=rewards_hist, seconds=seconds,
+        peak_memory_mb=peak,
+        privacy=None if privacy is None else privacy.to_dict(),
+        certified=certified_guarantee(ag),
+        config={"env": env if isinstance(env, str) else type(venv.unwrapped).__name__,
+                "env_params": dict(env_params or {}), "agent": name,
+                "agent_params": dict(agent_params or {}), "horizon": horizon,
+                "n_reps": n_reps, "seed": seed},
+    )
+
+
+def certified_guarantee(agent) -> dict | None:
+    """(epsilon, delta) recomputed by the accountant from the agent's own ledger.
+
+    Returns ``None`` for agents without a ledger. The delta is the one the agent claims;
+    the epsilon is what dp_accounting certifies for the agent's mechanism events at that delta.
+    """
+    ledger = getattr(agent, "ledger", None)
+    privacy = getattr(agent, "privacy", None)
+    if ledger is None or privacy is None or not np.isfinite(privacy.epsilon):
+        return None
+    from dpbandits.privacy.accounting import epsilon_of
+
+    eps = epsilon_of(ledger, privacy.delta)
+    return {"epsilon": float(eps), "delta": float(privacy.delta),
+            "basis": "dp_accounting, recomputed from the agent's ledger"}
