@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 import gymnasium
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from dpbandits._validation import check_int
 from dpbandits.agents.base import Agent, make_agent
@@ -73,13 +74,16 @@ def build_agent(agent, n_arms: int, dim: int, horizon: int, params: Mapping | No
 
 def simulate(env, agent, *, horizon: int | None = None, n_reps: int = 1, seed: int = 0,
              agent_params: Mapping | None = None, env_params: Mapping | None = None,
-             label: str | None = None, track_memory: bool = False) -> SimulationResult:
+             label: str | None = None, track_memory: bool = False,
+             blas_threads: int | None = 1) -> SimulationResult:
     """Run ``agent`` on ``env`` for ``horizon`` rounds and ``n_reps`` replications.
 
     ``env``: registered id or vector env instance; ``agent``: registry name or an object with
     ``reset(n_reps, rng)``, ``act(contexts) -> arms`` and ``update(contexts, arms, rewards)``.
     ``horizon`` defaults to the environment's. Returns per-replication arrays of shape
-    ``(n_reps, horizon)`` (instantaneous pseudo-regret, arms, rewards).
+    ``(n_reps, horizon)`` (instantaneous pseudo-regret, arms, rewards). ``blas_threads``
+    limits BLAS threads during the run (1 by default: the per-step algebra is small, and
+    threaded BLAS on small matrices is far slower when cores are shared); None leaves it.
     """
     check_int("n_reps", n_reps, low=1)
     check_int("seed", seed, low=0)
@@ -97,16 +101,17 @@ def simulate(env, agent, *, horizon: int | None = None, n_reps: int = 1, seed: i
     if track_memory:
         tracemalloc.start()
     start = time.perf_counter()
-    contexts, _ = venv.reset(seed=seed)
-    ag.reset(n_reps, agent_rng(seed))
-    for t in range(horizon):
-        arms = np.asarray(ag.act(contexts))
-        next_contexts, rewards, _, _, info = venv.step(arms)
-        ag.update(contexts, arms, rewards)
-        regret[:, t] = info["pseudo_regret"]
-        arms_hist[:, t] = arms
-        rewards_hist[:, t] = rewards
-        contexts = next_contexts
+    with threadpool_limits(blas_threads):
+        contexts, _ = venv.reset(seed=seed)
+        ag.reset(n_reps, agent_rng(seed))
+        for t in range(horizon):
+            arms = np.asarray(ag.act(contexts))
+            next_contexts, rewards, _, _, info = venv.step(arms)
+            ag.update(contexts, arms, rewards)
+            regret[:, t] = info["pseudo_regret"]
+            arms_hist[:, t] = arms
+            rewards_hist[:, t] = rewards
+            contexts = next_contexts
     seconds = time.perf_counter() - start
     peak = None
     if track_memory:
