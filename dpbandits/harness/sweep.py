@@ -108,8 +108,10 @@ def run_cell(cell: Cell) -> pd.DataFrame:
     """Simulate one cell and return its tidy frame with the cell's parameters as columns."""
     from dpbandits.harness.simulate import simulate
 
+    # Replication r of a vector env reset with seed s is the single env with seed s + r, so
+    # seeds are spaced by n_reps: different sweep seeds never share a problem instance.
     res = simulate(cell.env, cell.agent, horizon=cell.horizon, n_reps=cell.n_reps,
-                   seed=cell.seed, agent_params=dict(cell.agent_params),
+                   seed=cell.seed * cell.n_reps, agent_params=dict(cell.agent_params),
                    env_params=dict(cell.env_params), label=cell.label)
     frame = res.to_frame(cell.record_every)
     frame["seed"] = cell.seed
