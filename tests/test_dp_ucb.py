@@ -13,7 +13,6 @@ from dpbandits.agents.dp_ucb import (
     wishart_degrees,
     wishart_noise,
 )
-from dpbandits.privacy.tree import TreeAggregator
 
 
 def _contexts(rng, n, d, reps=1):

@@ -27,7 +27,8 @@ stated sensitivity, in the norm named):
 * Report-noisy-argmax with Laplace(b) noise on scores each of sensitivity ``Δ`` is
   ``(2Δ/b)``-DP in general and ``(Δ/b)``-DP for monotone scores (Dwork & Roth, Claim 3.9).
 * The exponential mechanism with ``scale`` on scores each of sensitivity ``Δ`` is
-  ``(2Δ/scale)``-DP, and ``(Δ/scale)``-bounded-range (Cesar & Rogers 2021).
+  ``ε = 2Δ/scale``-DP and ε-bounded-range (``Δ/scale`` for monotone scores in both), hence
+  ``ε²/8``-zCDP (Cesar & Rogers 2021).
 """
 
 from __future__ import annotations

@@ -163,12 +163,8 @@ class TreeAggregator:
         z = check_array("values", values, shape=self._full_shape)
         t = self._t + 1
         level = (t & -t).bit_length() - 1  # trailing zeros of t: the node completed now
-        # Levels below `level` hold exactly the blocks that merge into the new node.
-        if level:
-            self._exact[level] = self._exact[:level].sum(axis=0) + z
-        else:
-            self._exact[0] = z
-        if self.node_noise is not None:
+        noise = None
+        if self.node_noise is not None:  # drawn and checked before any state changes
             noise = np.asarray(self.node_noise(self.rng, self._full_shape), dtype=np.float64)
             if noise.shape != self._full_shape:
                 raise ValueError(
@@ -177,6 +173,12 @@ class TreeAggregator:
                 )
             if not np.all(np.isfinite(noise)):
                 raise ValueError("node_noise returned non-finite values (NaN or inf)")
+        # Levels below `level` hold exactly the blocks that merge into the new node.
+        if level:
+            self._exact[level] = self._exact[:level].sum(axis=0) + z
+        else:
+            self._exact[0] = z
+        if noise is not None:
             np.add(self._exact[level], noise, out=self._noisy[level])
         self._t = t
         used = [j for j in range(self.n_levels) if (t >> j) & 1]
