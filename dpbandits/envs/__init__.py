@@ -1,1 +1,107 @@
-"""dpbandits.envs"""
+"""Gymnasium contextual-bandit environments, single and natively vectorized.
+
+Importing this module registers the ids below with Gymnasium::
+
+    import gymnasium
+    import dpbandits.envs  # noqa: F401  (registers the dpbandits/ ids)
+
+    env = gymnasium.make("dpbandits/Figure5.1-v0")
+    x, info = env.reset(seed=0)
+    x, reward, terminated, truncated, info = env.step(0)
+    info["pseudo_regret"], info["optimal_arm"], info["expected_rewards"]
+
+    venv = gymnasium.make_vec("dpbandits/Figure5.1-v0", num_envs=100,
+                              vectorization_mode="vector_entry_point")
+    X, info = venv.reset(seed=0)          # X: (100, 50)
+
+Registered ids (every one has a single ``entry_point`` and a native ``vector_entry_point``):
+
+=================================== ==========================================================
+``dpbandits/GLMBandit-v0``          :class:`GLMBanditEnv` with its defaults (any keyword can be
+                                    passed to ``make``/``make_vec``)
+``dpbandits/Figure5.1-v0``          the paper's Figure 5.1 instance: T = 10000, d = 50, K = 2,
+                                    s = 5, contexts N(0, 0.05^2 I) at unit l_inf norm, linear
+                                    link, N(0, 0.05^2) noise
+``dpbandits/Figure5.1-l1-v0``       the same with unit-l_1 contexts — what the authors' code
+                                    actually feeds DP-HDB (seed-000 note)
+``dpbandits/SparseLinearBandit-v0`` K = 5, d = 20, T = 2000, s = 3, unit l_inf contexts
+``dpbandits/LogisticBandit-v0``     K = 3, d = 20, T = 2000, s = 3, logistic link,
+                                    theta_scale = 5, Bernoulli rewards
+``dpbandits/IrisBandit-v0``         :class:`ClassificationBanditEnv` on Fisher's iris
+=================================== ==========================================================
+
+Seeding (common random numbers)
+-------------------------------
+A single environment reset with ``seed=s`` builds ``E = SeedSequence(s)`` and splits it with
+``E.spawn(3)`` into an **instance** stream (theta*), a **context** stream (one context per
+round) and a **noise** stream (one Gaussian ``z_t`` or uniform ``u_t`` per round); each is
+consumed the same way whatever arms are pulled. Two agents run on the same env seed therefore
+face the same theta*, the same contexts and the same noise variates. ``reset()`` without a
+seed uses ``E = SeedSequence(int(env.np_random.integers(2**63)))``, where ``np_random`` is
+Gymnasium's generator (seeded by the last seeded reset).
+
+Replication ``r`` of a vector environment reset with ``seed=s`` is exactly the single
+environment reset with ``seed=s + r`` (Gymnasium's ``SyncVectorEnv`` convention; a list of
+seeds gives replication ``r`` the seed ``seed[r]``), including every unseeded reset after it.
+Streams are drawn ahead in chunks (``chunk_size``) that continue the same sequential streams,
+so results never depend on the chunk size.
+"""
+
+from __future__ import annotations
+
+import gymnasium
+
+from dpbandits.envs._core import normalize_rows
+from dpbandits.envs.classification import (
+    DATASETS,
+    ClassificationBanditEnv,
+    ClassificationBanditVectorEnv,
+)
+from dpbandits.envs.glm import LINKS, GLMBanditEnv, GLMBanditVectorEnv, link_function
+
+__all__ = [
+    "DATASETS",
+    "ENV_IDS",
+    "LINKS",
+    "ClassificationBanditEnv",
+    "ClassificationBanditVectorEnv",
+    "GLMBanditEnv",
+    "GLMBanditVectorEnv",
+    "link_function",
+    "normalize_rows",
+    "register_envs",
+]
+
+_GLM = ("dpbandits.envs.glm:GLMBanditEnv", "dpbandits.envs.glm:GLMBanditVectorEnv")
+_CLS = ("dpbandits.envs.classification:ClassificationBanditEnv",
+        "dpbandits.envs.classification:ClassificationBanditVectorEnv")
+_FIG51 = {"n_arms": 2, "dim": 50, "horizon": 10_000, "link": "identity", "noise": "gaussian",
+          "noise_std": 0.05, "context": "gaussian", "context_std": 0.05, "theta": "sparse",
+          "sparsity": 5}
+
+#: id -> (entry points, default kwargs)
+_SPECS = {
+    "dpbandits/GLMBandit-v0": (_GLM, {}),
+    "dpbandits/Figure5.1-v0": (_GLM, {**_FIG51, "normalization": "linf"}),
+    "dpbandits/Figure5.1-l1-v0": (_GLM, {**_FIG51, "normalization": "l1"}),
+    "dpbandits/SparseLinearBandit-v0": (_GLM, {"n_arms": 5, "dim": 20, "horizon": 2000,
+                                               "sparsity": 3, "normalization": "linf"}),
+    "dpbandits/LogisticBandit-v0": (_GLM, {"n_arms": 3, "dim": 20, "horizon": 2000,
+                                           "sparsity": 3, "link": "logistic",
+                                           "noise": "bernoulli", "theta_scale": 5.0,
+                                           "normalization": "linf"}),
+    "dpbandits/IrisBandit-v0": (_CLS, {"dataset": "iris"}),
+}
+ENV_IDS = tuple(_SPECS)
+
+
+def register_envs() -> None:
+    """Register every id of :data:`ENV_IDS` (idempotent; called on import)."""
+    for env_id, ((entry, vector_entry), kwargs) in _SPECS.items():
+        if env_id in gymnasium.registry:
+            continue
+        gymnasium.register(id=env_id, entry_point=entry, vector_entry_point=vector_entry,
+                           kwargs=dict(kwargs))
+
+
+register_envs()

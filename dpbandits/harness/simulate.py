@@ -16,6 +16,7 @@ import gymnasium
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+import dpbandits.envs  # noqa: F401  (registers the environment ids)
 from dpbandits._validation import check_int
 from dpbandits.agents.base import Agent, make_agent
 from dpbandits.harness.results import SimulationResult
