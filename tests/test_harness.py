@@ -1,0 +1,165 @@
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpbandits.agents import Agent
+from dpbandits.harness.compare import compare
+from dpbandits.harness.results import load_results, recorded_steps, save_results, summarize
+from dpbandits.harness.simulate import simulate
+from dpbandits.harness.sweep import SweepSpec, sweep
+
+ENV = "dpbandits/GLMBandit-v0"
+SMALL = {"n_arms": 3, "dim": 4, "horizon": 60}
+
+
+class ContextRecorder(Agent):
+    """Always pulls arm (t mod K) and records the contexts it is shown."""
+
+    def __init__(self, *, n_arms, dim, horizon, offset=0):
+        super().__init__(n_arms=n_arms, dim=dim, horizon=horizon)
+        self.offset = offset
+
+    def _reset(self, n_reps, rng):
+        self.seen = []
+
+    def act(self, contexts):
+        x = self._check_contexts(contexts)
+        self.seen.append(x.copy())
+        return np.full(x.shape[0], (self.t_ + self.offset) % self.n_arms)
+
+    def _update(self, contexts, arms, rewards):
+        pass
+
+    @property
+    def privacy(self):
+        return None
+
+
+def test_simulate_shapes_regret_definition_and_frame():
+    res = simulate(ENV, "linucb", n_reps=3, seed=5, env_params=SMALL)
+    assert res.regret.shape == res.arms.shape == res.rewards.shape == (3, 60)
+    assert np.all(res.regret >= 0)
+    frame = res.to_frame(record_every=25)
+    assert list(frame.columns) == ["agent", "rep", "t", "regret", "cum_regret"]
+    assert sorted(frame["t"].unique()) == [25, 50, 60]
+    last = frame[frame["t"] == 60].sort_values("rep")["cum_regret"].to_numpy()
+    np.testing.assert_allclose(last, res.regret.sum(1))
+    assert recorded_steps(10, 3).tolist() == [3, 6, 9, 10]
+
+
+def test_simulate_is_reproducible_and_seed_sensitive():
+    a = simulate(ENV, "dp-ucb", n_reps=2, seed=1, env_params=SMALL)
+    b = simulate(ENV, "dp-ucb", n_reps=2, seed=1, env_params=SMALL)
+    c = simulate(ENV, "dp-ucb", n_reps=2, seed=2, env_params=SMALL)
+    assert np.array_equal(a.regret, b.regret) and np.array_equal(a.arms, b.arms)
+    assert not np.array_equal(a.rewards, c.rewards)
+
+
+def test_custom_agent_plugs_in_and_compare_uses_common_contexts():
+    one, two = ContextRecorder(**SMALL), ContextRecorder(**SMALL, offset=1)
+    r1 = simulate(ENV, one, n_reps=2, seed=3, env_params=SMALL)
+    r2 = simulate(ENV, two, n_reps=2, seed=3, env_params=SMALL)
+    assert not np.array_equal(r1.arms, r2.arms)
+    np.testing.assert_array_equal(np.stack(one.seen), np.stack(two.seen))
+    frame, summary, results = compare({"rand": "random", "lin": ("linucb", {"reg": 2.0})},
+                                      ENV, n_reps=2, seed=3, env_params=SMALL)
+    assert set(frame["agent"]) == {"rand", "lin"}
+    assert list(summary["agent"]) == ["rand", "lin"]
+    assert {"mean", "std", "ci95_low", "ci95_high", "privacy"} <= set(summary.columns)
+    # same instances: the expected reward of the optimal arm is the same for both agents
+    opt_r = results["rand"].regret + 0.0
+    assert opt_r.shape == results["lin"].regret.shape
+
+
+def test_simulate_rejects_bad_input():
+    with pytest.raises(ValueError, match="unknown or invalid env"):
+        simulate("dpbandits/Nope-v0", "random")
+    with pytest.raises(ValueError, match="unknown agent"):
+        simulate(ENV, "nope", env_params=SMALL)
+    with pytest.raises(ValueError, match="horizon"):
+        simulate(ENV, "random", horizon=61, env_params=SMALL)
+    with pytest.raises(TypeError, match="Agent protocol"):
+        simulate(ENV, object(), env_params=SMALL)
+
+
+def test_save_and_load_round_trip(tmp_path):
+    res = simulate(ENV, "random", n_reps=2, seed=0, env_params=SMALL)
+    frame = res.to_frame(10)
+    paths = save_results(frame, {"config": {"a": 1}}, tmp_path, csv=True)
+    back, record = load_results(tmp_path)
+    pd.testing.assert_frame_equal(back, frame)
+    assert record["config"] == {"a": 1} and "numpy" in record["versions"]
+    assert paths["csv"].exists()
+    s = summarize(frame)
+    assert s.loc[0, "n"] == 2
+
+
+def _det(frame):
+    """The deterministic part of a sweep frame (wall time differs between runs)."""
+    return frame.drop(columns=["seconds"])
+
+
+def _spec(seeds=(0, 1)):
+    return SweepSpec(agents={"rand": {"name": "random"},
+                             "ucb": {"name": "dp-ucb", "grid": {"epsilon": [1.0, 10.0]}}},
+                     env=ENV, env_params={"n_arms": 2, "dim": 8, "horizon": 30}, horizon=30,
+                     seeds=list(seeds), n_reps=2, record_every=10)
+
+
+def test_sweep_resume_after_failure_equals_uninterrupted(tmp_path):
+    spec = _spec()
+    cells = spec.cells()
+    assert len(cells) == (1 + 2) * 2
+    full = sweep(spec, tmp_path / "full", progress=False)
+    victim = cells[3].cell_id
+    with pytest.raises(RuntimeError, match="injected"):
+        sweep(spec, tmp_path / "resumed", progress=False, _fail_on=victim)
+    done = {p.stem for p in (tmp_path / "resumed" / "cells").glob("*.parquet")}
+    assert victim not in done and len(done) < len(cells)
+    assert not list((tmp_path / "resumed" / "cells").glob("*.tmp"))
+    mtimes = {p: p.stat().st_mtime_ns for p in (tmp_path / "resumed" / "cells").iterdir()}
+    resumed = sweep(spec, tmp_path / "resumed", progress=False)
+    for p, m in mtimes.items():  # finished cells were not re-run
+        assert p.stat().st_mtime_ns == m
+    pd.testing.assert_frame_equal(_det(resumed), _det(full))
+    # different seeds never share an instance
+    ucb = full[(full["agent"] == "rand")]
+    assert ucb.groupby("seed")["cum_regret"].sum().nunique() == 2
+
+
+def test_sweep_parallel_equals_serial(tmp_path):
+    spec = _spec(seeds=(0,))
+    serial = sweep(spec, tmp_path / "a", progress=False)
+    parallel = sweep(spec, tmp_path / "b", n_jobs=2, progress=False)
+    pd.testing.assert_frame_equal(_det(serial), _det(parallel))
+
+
+def test_sweep_on_dask_local_cluster_equals_local(tmp_path):
+    distributed = pytest.importorskip("dask.distributed")
+    spec = _spec(seeds=(0,))
+    local = sweep(spec, tmp_path / "local", progress=False)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            remote = sweep(spec, tmp_path / "dask", scheduler=client, progress=False)
+    pd.testing.assert_frame_equal(_det(local), _det(remote))
+
+
+def test_sweep_spec_errors():
+    with pytest.raises(ValueError, match="name"):
+        SweepSpec(agents={"x": {}}, env=ENV, horizon=5).cells()
+    with pytest.raises(TypeError, match="list"):
+        SweepSpec(agents={"x": {"name": "random", "grid": {"a": 1}}}, env=ENV,
+                  horizon=5).cells()
+
+
+def test_json_record_contains_recomputed_guarantee(tmp_path):
+    frame, summary, results = compare({"ucb": ("dp-ucb", {"calibration": "accountant"})},
+                                      ENV, n_reps=1, seed=0, env_params=SMALL)
+    cert = results["ucb"].certified
+    assert cert is not None and cert["epsilon"] <= 1.0 + 1e-3
+    save_results(frame, {"certified": {"ucb": cert}}, tmp_path)
+    rec = json.loads((tmp_path / "results.json").read_text())
+    assert rec["certified"]["ucb"]["epsilon"] == pytest.approx(cert["epsilon"])
