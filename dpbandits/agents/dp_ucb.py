@@ -43,6 +43,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.linalg.lapack import dpotrf as _potrf
+from scipy.linalg.lapack import dpotrs as _potrs
 
 from dpbandits._validation import (
     check_choice,
@@ -270,21 +272,29 @@ class DPUCB(Agent):
         self._u = rel[:, :D, D]
 
     def _solve(self, phi):
-        """theta~ and phi_i^T V^-1 phi_i for every arm; ln det V. Cholesky when V > 0."""
+        """theta~, phi_i^T V^-1 phi_i for every arm, and ln det V.
+
+        One Cholesky factorization per replication (LAPACK potrf/potrs). The loop over
+        replications is deliberate: each iteration is an O(D^3) factorization, numpy has no
+        batched triangular solve, and the batched numpy path (cholesky + LU solve) measured
+        about 4x slower per replication at D = 100.
+        """
         V, u = self._V, self._u
         K, d = self.n_arms, self.dim
-        try:
-            chol = np.linalg.cholesky(V)
-            logdet = 2.0 * np.log(np.diagonal(chol, axis1=1, axis2=2)).sum(axis=1)
-            rhs = np.concatenate([u[:, :, None], phi], axis=2)  # (R, D, 1 + K)
-            w = np.linalg.solve(V, rhs)
-        except np.linalg.LinAlgError:
-            # A4 (H_t PSD) fails with probability <= alpha/(2T) per round (Prop. 11): count
-            # it and proceed as the authors' code does (LU solve, clamp the quadratic form).
-            sign, logdet = np.linalg.slogdet(V)
-            self.n_indefinite_ += sign <= 0
-            rhs = np.concatenate([u[:, :, None], phi], axis=2)
-            w = np.linalg.solve(V, rhs)
+        rhs = np.concatenate([u[:, :, None], phi], axis=2)  # (R, D, 1 + K)
+        w = np.empty_like(rhs)
+        logdet = np.empty(V.shape[0])
+        for r in range(V.shape[0]):
+            chol, info = _potrf(V[r], lower=1, clean=0)
+            if info == 0:
+                w[r], _ = _potrs(chol, rhs[r], lower=1)
+                logdet[r] = 2.0 * np.log(np.diagonal(chol)).sum()
+            else:
+                # A4 (H_t PSD) fails with probability <= alpha/(2T) per round (Prop. 11):
+                # count it and proceed as the authors' code does (LU solve, clamp below).
+                self.n_indefinite_[r] += 1
+                w[r] = np.linalg.solve(V[r], rhs[r])
+                logdet[r] = np.linalg.slogdet(V[r])[1]
         theta = w[:, :, 0]
         blocks = np.arange(K)
         # phi_i^T V^-1 phi_i: phi_i is x in block i, so only block i of column i matters
