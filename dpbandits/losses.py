@@ -1,0 +1,274 @@
+"""Losses of linear predictors ``z = <x, theta>``: GLM negative log-likelihoods (identity and
+logistic links), squared loss and Huber loss, with gradients and the Lipschitz/smoothness
+constants the private optimizers calibrate their noise with.
+
+Shapes
+------
+``theta (..., d)``, ``X (..., d)``, ``y (...)`` broadcast against each other over the leading
+axes (e.g. ``theta (R, 1, d)`` with ``X (R, n, d)`` and ``y (R, n)``); ``value`` returns the
+broadcast leading shape and ``gradient`` that shape plus ``(d,)``. All inputs are validated
+(finite, matching last axis, broadcastable) and raise ``ValueError``/``TypeError`` naming the
+argument.
+
+Constants
+---------
+Every loss here has the form ``f(theta; x, y) = phi(<x, theta>, y)``, so
+``grad f = psi(z, y) x`` with ``psi = d phi / d z``. With ``||x||_q <= x_bound``,
+``||theta||_p <= theta_bound`` (``q`` dual to ``p``) and ``|y| <= y_bound``:
+
+* Hölder: ``|z| <= x_bound * theta_bound``;
+* Lipschitz: ``||grad f||_q = |psi| ||x||_q <= sup|psi| * x_bound``;
+* smoothness: ``||grad f(a) - grad f(b)||_q = |psi(x'a) - psi(x'b)| ||x||_q
+  <= sup|psi'| |<x, a - b>| x_bound <= sup|psi'| x_bound^2 ||a - b||_p``.
+
+Because the bounds are stated in the dual pair (``x`` in l_q, ``theta`` in l_p), the formulas
+are the same for every ``p``; ``p`` only fixes which norms the bounds refer to.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import expit
+
+from dpbandits._validation import (
+    check_array,
+    check_choice,
+    check_nonnegative,
+    check_p,
+    check_positive,
+)
+
+__all__ = [
+    "GLMLoss",
+    "HuberLoss",
+    "LINKS",
+    "LogisticLoss",
+    "Loss",
+    "SquaredLoss",
+    "make_loss",
+]
+
+LINKS = frozenset({"identity", "logistic"})
+
+
+def _prepare(theta, X, y) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Validate and return ``theta, X, y`` and ``z = <X, theta>`` (broadcast leading shape)."""
+    theta = check_array("theta", theta)
+    X = check_array("X", X)
+    y = check_array("y", y)
+    if theta.ndim < 1 or X.ndim < 1:
+        raise ValueError(
+            "theta and X must have shape (..., d) with the vector on the last axis, got "
+            f"theta {theta.shape} and X {X.shape}"
+        )
+    if theta.shape[-1] != X.shape[-1]:
+        raise ValueError(
+            f"theta and X must have the same last axis d, got theta {theta.shape} and X {X.shape}"
+        )
+    try:
+        lead = np.broadcast_shapes(theta.shape[:-1], X.shape[:-1])
+    except ValueError:
+        raise ValueError(
+            f"theta {theta.shape} and X {X.shape} leading axes do not broadcast"
+        ) from None
+    try:
+        np.broadcast_shapes(lead, y.shape)
+    except ValueError:
+        raise ValueError(
+            f"y must broadcast against the leading axes {lead} of theta/X, got y {y.shape}"
+        ) from None
+    z = np.einsum("...i,...i->...", theta, X)
+    return theta, X, y, z
+
+
+def _check_bounds(p, x_bound, theta_bound=None, y_bound=None):
+    p = check_p("p", p)
+    x_bound = check_nonnegative("x_bound", x_bound)
+    if theta_bound is not None:
+        theta_bound = check_nonnegative("theta_bound", theta_bound)
+    if y_bound is not None:
+        y_bound = check_nonnegative("y_bound", y_bound)
+    return p, x_bound, theta_bound, y_bound
+
+
+class Loss:
+    """Base class: ``f(theta; x, y) = phi(<x, theta>, y)``.
+
+    Subclasses implement ``_phi(z, y)``, ``_psi(z, y) = d phi / d z``, ``link`` and the
+    constants. ``value``/``gradient`` handle validation and broadcasting.
+    """
+
+    name = "loss"
+
+    def value(self, theta, X, y) -> np.ndarray:
+        """Loss per sample, shape = broadcast of ``theta[..., 0]``, ``X[..., 0]`` and ``y``."""
+        _, _, y, z = _prepare(theta, X, y)
+        return self._phi(z, y)
+
+    def gradient(self, theta, X, y) -> np.ndarray:
+        """Gradient in ``theta`` per sample: ``psi(<x, theta>, y) x``, shape ``(..., d)``."""
+        _, X, y, z = _prepare(theta, X, y)
+        psi = self._psi(z, y)
+        return psi[..., None] * X
+
+    def value_and_gradient(self, theta, X, y) -> tuple[np.ndarray, np.ndarray]:
+        """Both at once (one inner product)."""
+        _, X, y, z = _prepare(theta, X, y)
+        return self._phi(z, y), self._psi(z, y)[..., None] * X
+
+    # link (mean function) of the model the loss belongs to
+    def link(self, z) -> np.ndarray:
+        """Mean function ``zeta(z)`` of the model (identity unless stated)."""
+        return check_array("z", z).copy()
+
+    def link_derivative(self, z) -> np.ndarray:
+        """``zeta'(z)``."""
+        return np.ones_like(check_array("z", z))
+
+    def lipschitz(self, p, x_bound, theta_bound, y_bound) -> float:  # pragma: no cover
+        raise NotImplementedError
+
+    def smoothness(self, p, x_bound) -> float:  # pragma: no cover
+        raise NotImplementedError
+
+    def _phi(self, z, y):  # pragma: no cover
+        raise NotImplementedError
+
+    def _psi(self, z, y):  # pragma: no cover
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class GLMLoss(Loss):
+    """Negative log-likelihood of a canonical GLM, ``f = b(z) - y z`` with ``b' = zeta``.
+
+    * ``link="identity"``: ``zeta(z) = z``; Gaussian NLL up to constants, i.e. the squared loss
+      ``0.5 (z - y)^2`` (gradient ``(z - y) x``).
+    * ``link="logistic"``: ``zeta(z) = 1 / (1 + e^{-z})``, ``f = log(1 + e^z) - y z``
+      computed as ``logaddexp(0, z) - y z`` (no overflow); gradient ``(zeta(z) - y) x``.
+    """
+
+    def __init__(self, link: str = "identity"):
+        self.link_name = check_choice("link", link, LINKS)
+
+    @property
+    def name(self) -> str:
+        return "squared" if self.link_name == "identity" else "logistic"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(link={self.link_name!r})"
+
+    def link(self, z) -> np.ndarray:
+        z = check_array("z", z)
+        return z.copy() if self.link_name == "identity" else expit(z)
+
+    def link_derivative(self, z) -> np.ndarray:
+        z = check_array("z", z)
+        if self.link_name == "identity":
+            return np.ones_like(z)
+        s = expit(z)
+        return s * (1.0 - s)
+
+    def _phi(self, z, y):
+        if self.link_name == "identity":
+            return 0.5 * (z - y) ** 2
+        return np.logaddexp(0.0, z) - y * z
+
+    def _psi(self, z, y):
+        if self.link_name == "identity":
+            return z - y
+        return expit(z) - y
+
+    def lipschitz(self, p, x_bound, theta_bound, y_bound) -> float:
+        """``L`` with ``||grad f||_q <= L`` when ``||x||_q <= x_bound``,
+        ``||theta||_p <= theta_bound``, ``|y| <= y_bound``.
+
+        Identity: ``|z - y| <= x_bound theta_bound + y_bound`` (Hölder), so
+        ``L = (x_bound theta_bound + y_bound) x_bound`` (attained: ``x`` aligned with
+        ``theta``, ``y = -y_bound``).
+        Logistic: ``zeta`` is increasing with values in (0, 1), so
+        ``|zeta(z) - y| <= zeta(x_bound theta_bound) + y_bound`` and
+        ``L = (zeta(x_bound theta_bound) + y_bound) x_bound`` (for labels in [0, 1] pass
+        ``y_bound = 1``; the bound is then at most ``2 x_bound``).
+        """
+        p, xb, tb, yb = _check_bounds(p, x_bound, theta_bound, y_bound)
+        if self.link_name == "identity":
+            return (xb * tb + yb) * xb
+        return (float(expit(xb * tb)) + yb) * xb
+
+    def smoothness(self, p, x_bound) -> float:
+        """``beta`` with ``||grad f(a) - grad f(b)||_q <= beta ||a - b||_p``.
+
+        ``beta = sup zeta' * x_bound^2`` (see the module docstring): ``x_bound^2`` for the
+        identity link, ``x_bound^2 / 4`` for the logistic link (``zeta' <= 1/4``).
+        """
+        p, xb, _, _ = _check_bounds(p, x_bound)
+        return xb**2 if self.link_name == "identity" else 0.25 * xb**2
+
+
+class SquaredLoss(GLMLoss):
+    """``0.5 (<x, theta> - y)^2`` — the identity-link GLM loss."""
+
+    def __init__(self):
+        super().__init__(link="identity")
+
+    def __repr__(self) -> str:
+        return "SquaredLoss()"
+
+
+class LogisticLoss(GLMLoss):
+    """``log(1 + exp(<x, theta>)) - y <x, theta>`` — the logistic-link GLM loss."""
+
+    def __init__(self):
+        super().__init__(link="logistic")
+
+    def __repr__(self) -> str:
+        return "LogisticLoss()"
+
+
+class HuberLoss(Loss):
+    """Huber loss of the residual ``u = <x, theta> - y`` (linear model, identity link):
+    ``u^2 / 2`` for ``|u| <= huber_delta``, else ``huber_delta (|u| - huber_delta / 2)``.
+    Gradient ``psi(u) x`` with ``psi(u) = clip(u, -huber_delta, huber_delta)``.
+    """
+
+    name = "huber"
+
+    def __init__(self, huber_delta: float = 1.0):
+        self.huber_delta = check_positive("huber_delta", huber_delta)
+
+    def __repr__(self) -> str:
+        return f"HuberLoss(huber_delta={self.huber_delta!r})"
+
+    def _phi(self, z, y):
+        u = np.abs(z - y)
+        dlt = self.huber_delta
+        return np.where(u <= dlt, 0.5 * u**2, dlt * (u - 0.5 * dlt))
+
+    def _psi(self, z, y):
+        return np.clip(z - y, -self.huber_delta, self.huber_delta)
+
+    def lipschitz(self, p, x_bound, theta_bound, y_bound) -> float:
+        """``|psi| <= min(huber_delta, x_bound theta_bound + y_bound)``, so
+        ``L = min(huber_delta, x_bound theta_bound + y_bound) * x_bound``."""
+        p, xb, tb, yb = _check_bounds(p, x_bound, theta_bound, y_bound)
+        return min(self.huber_delta, xb * tb + yb) * xb
+
+    def smoothness(self, p, x_bound) -> float:
+        """``psi`` is 1-Lipschitz, so ``beta = x_bound^2``."""
+        p, xb, _, _ = _check_bounds(p, x_bound)
+        return xb**2
+
+
+def make_loss(name: str, **params) -> Loss:
+    """Loss by name: ``"squared"``/``"identity"``, ``"logistic"``, ``"huber"`` (takes
+    ``huber_delta``)."""
+    check_choice("name", name, {"squared", "identity", "logistic", "huber"})
+    if name == "huber":
+        return HuberLoss(**params)
+    if params:
+        raise TypeError(f"loss {name!r} takes no parameters, got {sorted(params)}")
+    return SquaredLoss() if name in ("squared", "identity") else LogisticLoss()
+
