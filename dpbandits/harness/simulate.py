@@ -8,6 +8,7 @@ whatever it does; the agent's own randomness comes from an independent stream de
 
 from __future__ import annotations
 
+import hashlib
 import time
 import tracemalloc
 from collections.abc import Mapping
@@ -141,8 +142,14 @@ def certified_guarantee(agent) -> dict | None:
     privacy = getattr(agent, "privacy", None)
     if ledger is None or privacy is None or not np.isfinite(privacy.epsilon):
         return None
-    from dpbandits.privacy.accounting import epsilon_of
+    key = (hashlib.sha1(repr(ledger).encode()).hexdigest(), float(privacy.delta))
+    if key not in _CERTIFIED_CACHE:  # long ledgers take seconds; runs repeat them
+        from dpbandits.privacy.accounting import epsilon_of
 
-    eps = epsilon_of(ledger, privacy.delta)
-    return {"epsilon": float(eps), "delta": float(privacy.delta),
-            "basis": "dp_accounting, recomputed from the agent's ledger"}
+        _CERTIFIED_CACHE[key] = float(epsilon_of(ledger, privacy.delta))
+    return {"epsilon": _CERTIFIED_CACHE[key], "delta": float(privacy.delta),
+            "basis": "dp_accounting PLD, recomputed from the agent's ledger"}
+
+
+#: (sha1 of the ledger's repr, delta) -> certified epsilon
+_CERTIFIED_CACHE: dict[tuple[str, float], float] = {}
