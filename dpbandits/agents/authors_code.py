@@ -1,0 +1,208 @@
+"""The two agents of Figure 5.1 *as the authors' code runs them* — NOT certified.
+
+These exist only to reproduce panel A of the Figure 5.1 reproduction ("as published"): the
+published curves come from code that departs from both papers (see
+``reference/notes/seed-000-dp-ofw-and-dp-hdb.md``, "What the authors' code actually
+evaluates", and ``dp-ucb-shariff-sheffet.md`` section 8). They are reconstructed from those
+notes' descriptions of the code, not from the code itself. Their ``privacy`` is marked not
+certified, with the reason; :func:`authors_dphdb_per_step_epsilons` and
+:func:`authors_dpucb_noise_multiplier` give what their noise actually supports, for the
+accountant.
+
+* ``dp-hdb-authors-code``: one recursive-gradient vector shared by all arms, only the pulled
+  arm's estimate is updated (no synthetic update), the global round index drives step sizes
+  and noise, and the LMO adds Laplace noise of scale
+  ``4 sqrt(log T log(1/delta)) / (epsilon sqrt(t+1))`` to the ``|d_t|`` coordinates — without
+  Algorithm 2's ``D (beta D + L)`` factor. Meant for l_1-normalized contexts.
+* ``dp-ucb-authors-code``: fresh symmetrized Gaussian noise every round (no tree), no PSD
+  shift, ``L = sqrt(dK)`` with no reward term in the scale, the upper-bound form of beta_t
+  with the per-arm ``d``, and the squared-norm bonus ``beta x^T V^-1 x``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpbandits._validation import check_delta, check_epsilon, check_int, check_positive
+from dpbandits.agents.base import Agent, register_agent
+from dpbandits.agents.dp_hdb import default_t0
+from dpbandits.agents.dp_ucb import tree_depth
+from dpbandits.privacy.guarantee import PrivacyGuarantee
+
+
+def authors_dphdb_scale(horizon: int, epsilon: float, delta: float, t) -> np.ndarray:
+    """The code's Laplace scale ``4 sqrt(log T log(1/delta)) / (epsilon sqrt(t+1))``."""
+    return 4.0 * math.sqrt(math.log(horizon) * math.log(1 / delta)) / (
+        epsilon * np.sqrt(np.asarray(t, dtype=float) + 1.0))
+
+
+def authors_dphdb_per_step_epsilons(horizon, epsilon, delta, *, radius=1.0, x_bound=1.0,
+                                    y_bound=1.0) -> np.ndarray:
+    """Per-step epsilon the code's selection really has, for one arm's stream.
+
+    As in Algorithm 2's analysis (proof A.6; :mod:`dpbandits.optim.dp_pofw`): replacing one
+    sample moves ``d_t`` by at most ``2 (beta D + L)/(t+1)`` in l_inf and each score
+    ``|d_{t,j}|`` by as much, so report-noisy-max with scale ``b_t`` is
+    ``2 * 2 (beta D + L) / ((t+1) b_t)``-DP. Squared loss: ``L = (x r + y) x``,
+    ``beta = x^2`` with ``x = x_bound`` (l_inf), ``r = radius``, ``D = 2 r``.
+    """
+    t = np.arange(1, horizon + 1, dtype=float)
+    L = (x_bound * radius + y_bound) * x_bound
+    beta = x_bound**2
+    C = beta * 2 * radius + L
+    return 4.0 * C / ((t + 1.0) * authors_dphdb_scale(horizon, epsilon, delta, t))
+
+
+def authors_dpucb_noise_multiplier(horizon, n_arms, dim, epsilon, delta) -> float:
+    """Noise multiplier (std / l_2 sensitivity) of one round's release in the code's DP-UCB.
+
+    Per round ``sigma = sqrt(16 m) L^2 ln(4/delta)/epsilon`` with ``L = sqrt(dK)``; a datum
+    of ``||[x; y]|| <= L~`` moves the Gram matrix by ``L~^2`` (effective, symmetrized noise).
+    With ``L~^2 = dK + 1`` (rewards up to 1), fresh noise every round means every later
+    round's release is another Gaussian mechanism on the same datum: ``T`` compositions.
+    """
+    m = tree_depth(horizon)
+    L2 = dim * n_arms
+    sigma = math.sqrt(16 * m) * L2 * math.log(4 / delta) / epsilon
+    return sigma / (L2 + 1.0)
+
+
+_CAVEAT_HDB = ("reconstruction of the authors' code: Laplace scale without Algorithm 2's "
+               "D(beta D + L) factor, one gradient shared across arms, no synthetic update")
+_CAVEAT_UCB = ("reconstruction of the authors' code: fresh noise every round (each datum "
+               "enters T releases, not m tree nodes), no PSD shift")
+
+
+@register_agent("dp-hdb-authors-code")
+class DPHDBAuthorsCode(Agent):
+    """DP-HDB as the authors' code runs it (module docstring). Not certified."""
+
+    def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,
+                 delta: float | None = None, t0: int | None = None, h_sub: float = 1.0,
+                 radius: float = 1.0):
+        super().__init__(n_arms=n_arms, dim=dim, horizon=horizon)
+        self.epsilon = epsilon
+        self.delta = delta
+        self.t0 = t0
+        self.h_sub = h_sub
+        self.radius = radius
+        self._eps = check_epsilon(epsilon)
+        self._delta = 1.0 / horizon if delta is None else check_delta(delta)
+        self._t0 = default_t0(dim, horizon, self._eps) if t0 is None else check_int(
+            "t0", t0, low=1)
+        if n_arms * self._t0 >= horizon:
+            raise ValueError(f"t0 * n_arms must be < horizon, got t0={self._t0}")
+        check_positive("radius", radius)
+
+    @property
+    def privacy(self):
+        return PrivacyGuarantee(self._eps, self._delta, notion="JDP", certified=False,
+                                basis="authors' code (seed 000 repository)", caveat=_CAVEAT_HDB)
+
+    def _reset(self, n_reps, rng):
+        self._rng = rng
+        self._theta = np.zeros((n_reps, self.n_arms, self.dim))
+        self._prev = np.zeros((n_reps, self.n_arms, self.dim))
+        self._theta_fs = np.zeros((n_reps, self.n_arms, self.dim))
+        self._d = np.zeros((n_reps, self.dim))
+
+    def act(self, contexts):
+        x = self._check_contexts(contexts)
+        if self.t_ < self.n_arms * self._t0:
+            return np.full(x.shape[0], self.t_ // self._t0, dtype=np.int64)
+        fs = np.einsum("rd,rkd->rk", x, self._theta_fs)
+        pre = fs > fs.max(axis=1, keepdims=True) - self.h_sub / 2.0
+        cur = np.einsum("rd,rkd->rk", x, self._theta)
+        return np.argmax(np.where(pre, cur, -np.inf), axis=1)
+
+    def _update(self, contexts, arms, rewards):
+        t = self.t_ + 1  # global round index
+        R = contexts.shape[0]
+        rows = np.arange(R)
+        th, prev = self._theta[rows, arms], self._prev[rows, arms]
+        g = (np.einsum("rd,rd->r", contexts, th) - rewards)[:, None] * contexts
+        g_prev = (np.einsum("rd,rd->r", contexts, prev) - rewards)[:, None] * contexts
+        self._d = g + (1.0 - 1.0 / (t + 1)) * (self._d - g_prev) if t > 1 else g
+        if math.isfinite(self._eps):
+            b = authors_dphdb_scale(self.horizon, self._eps, self._delta, t)
+            noisy = np.abs(self._d) + self._rng.laplace(0.0, b, size=self._d.shape)
+        else:
+            noisy = np.abs(self._d)
+        j = noisy.argmax(axis=1)
+        v = np.zeros_like(th)
+        v[rows, j] = -self.radius * np.sign(self._d[rows, j])
+        eta = 1.0 / (t + 1)
+        self._prev[rows, arms] = th
+        self._theta[rows, arms] = th + eta * (v - th)
+        if t <= self.n_arms * self._t0 and t % self._t0 == 0:
+            k = (t - 1) // self._t0
+            self._theta_fs[:, k] = self._theta[:, k]
+
+
+@register_agent("dp-ucb-authors-code")
+class DPUCBAuthorsCode(Agent):
+    """DP-UCB as the authors' code of seed 000 runs it (module docstring). Not certified."""
+
+    def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,
+                 delta: float | None = None, noise_std: float = 0.05, theta_bound: float = 1.0):
+        super().__init__(n_arms=n_arms, dim=dim, horizon=horizon)
+        self.epsilon = epsilon
+        self.delta = delta
+        self.noise_std = noise_std
+        self.theta_bound = theta_bound
+        self._eps = check_epsilon(epsilon)
+        self._delta = 1.0 / horizon if delta is None else check_delta(delta)
+        D = dim * n_arms
+        m = tree_depth(horizon)
+        alpha = 1.0 / horizon
+        self._sigma = (math.sqrt(16 * m) * D * math.log(4 / self._delta) / self._eps
+                       if math.isfinite(self._eps) else 0.0)
+        lt = math.log(2 * horizon / alpha)
+        self._ups = self._sigma * math.sqrt(2 * m) * (4 * math.sqrt(D) + 2 * lt)
+        self._gamma = (math.sqrt(m / self._ups) * self._sigma * (math.sqrt(D) + math.sqrt(2 * lt))
+                       if self._ups > 0 else 0.0)
+        self._alpha = alpha
+
+    @property
+    def privacy(self):
+        return PrivacyGuarantee(self._eps, self._delta, notion="JDP", certified=False,
+                                basis="authors' code (seed 000 repository)", caveat=_CAVEAT_UCB)
+
+    def _reset(self, n_reps, rng):
+        D = self.dim * self.n_arms
+        self._rng = rng
+        self._G = np.zeros((n_reps, D, D))
+        self._u = np.zeros((n_reps, D))
+
+    def act(self, contexts):
+        x = self._check_contexts(contexts)
+        R, d, K = x.shape[0], self.dim, self.n_arms
+        D = d * K
+        if self._sigma > 0:
+            z = self._rng.standard_normal((R, D, D)) * self._sigma
+            V = self._G + (z + np.swapaxes(z, 1, 2)) / math.sqrt(2.0)
+            u = self._u + self._sigma * self._rng.standard_normal((R, D))
+            rho_min, rho_max = self._ups, 3 * self._ups
+        else:
+            V, u, rho_min, rho_max = self._G + np.eye(D), self._u, 1.0, 1.0
+        Vinv = np.linalg.inv(V)
+        theta = np.einsum("rij,rj->ri", Vinv, u)
+        t = self.t_ + 1
+        Lsq = float(D)
+        beta = (self.noise_std * math.sqrt(2 * math.log(2 / self._alpha) + d * math.log(
+            rho_max / rho_min + t * Lsq / (d * rho_min)))
+            + self.theta_bound * math.sqrt(rho_max) + self._gamma)
+        blocks = Vinv.reshape(R, K, d, K, d)[:, np.arange(K), :, np.arange(K), :]  # (K,R,d,d)
+        quad = np.einsum("rd,krde,re->rk", x, blocks, x)
+        mean = np.einsum("rd,rkd->rk", x, theta.reshape(R, K, d))
+        return np.argmax(mean + beta * quad, axis=1)  # squared-norm bonus, as in the code
+
+    def _update(self, contexts, arms, rewards):
+        R, d = contexts.shape
+        D = d * self.n_arms
+        phi = np.zeros((R, D))
+        phi[np.arange(R)[:, None], arms[:, None] * d + np.arange(d)] = contexts
+        self._G += phi[:, :, None] * phi[:, None, :]
+        self._u += rewards[:, None] * phi
