@@ -87,7 +87,7 @@ def test_non_private_twin_learns_sublinearly():
 
 
 def test_regret_decreases_as_epsilon_grows():
-    env = {"n_arms": 2, "dim": 5, "horizon": 3000}
+    env = {"n_arms": 2, "dim": 10, "horizon": 3000}
     finals = []
     for eps in (0.5, 50.0, math.inf):
         res = simulate(ENV, "dp-hdb", n_reps=12, seed=4,
