@@ -1,0 +1,490 @@
+"""DP-POFW: private polyhedral online Frank-Wolfe (seed 000, Algorithm 2, ``p = 1``).
+
+Constraint set: the l_1 ball of radius ``r`` (diameter ``D = 2r``), whose LMO is a vertex
+``±r e_j``. For ``t = 1..n``: the recursive gradient ``d_t`` in its sum form (eq. 3.1; no tree;
+Algorithm 2's literal start ``d_1 = grad f(theta_1, x_1)`` is replaced by the sum form's
+``d_1 = grad f(theta_1, x_1)/2``, which its privacy proof assumes — see
+:mod:`dpbandits.optim.streaming`),
+then a private selection among the ``2d`` vertices with scores ``<d_t, v>``, i.e. ``+r d_t``
+and ``-r d_t`` (one ``(R, 2d)`` argmin per step), then
+``theta_{t+1} = theta_t + eta_t (v_t - theta_t)``, ``eta_t = min(1, lr_scale/(t+1))``,
+``theta_0 = theta_1 = 0``. Every iterate is released.
+
+Selection (``selection=``)
+--------------------------
+``"laplace"`` (Algorithm 2): report-noisy-min, ``v_t = argmin_v <d_t, v> + n_v``,
+``n_v ~ Lap(b_t)`` i.i.d. per vertex. ``"gumbel"``: the exponential mechanism
+``P(v) ∝ exp(-<d_t, v> / b_t)`` (= report-noisy-min with Gumbel noise), sampled exactly by
+inverse CDF. Both use a schedule ``b_t = c / sqrt(t)``.
+
+Per-step privacy (pinned in ``tests/test_dp_pofw.py``)
+-----------------------------------------------------
+Conditioned on the released past, neighbouring streams (sample ``i`` replaced) differ at step
+``t >= i`` only through ``d_t - d_t' = (g_i - g_i') / (t+1)``, and
+``||g_i - g_i'||_inf <= 2 (beta D s + L) =: 2C`` (:mod:`dpbandits.optim.streaming`). Each
+score ``<d_t, ±r e_j> = ±r d_{t,j}`` therefore moves by at most
+``Delta_t = r * 2C / (t+1) = D C / (t+1)``. The scores are *not* monotone (``+e_j`` and
+``-e_j`` move in opposite directions), so report-noisy-min is ``2 Delta_t / b_t``-DP (Dwork &
+Roth, Claim 3.9, general case; the exact selection probabilities in the tests show the
+monotone bound ``Delta_t / b_t`` is exceeded), and the exponential mechanism is
+``2 Delta_t / b_t``-DP and ``2 Delta_t / b_t``-bounded-range. The paper's proof (A.6) charges
+``s_t / b_t`` with ``s_t = 2 D C / (t+1)`` — it bounds the score change with ``D`` where the
+vertices have norm ``r = D/2`` and applies the monotone claim: the two factors of 2 cancel, so
+its per-step ``eps_t`` is right. With ``b_t = kappa D C / sqrt(t)``::
+
+    eps_t = 2 Delta_t / b_t = 2 sqrt(t) / ((t + 1) kappa)     (independent of D, C).
+
+Calibration
+-----------
+``"theorem"``: Algorithm 2's ``b_t = 4 D (beta D + L) sqrt(log n log(1/delta)) / (eps sqrt(t))``,
+i.e. ``kappa = 4 sqrt(log n log(1/delta)) / eps`` (``beta D`` -> ``lr_scale beta D`` when
+``lr_scale > 1``), certified by the proof's Azuma composition (A.6)
+``sum_t eps_t (e^{eps_t} - 1) + sqrt(2 log(1/delta) sum_t eps_t^2) <= eps`` evaluated at the
+exact ``eps_t`` above. Where that bound exceeds ``eps`` (large ``eps`` with large ``delta``,
+e.g. ``eps = 10, delta = 0.01``; the paper's proof drops the ``e^{eps_t} - 1`` factor)
+``kappa`` is raised — never lowered — until it holds; the basis says so. ``horizon = 1`` is
+rejected (``log n = 0`` gives no noise).
+
+``"accountant"``: the smallest ``kappa`` (same ``1/sqrt(t)`` shape) a numerical accountant
+certifies for the same ``(eps, delta)``, found with
+:func:`dpbandits.privacy.accounting.calibrate`:
+
+* ``"laplace"``: each step is a generic ``eps_t``-DP mechanism (``pure_dp_event``, the
+  randomized-response worst case); the ``n`` steps are composed by the PLD accountant. The
+  search is bracketed around the Gaussian-DP (CLT) estimate
+  ``kappa ≈ sqrt(sum_t (2 sqrt t/(t+1))^2) / mu(eps, delta)`` and cached per
+  ``(n, eps, delta)`` (about 5 s of CPU at ``n = 1e4``).
+* ``"gumbel"``: each step is ``eps_t``-bounded-range, hence ``eps_t^2/8``-zCDP (Cesar &
+  Rogers 2021); zCDP composes additively and is converted by the RDP accountant.
+
+It is never noisier than the theorem calibration (it falls back to it, saying so).
+
+Gain at the Figure 5.1 setting (``n = T = 1e4``, ``d = 50``, ``delta = 1/T``, ``eps = 1``),
+computed by ``python -m dpbandits.optim.dp_pofw`` (``d`` plays no role in the scales; the
+schedule constant is ``c = kappa D C``, so ratios of ``kappa`` are ratios of noise scales)::
+
+    theorem (Algorithm 2)        kappa = 36.84  (the proof's Azuma bound at this kappa: 0.689;
+                                                 PLD on the same steps: 0.450)
+    laplace, PLD accountant      kappa = 18.16  -> 2.03x less noise than the theorem
+    gumbel,  zCDP accountant     kappa = 10.01  -> 3.68x less noise than the theorem
+    (reference: laplace through zCDP, rho_t = eps_t^2/2, would need kappa = 20.03)
+
+Batching: any number of rows (``n_reps``), e.g. ``R * K`` for K arms of a bandit agent (see
+:mod:`dpbandits.optim.streaming`). Per step: one noise slice (drawn in chunks of steps), one
+``(R, 2d)`` argmin, a sparse vertex update.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import dp_accounting
+import numpy as np
+
+from dpbandits._validation import check_choice, check_p
+from dpbandits.geometry import lmo_lp_ball
+from dpbandits.optim.streaming import StreamingFrankWolfe, _ChunkedDraws
+from dpbandits.privacy import accounting
+from dpbandits.privacy.guarantee import PrivacyGuarantee
+
+__all__ = [
+    "DPPOFW",
+    "SELECTIONS",
+    "azuma_epsilon",
+    "per_step_epsilons",
+    "theorem_kappa",
+    "accountant_kappa",
+]
+
+SELECTIONS = frozenset({"laplace", "gumbel"})
+
+
+# --------------------------------------------------------------------------- accounting maths
+def per_step_epsilons(horizon: int, kappa: float) -> np.ndarray:
+    """``eps_t = 2 sqrt(t) / ((t+1) kappa)``, t = 1..n: the per-step privacy of the selection
+    with ``b_t = kappa D C / sqrt(t)`` (module docstring)."""
+    t = np.arange(1, horizon + 1, dtype=np.float64)
+    return 2.0 * np.sqrt(t) / ((t + 1.0) * kappa)
+
+
+def azuma_epsilon(per_step, delta: float) -> float:
+    """Composition bound of the proof of Theorem 3.4 (A.6, Dwork & Roth Lemma 3.18 + Azuma):
+    ``sum eps_t (e^{eps_t} - 1) + sqrt(2 log(1/delta) sum eps_t^2)``."""
+    e = np.asarray(per_step, dtype=np.float64)
+    return float(np.sum(e * np.expm1(e)) + math.sqrt(2.0 * math.log(1.0 / delta) * np.sum(e * e)))
+
+
+@functools.lru_cache(maxsize=256)
+def theorem_kappa(horizon: int, epsilon: float, delta: float) -> tuple[float, float]:
+    """``(kappa_paper, kappa_used)``: Algorithm 2's ``4 sqrt(log n log(1/delta)) / eps`` and
+    the smallest ``kappa >= kappa_paper`` whose Azuma bound (A.6) is ``<= eps`` (equal to
+    ``kappa_paper`` unless the paper's constant is too small at this ``(n, eps, delta)``)."""
+    if horizon < 2:
+        raise ValueError(
+            f"horizon must be >= 2 for calibration='theorem' (Algorithm 2's Laplace scale has "
+            f"a factor sqrt(log n), which is 0 for horizon={horizon}); use "
+            "calibration='accountant'"
+        )
+    k0 = 4.0 * math.sqrt(math.log(horizon) * math.log(1.0 / delta)) / epsilon
+
+    def ok(k):
+        return azuma_epsilon(per_step_epsilons(horizon, k), delta) <= epsilon
+
+    if ok(k0):
+        return k0, k0
+    lo, hi = k0, 2.0 * k0
+    while not ok(hi):
+        lo, hi = hi, 2.0 * hi
+    while hi / lo > 1.0 + 1e-9:
+        mid = math.sqrt(lo * hi)
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return k0, hi
+
+
+def _laplace_ledger(horizon: int, kappa: float) -> dp_accounting.DpEvent:
+    return accounting.compose(
+        [accounting.pure_dp_event(float(e)) for e in per_step_epsilons(horizon, kappa)]
+    )
+
+
+def _gumbel_ledger(horizon: int, kappa: float) -> dp_accounting.DpEvent:
+    return accounting.compose(
+        [accounting.zcdp_event(accounting.bounded_range_to_zcdp(float(e)))
+         for e in per_step_epsilons(horizon, kappa)]
+    )
+
+
+def _gumbel_total(horizon: int, kappa: float) -> dp_accounting.DpEvent:
+    """One zCDP event with the summed rho (identical to the per-step ledger under zCDP)."""
+    e = per_step_epsilons(horizon, kappa)
+    return accounting.zcdp_event(float(np.sum(e * e)) / 8.0)
+
+
+_RTOL = 2e-3
+
+
+@functools.lru_cache(maxsize=64)
+def accountant_kappa(horizon: int, epsilon: float, delta: float, selection: str) -> float:
+    """Smallest ``kappa`` (to a relative ``2e-3``) for which the accountant certifies the
+    ``n`` selection steps at ``(epsilon, delta)`` (PLD for ``"laplace"``, zCDP/RDP for
+    ``"gumbel"``). Cached."""
+    check_choice("selection", selection, SELECTIONS)
+    unit = per_step_epsilons(horizon, 1.0)
+    if selection == "gumbel":
+        rho1 = float(np.sum(unit * unit)) / 8.0  # rho at kappa = 1
+
+        def event(k):
+            return accounting.zcdp_event(rho1 / (k * k))
+
+        return accounting.calibrate(event, epsilon, delta, method="rdp", rtol=1e-4)
+
+    def event(k):
+        return _laplace_ledger(horizon, k)
+
+    # Bracket just below the Gaussian-DP (CLT) estimate: the randomized-response composition
+    # has lighter tails than the Gaussian, and the PLD answer is 0.3% (n = 1e4) to 3% (n = 50)
+    # below it. Wider brackets are the fallback.
+    k_gdp = math.sqrt(float(np.sum(unit * unit))) / accounting.gdp_mu(epsilon, delta)
+    lo, hi = 0.993 * k_gdp, 1.0005 * k_gdp
+    try:
+        k = accounting.calibrate(event, epsilon, delta, method="pld", lower=lo, upper=hi,
+                                 rtol=_RTOL)
+    except ValueError:  # the upper end is not enough: bracket up to the zCDP solution
+        rho1 = float(np.sum(unit * unit)) / 2.0
+
+        def z_event(kk):
+            return accounting.zcdp_event(rho1 / (kk * kk))
+
+        k_z = accounting.calibrate(z_event, epsilon, delta, method="rdp", rtol=1e-4)
+        k = accounting.calibrate(event, epsilon, delta, method="pld", lower=hi,
+                                 upper=max(k_z, 2.0 * hi), rtol=_RTOL)
+    if k == lo:  # the lower end already certifies: search below it
+        k = accounting.calibrate(event, epsilon, delta, method="pld", upper=lo, rtol=_RTOL)
+    return k
+
+
+# --------------------------------------------------------------------------- optimizer
+@dataclass(frozen=True)
+class _Calibration:
+    kappa: float              # b_t = kappa * D * constant / sqrt(t)
+    constant: float           # C = beta D s + L used
+    privacy: PrivacyGuarantee
+    ledger: dp_accounting.DpEvent
+    used: str
+
+
+class DPPOFW(StreamingFrankWolfe):
+    """Private polyhedral online Frank-Wolfe (seed 000, Algorithm 2), batched over rows.
+
+    Parameters are those of :class:`dpbandits.optim.streaming.StreamingFrankWolfe`
+    (``loss, dim, radius, horizon, epsilon, delta, calibration, x_bound, y_bound,
+    lr_scale``; ``p`` must be 1 and defaults to it) plus
+
+    selection : ``"laplace"`` (Algorithm 2, default) or ``"gumbel"`` (exponential mechanism).
+
+    Inputs are clipped to ``||x||_inf <= x_bound`` and ``|y| <= y_bound``. See the module
+    docstring for the per-step privacy, the two calibrations and their noise scales.
+
+    Example (K arms x R replications stacked on the batch axis, as DP-HDB does)
+    -------
+    >>> K, R, d = 2, 3, 4
+    >>> opt = DPPOFW("squared", dim=d, radius=1.0, horizon=50, epsilon=1.0,
+    ...              delta=0.02).reset(n_reps=R * K, rng=0)
+    >>> theta = opt.step(np.zeros((R * K, d)), np.zeros(R * K)).reshape(R, K, d)
+    """
+
+    _algorithm = "DP-POFW"
+
+    def __init__(self, loss, *, dim, radius, horizon, epsilon, delta, p=1,
+                 calibration="theorem", selection="laplace", x_bound=1.0, y_bound=1.0,
+                 lr_scale=1.0):
+        self.selection = selection
+        self._selection = check_choice("selection", selection, SELECTIONS)
+        super().__init__(loss, dim=dim, p=p, radius=radius, horizon=horizon, epsilon=epsilon,
+                         delta=delta, calibration=calibration, x_bound=x_bound,
+                         y_bound=y_bound, lr_scale=lr_scale)
+        if self._private and self._calibration == "theorem" and self._n < 2:
+            theorem_kappa(self._n, self._eps, self._delta)  # raises the explanatory error
+
+    @staticmethod
+    def _check_p(p) -> float:
+        p = check_p("p", p)
+        if p != 1.0:
+            raise ValueError(
+                f"p must be 1 for DP-POFW (the l_1 ball; Algorithm 2), got {p}; "
+                "use DPTOFW for 1 < p <= inf"
+            )
+        return p
+
+    def __repr__(self) -> str:
+        return super().__repr__()[:-1] + f", selection={self.selection!r})"
+
+    # ------------------------------------------------------------------ calibration
+    def _calibrate(self) -> _Calibration:
+        cached = getattr(self, "_cal", None)
+        if cached is not None:
+            return cached
+        if not self._private:
+            cal = _Calibration(
+                0.0, math.nan,
+                PrivacyGuarantee.non_private("DP-POFW with epsilon=inf: exact LMO, no noise"),
+                dp_accounting.NonPrivateDpEvent(), "none",
+            )
+            self._cal = cal
+            return cal
+        n, eps, delta = self._n, self._eps, self._delta
+        ledger_of = _gumbel_ledger if self._selection == "gumbel" else _laplace_ledger
+        theorem = None
+        if n >= 2:  # Algorithm 2's scale needs log n > 0 (horizon 1: accountant only)
+            c_th = self._beta * self._D * self._s_theorem + self._L
+            k_paper, k_th = theorem_kappa(n, eps, delta)
+            basis = ("Theorem 3.4, seed 000 (proof A.6): each selection step eps_t-DP, "
+                     "eps_t = 2 sqrt(t)/((t+1) kappa), Azuma composition")
+            if self._selection == "gumbel":
+                basis += " (exponential-mechanism steps, each eps_t-DP)"
+            if k_th > k_paper:
+                basis += (f"; Algorithm 2's scale raised x{k_th / k_paper:.4f} so that the "
+                          "proof's bound meets epsilon at this (n, epsilon, delta)")
+            theorem = _Calibration(k_th, c_th, PrivacyGuarantee(eps, delta, basis=basis),
+                                   None, "theorem")
+        cal = theorem
+        if self._calibration == "accountant":
+            c_acc = self._beta * self._D * self._s_exact + self._L
+            k_acc = accountant_kappa(n, eps, delta, self._selection)
+            if theorem is None or k_acc * c_acc <= theorem.kappa * theorem.constant:
+                if self._selection == "laplace":
+                    acc_basis = ("PLD accountant (dp_accounting): n report-noisy-min steps, "
+                                 "each eps_t-DP (randomized-response worst case), "
+                                 "eps_t = 2 sqrt(t)/((t+1) kappa)")
+                else:
+                    acc_basis = ("zCDP via the RDP accountant (dp_accounting): n exponential-"
+                                 "mechanism steps, each eps_t-bounded-range => eps_t^2/8-zCDP "
+                                 "(Cesar & Rogers 2021), eps_t = 2 sqrt(t)/((t+1) kappa)")
+                cal = _Calibration(k_acc, c_acc, PrivacyGuarantee(eps, delta, basis=acc_basis),
+                                   None, "accountant")
+            else:
+                cal = _Calibration(
+                    theorem.kappa, theorem.constant,
+                    PrivacyGuarantee(eps, delta, basis=theorem.privacy.basis + " (accountant "
+                                     "calibration fell back to the theorem: no less noise "
+                                     "could be certified)"),
+                    None, "theorem")
+        cal = _Calibration(cal.kappa, cal.constant, cal.privacy,
+                           ledger_of(n, cal.kappa), cal.used)
+        self._cal = cal
+        return cal
+
+    # ------------------------------------------------------------------ reporting
+    @property
+    def kappa(self) -> float:
+        """Dimensionless schedule constant: ``b_t = kappa D C / sqrt(t)`` (0 if not private)."""
+        return self._calibrate().kappa
+
+    @property
+    def scale_constant(self) -> float:
+        """``c`` in ``b_t = c / sqrt(t)``: ``kappa D C`` with ``C = beta D s + L``."""
+        cal = self._calibrate()
+        return 0.0 if cal.kappa == 0.0 else cal.kappa * self._D * cal.constant
+
+    def noise_scale(self, t) -> float | np.ndarray:
+        """``b_t`` (Laplace scale, or exponential-mechanism temperature) at step(s) ``t``."""
+        t = np.asarray(t, dtype=np.float64)
+        if np.any(t < 1) or np.any(t > self._n):
+            raise ValueError(f"t must be in [1, horizon={self._n}], got {t}")
+        b = self.scale_constant / np.sqrt(t)
+        return float(b) if b.ndim == 0 else b
+
+    def per_step_epsilon(self) -> np.ndarray:
+        """``eps_t`` for t = 1..n of the schedule in force (module docstring)."""
+        cal = self._calibrate()
+        if cal.kappa == 0.0:
+            return np.full(self._n, math.inf)
+        return per_step_epsilons(self._n, cal.kappa)
+
+    @property
+    def calibration_used(self) -> str:
+        """``"theorem"``/``"accountant"``: whose schedule is in force (``"none"`` if off)."""
+        return self._calibrate().used
+
+    @property
+    def privacy(self) -> PrivacyGuarantee:
+        """Guarantee of the whole released sequence ``theta_2, ..., theta_{n+1}`` per row."""
+        return self._calibrate().privacy
+
+    @property
+    def ledger(self) -> dp_accounting.DpEvent:
+        """One event per selection step: ``pure_dp_event(eps_t)`` (Laplace) or
+        ``zcdp_event(eps_t^2/8)`` (Gumbel)."""
+        return self._calibrate().ledger
+
+    # ------------------------------------------------------------------ streaming
+    def _reset_private_state(self, n_reps, rng) -> None:
+        st = self._state
+        d = self._d
+        st["sum"] = np.zeros((n_reps, d))
+        st["rows"] = np.arange(n_reps)
+        st["noise"] = None
+        cal = self._calibrate()
+        if cal.kappa == 0.0:
+            return
+        if self._selection == "laplace":
+            st["noise"] = _ChunkedDraws(_standard_laplace_draw(n_reps, 2 * d), n_reps * 2 * d,
+                                        self._n)
+        else:
+            st["noise"] = _ChunkedDraws(_Uniforms(n_reps), n_reps, self._n)
+
+    def _advance(self, g, t, theta, eta, out):
+        st = self._state
+        s = st["sum"]
+        s += g
+        direction = s * (1.0 / (t + 1.0))
+        st["direction"] = direction
+        noise = st["noise"]
+        if noise is None:  # not private: exact LMO
+            v = lmo_lp_ball(direction, 1.0, self._radius)
+            np.subtract(v, theta, out=out)
+            out *= eta
+            out += theta
+            return
+        r = self._radius
+        b = self.scale_constant / math.sqrt(t)
+        if self._selection == "laplace":
+            idx = _noisy_min_vertex(direction, noise.next(st["rng"]), b / r)
+        else:
+            idx = _exponential_vertex(direction, noise.next(st["rng"]), b / r)
+        d = self._d
+        neg = idx >= d
+        j = idx - d * neg
+        np.multiply(theta, 1.0 - eta, out=out)
+        out[st["rows"], j] += np.where(neg, -eta * r, eta * r)
+
+
+def _noisy_min_vertex(direction: np.ndarray, laplace: np.ndarray, scale: float) -> np.ndarray:
+    """Report-noisy-min over the 2d vertices ``±r e_j`` with Laplace(b) noise, ``scale =
+    b / r``: ``argmin_v <d, v> + Lap(b)`` equals ``argmin`` of ``(+d_j, -d_j) + Lap(b/r)``
+    (divide by r > 0). ``laplace`` holds standard Laplace draws ``(R, 2d)`` and is
+    overwritten. Returns indices in ``[0, 2d)``: ``j`` is ``+r e_j``, ``d + j`` is ``-r e_j``.
+    """
+    d = direction.shape[1]
+    noisy = laplace
+    noisy *= scale
+    noisy[:, :d] += direction
+    noisy[:, d:] -= direction
+    return noisy.argmin(axis=1)
+
+
+def _exponential_vertex(direction: np.ndarray, u: np.ndarray, temperature: float) -> np.ndarray:
+    """Exponential mechanism over the vertices: ``P(v) ∝ exp(-<d, v> / b)`` with
+    ``temperature = b / r``, sampled exactly by inverse CDF with one uniform ``u`` (R,) per
+    row (same law as report-noisy-min with Gumbel noise). Indices as in
+    :func:`_noisy_min_vertex`."""
+    R, d = direction.shape
+    w = np.empty((R, 2 * d))
+    np.multiply(direction, -1.0 / temperature, out=w[:, :d])
+    np.negative(w[:, :d], out=w[:, d:])
+    w -= w.max(axis=1, keepdims=True)
+    np.exp(w, out=w)
+    np.cumsum(w, axis=1, out=w)
+    # idx = #{k : c_k <= u * c_total}; P(idx = k) = w_k / total
+    return np.minimum((w <= (u * w[:, -1])[:, None]).sum(axis=1), 2 * d - 1)
+
+
+class _StandardLaplace:
+    """Chunk sampler of i.i.d. standard Laplace noise, shape ``(k, n_reps, m)``: an
+    exponential magnitude times an independent fair sign (exactly Laplace(0, 1)); about 2.5x
+    faster than ``Generator.laplace``. Picklable."""
+
+    def __init__(self, n_reps: int, m: int):
+        self.n_reps, self.m = n_reps, m
+
+    def __call__(self, rng, k):
+        shape = (k, self.n_reps, self.m)
+        e = rng.standard_exponential(shape)
+        e *= rng.integers(-1, 1, size=shape, dtype=np.int8) | np.int8(1)  # -1 or +1
+        return e
+
+
+def _standard_laplace_draw(n_reps: int, m: int) -> _StandardLaplace:
+    return _StandardLaplace(n_reps, m)
+
+
+class _Uniforms:
+    """``k`` steps of one uniform per row, shape ``(k, n_reps)`` (exponential mechanism)."""
+
+    def __init__(self, n_reps: int):
+        self.n_reps = n_reps
+
+    def __call__(self, rng, k):
+        return rng.random((k, self.n_reps))
+
+
+def _main() -> None:  # pragma: no cover - computes the numbers in the module docstring
+    import json
+
+    n, eps = 10_000, 1.0
+    delta = 1.0 / n
+    k_paper, k_th = theorem_kappa(n, eps, delta)
+    k_lap = accountant_kappa(n, eps, delta, "laplace")
+    k_gum = accountant_kappa(n, eps, delta, "gumbel")
+    unit = per_step_epsilons(n, 1.0)
+    k_lz = accounting.calibrate(
+        lambda k: accounting.zcdp_event(float(np.sum(unit * unit)) / 2.0 / (k * k)),
+        eps, delta, method="rdp", rtol=1e-4)
+    out = {
+        "n": n, "epsilon": eps, "delta": delta,
+        "kappa_theorem": k_th, "kappa_paper": k_paper,
+        "theorem_azuma_epsilon": azuma_epsilon(per_step_epsilons(n, k_th), delta),
+        "theorem_pld_epsilon": accounting.epsilon_of(_laplace_ledger(n, k_th), delta),
+        "kappa_accountant_laplace_pld": k_lap,
+        "kappa_accountant_gumbel_zcdp": k_gum,
+        "kappa_laplace_zcdp_for_reference": k_lz,
+        "gain_laplace": k_th / k_lap,
+        "gain_gumbel": k_th / k_gum,
+    }
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    _main()

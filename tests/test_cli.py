@@ -1,0 +1,85 @@
+import json
+
+import pandas as pd
+import pytest
+
+from dpbandits.cli import main
+
+SMALL = ["--env-param", "n_arms=2", "--env-param", "dim=6", "--env-param", "horizon=40"]
+
+
+def test_list(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "dpbandits/Figure5.1-v0" in out and "dp-hdb" in out and "dp-ucb" in out
+
+
+def test_compare_with_flags_writes_results(tmp_path, capsys):
+    out = tmp_path / "cmp"
+    code = main(["compare", "--env", "dpbandits/GLMBandit-v0", "--agent", "random",
+                 "--agent", "dp-ucb", "--param", "dp-ucb.epsilon=2.0", "--reps", "2",
+                 "--out", str(out), *SMALL])
+    assert code == 0
+    frame = pd.read_parquet(out / "results.parquet")
+    assert set(frame["agent"]) == {"random", "dp-ucb"}
+    record = json.loads((out / "results.json").read_text())
+    assert record["privacy"]["dp-ucb"]["epsilon"] == 2.0
+    assert (out / "regret.png").exists() and (out / "summary.csv").exists()
+    assert "dp-ucb" in capsys.readouterr().out
+
+
+def test_tiny_sweep_via_config(tmp_path):
+    cfg = tmp_path / "sweep.toml"
+    cfg.write_text(
+        'env = "dpbandits/GLMBandit-v0"\nhorizon = 30\nn_reps = 2\nseeds = [0, 1]\n'
+        "record_every = 10\n[env_params]\nn_arms = 2\ndim = 6\nhorizon = 30\n"
+        '[agents.ucb]\nname = "dp-ucb"\ngrid = { epsilon = [1.0, 5.0] }\n'
+        '[agents.rand]\nname = "random"\n')
+    out = tmp_path / "sw"
+    assert main(["sweep", str(cfg), "--out", str(out), "--quiet"]) == 0
+    assert len(list((out / "cells").glob("*.parquet"))) == 2 * 2 + 2
+    frame = pd.read_parquet(out / "results.parquet")
+    assert sorted(frame["agent.epsilon"].dropna().unique()) == [1.0, 5.0]
+
+
+def test_tiny_reproduce(tmp_path, capsys):
+    out = tmp_path / "fig"
+    assert main(["reproduce", "fig5.1", "--size", "tiny", "--panels", "AB", "--horizon", "150",
+                 "--reps", "2", "--out", str(out), "--quiet"]) == 0
+    for name in ["panel_a.parquet", "panel_a.png", "panel_b.parquet", "panel_b.png",
+                 "panel_b_summary.csv", "panel_b.json"]:
+        assert (out / name).exists(), name
+    summary = pd.read_csv(out / "panel_b_summary.csv")
+    assert "uniform random" in set(summary["agent"])
+    text = capsys.readouterr().out
+    assert "NOT certified" in text
+
+
+@pytest.mark.parametrize("toml,needle", [
+    ('horizon = 5\n[agents.a]\nname = "random"\n', "'env'"),
+    ('env = "dpbandits/Nope-v0"\n[agents.a]\nname = "random"\n', "'env'"),
+    ('env = "dpbandits/GLMBandit-v0"\n[agents.a]\nname = "nope"\n', "agents.a.name"),
+    ('env = "dpbandits/GLMBandit-v0"\n[agents.a]\nparams = {}\n', "agents.a.name"),
+    ('env = "dpbandits/GLMBandit-v0"\nhorizon = "ten"\n[agents.a]\nname = "random"\n',
+     "'horizon'"),
+    ('env = "dpbandits/GLMBandit-v0"\nbogus = 1\n[agents.a]\nname = "random"\n', "'bogus'"),
+    ('env = "dpbandits/GLMBandit-v0"\n', "'agents'"),
+])
+def test_bad_configs_give_one_clear_line(tmp_path, capsys, toml, needle):
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text(toml)
+    assert main(["run", "--config", str(cfg)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and needle in err and "Traceback" not in err
+
+
+def test_bad_agent_parameter_is_one_line(capsys):
+    assert main(["run", "--env", "dpbandits/GLMBandit-v0", "--agent", "dp-hdb",
+                 "--param", "epsilon=-1", *SMALL]) == 2
+    err = capsys.readouterr().err
+    assert "epsilon" in err and len(err.strip().splitlines()) == 1
+
+
+def test_unknown_reproduction(capsys):
+    assert main(["reproduce", "fig9.9"]) == 2
+    assert "fig5.1" in capsys.readouterr().err
