@@ -197,8 +197,14 @@ def _plot_panel_a(frame, path, svg):
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for ax, scale in zip(axes, ["l1", "linf"], strict=True):
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4))
+    agents = frame[~frame["agent"].str.startswith("uniform random")]
+    sns.lineplot(data=agents, x="t", y="cum_regret", hue="agent", errorbar=("ci", 95),
+                 ax=axes[0])
+    axes[0].set_title("as the paper plots it (two context scales on one axis)")
+    axes[0].set_xlabel("round t")
+    axes[0].set_ylabel("cumulative regret")
+    for ax, scale in zip(axes[1:], ["l1", "linf"], strict=True):
         sub = frame[frame["contexts"] == scale]
         sns.lineplot(data=sub, x="t", y="cum_regret", hue="agent", errorbar=("ci", 95), ax=ax)
         ax.set_title(f"{scale}-normalized contexts (as the authors' code runs it)")
