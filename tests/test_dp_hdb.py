@@ -121,6 +121,7 @@ def test_privacy_split_and_ledger_certify_the_claim():
 def test_default_t0_is_the_authors_formula():
     assert default_t0(50, 10_000, 1.0) == int(math.log(5e5) * math.log(1e4))
     assert default_t0(50, 10_000, math.inf) == 1
+    assert default_t0(50, 10_000, 0.1, n_arms=2) == 2500  # capped at T / (2K)
 
 
 def test_dp_tofw_can_be_plugged_in():

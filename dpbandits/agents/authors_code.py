@@ -90,7 +90,7 @@ class DPHDBAuthorsCode(Agent):
         self.radius = radius
         self._eps = check_epsilon(epsilon)
         self._delta = 1.0 / horizon if delta is None else check_delta(delta)
-        self._t0 = default_t0(dim, horizon, self._eps) if t0 is None else check_int(
+        self._t0 = default_t0(dim, horizon, self._eps, n_arms) if t0 is None else check_int(
             "t0", t0, low=1)
         if n_arms * self._t0 >= horizon:
             raise ValueError(f"t0 * n_arms must be < horizon, got t0={self._t0}")

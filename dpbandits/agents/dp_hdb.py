@@ -55,12 +55,15 @@ LINK_LOSS = {"identity": "squared", "logistic": "logistic"}
 OPTIMIZERS = {"dp-pofw", "dp-tofw"}
 
 
-def default_t0(dim: int, horizon: int, epsilon: float) -> int:
+def default_t0(dim: int, horizon: int, epsilon: float, n_arms: int = 2) -> int:
     """The authors' warm-up ``int(log(d T) log(T) / epsilon^2)`` (theory: O(log(dT/alpha) log T
-    / epsilon^2), Theorem 4.2), at least 1."""
+    / epsilon^2), Theorem 4.2), at least 1 — capped at ``T // (2K)`` so forced sampling never
+    takes more than half the horizon (at small epsilon the formula exceeds ``T`` itself, e.g.
+    12086 rounds per arm at T = 1e4, d = 50, epsilon = 0.1)."""
+    cap = max(1, horizon // (2 * n_arms))
     if math.isinf(epsilon):
         return 1
-    return max(1, int(math.log(dim * horizon) * math.log(horizon) / epsilon**2))
+    return min(cap, max(1, int(math.log(dim * horizon) * math.log(horizon) / epsilon**2)))
 
 
 def _zeta(z, link):
@@ -75,7 +78,7 @@ class DPHDB(Agent):
 
     Parameters (beyond ``n_arms, dim, horizon``): ``epsilon`` (inf: the non-private twin),
     ``delta`` (default ``1/horizon``), ``t0`` (forced pulls per arm; default
-    :func:`default_t0`), ``h_sub`` (pre-selection gap, default 1), ``radius`` (l_1 radius of
+    :func:`default_t0`, capped at half the horizon), ``h_sub`` (pre-selection gap, default 1), ``radius`` (l_1 radius of
     each arm's parameter set), ``link`` (``"identity"``/``"logistic"``), ``context_bound``
     (on ``||x||_inf``), ``reward_bound`` (on ``|r|``), ``calibration``
     (``"theorem"``/``"accountant"``), ``optimizer`` (``"dp-pofw"`` or ``"dp-tofw"``),
@@ -109,7 +112,7 @@ class DPHDB(Agent):
         self._delta = 1.0 / horizon if delta is None else check_delta(delta)
         if self._private and not 0.0 < self._delta < 1.0:
             raise ValueError(f"delta must lie in (0, 1) for a private run, got {self._delta}")
-        self._t0 = default_t0(dim, horizon, self._eps) if t0 is None else check_int(
+        self._t0 = default_t0(dim, horizon, self._eps, n_arms) if t0 is None else check_int(
             "t0", t0, low=1)
         if n_arms * self._t0 >= horizon:
             raise ValueError(f"t0 * n_arms must be < horizon: t0={self._t0}, n_arms={n_arms}, "
