@@ -76,15 +76,16 @@ def _zeta(z, link):
 class DPHDB(Agent):
     """Private high-dimensional bandit (Algorithm 3 of seed 000), batched over replications.
 
-    Parameters (beyond ``n_arms, dim, horizon``): ``epsilon`` (inf: the non-private twin),
-    ``delta`` (default ``1/horizon``), ``t0`` (forced pulls per arm; default
-    :func:`default_t0`, capped at half the horizon), ``h_sub`` (pre-selection gap, default 1), ``radius`` (l_1 radius of
-    each arm's parameter set), ``link`` (``"identity"``/``"logistic"``), ``context_bound``
-    (on ``||x||_inf``), ``reward_bound`` (on ``|r|``), ``calibration``
-    (``"theorem"``/``"accountant"``), ``optimizer`` (``"dp-pofw"`` or ``"dp-tofw"``),
-    ``optimizer_params`` (extra keyword arguments of the optimizer, e.g. ``{"p": 1.5}`` for
-    DP-TOFW, ``{"selection": "gumbel"}`` or ``{"lr_scale": 2.0}``), ``privacy_split``
-    (``"two-arms"`` or ``"paper"``, module docstring).
+    Parameters (beyond ``n_arms, dim, horizon``):
+    ``epsilon`` (inf: the non-private twin); ``delta`` (default ``1/horizon``);
+    ``t0`` (forced pulls per arm; default :func:`default_t0`, capped at half the horizon);
+    ``h_sub`` (pre-selection gap, default 1); ``radius`` (l_1 radius of each arm's set);
+    ``link`` (``"identity"``/``"logistic"``); ``context_bound`` (on ``||x||_inf``);
+    ``reward_bound`` (on ``|r|``); ``calibration`` (``"theorem"``/``"accountant"``);
+    ``optimizer`` (``"dp-pofw"`` or ``"dp-tofw"``); ``optimizer_params`` (extra keyword
+    arguments of the optimizer, e.g. ``{"p": 1.5}`` for DP-TOFW, ``{"selection": "gumbel"}``
+    or ``{"lr_scale": 2.0}``); ``privacy_split`` (``"two-arms"`` or ``"paper"``, module
+    docstring).
     """
 
     def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,
