@@ -1,4 +1,4 @@
-"""Command-line interface: ``dpbandits run | compare | sweep | reproduce | list | audit | bench``.
+"""Command-line interface: ``dpbandits run | compare | sweep | reproduce | audit | list``.
 
 Configuration errors print one line naming the bad key or value and exit with status 2
 (``--debug`` shows the traceback).
@@ -122,6 +122,12 @@ def _cmd_reproduce(args) -> int:
     return REPRODUCTIONS[args.target](args)
 
 
+def _cmd_audit(args) -> int:
+    from dpbandits.audits.__main__ import main as audit_main
+
+    return audit_main(args.rest)
+
+
 def _cmd_list(args) -> int:
     import gymnasium
 
@@ -188,6 +194,12 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--quiet", action="store_true")
     rep.set_defaults(func=_cmd_reproduce)
 
+    aud = sub.add_parser(
+        "audit", help="empirical privacy audits: dpbandits audit [component ...] [--json] "
+        "[--thorough] [--power] [--list]", add_help=False)
+    aud.add_argument("rest", nargs=argparse.REMAINDER)
+    aud.set_defaults(func=_cmd_audit)
+
     lst = sub.add_parser("list", help="registered environments and agents")
     lst.set_defaults(func=_cmd_list)
 
@@ -201,6 +213,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from dpbandits.harness.config import ConfigError
 
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["audit"]:  # its options belong to the audit runner; pass them through
+        from dpbandits.audits.__main__ import main as audit_main
+
+        return audit_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

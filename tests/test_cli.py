@@ -83,3 +83,11 @@ def test_bad_agent_parameter_is_one_line(capsys):
 def test_unknown_reproduction(capsys):
     assert main(["reproduce", "fig9.9"]) == 2
     assert "fig5.1" in capsys.readouterr().err
+
+
+def test_audit_command_json(capsys):
+    assert main(["audit", "laplace", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out[0]["component"] == "laplace"
+    assert {"epsilon", "delta", "eps_lb", "confidence", "runs", "verdict"} <= set(out[0])
+    assert out[0]["verdict"] == "consistent"

@@ -1,0 +1,460 @@
+"""Empirical privacy auditing: high-confidence *lower bounds* on epsilon (and on Gaussian-DP mu).
+
+A generic auditor. It knows no algorithm: it receives a randomized procedure as a callable
+``sampler(world, n, rng) -> statistics of shape (n,)`` that runs the component ``n`` times
+(batched over replications) on the neighbouring input ``D`` (``world = 0``) or ``D'``
+(``world = 1``) and reduces each run to one real statistic. The canaries (worst-case
+neighbouring inputs) and statistics of each library component live in :mod:`dpbandits.audits`.
+
+Method (``reference/notes/privacy-auditing.md``; StatDP, DP-Sniper, Delta-Siege, Nasr et al.)
+------------------------------------------------------------------------------------------
+A rule "reject ``D`` when the statistic exceeds ``tau``" has false-positive rate
+``p0 = P_D(S > tau)`` and power ``p1 = P_D'(S > tau)``. With one-sided Clopper-Pearson bounds
+``p0+`` (upper) and ``p1-`` (lower), ``(epsilon, delta)``-DP for the set and its complement
+implies
+
+    eps_lb = max{ ln((p1- - delta) / p0+),  ln((1 - delta - p0+) / (1 - p1-)) }
+
+(that is ``ln((TPR_lb - delta)/FPR_ub)`` and the symmetric direction with ``FNR``). For the
+reversed orientation (``D`` pushes the statistic up) the roles of ``p0`` and ``p1`` swap.
+For Gaussian-shaped claims the Gaussian-DP route (Dong, Roth & Su 2022) is much tighter:
+``mu_lb = Phi^-1(p1-) - Phi^-1(p0+)`` (``= Phi^-1(1 - FPR_ub) - Phi^-1(FNR_ub)``); a value above
+the claimed ``mu`` refutes a ``mu``-GDP claim.
+
+Validity of the bound
+---------------------
+* ``selection="split"`` (default): candidate thresholds are scored on a *separate* set of
+  runs (its own random streams), one threshold per route (the best ``eps_lb`` rule, and the
+  best ``mu_lb`` rule when a ``mu`` claim is audited) and its orientation are fixed, then
+  certified on fresh runs. Only the certified bounds enter the result, with a Bonferroni
+  correction over the one-sided bounds they use (2 per certified rule).
+* ``selection="bonferroni"``: thresholds fixed in advance (from the claim), all evaluated on
+  the certification runs, with a Bonferroni correction over every one-sided bound used
+  (2 per threshold and orientation).
+
+Either way, with probability at least ``confidence`` every reported lower bound is valid, so
+a correct component is reported as a violation with probability at most ``1 - confidence``
+(at a fixed seed the outcome is deterministic).
+
+Randomness: ``numpy.random.SeedSequence(seed).spawn(4)`` gives independent streams for
+(selection, D), (selection, D'), (certification, D), (certification, D'); large run counts
+are cut into batches of ``batch_size`` runs, each with a child stream of its phase's
+``SeedSequence``. Same seed, same ``batch_size`` => identical result.
+
+What an audit can and cannot show: a lower bound above the claim refutes it (up to the
+stated confidence); a lower bound below the claim is evidence, not proof -- it says nothing
+about neighbouring pairs, statistics or low-probability events the canary does not exercise.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+from scipy import special, stats
+
+from dpbandits._validation import check_choice, check_delta, check_int, check_real
+
+__all__ = [
+    "AuditResult",
+    "audit",
+    "clopper_pearson_upper",
+    "clopper_pearson_lower",
+    "eps_lower_bound",
+    "mu_lower_bound",
+    "lower_bounds_from_counts",
+    "format_table",
+]
+
+VERDICTS = ("consistent", "violation")
+_ORIENTATIONS = ("greater", "less", "both")
+_TINY = 1e-300
+
+
+# --------------------------------------------------------------------------------------------
+# Clopper-Pearson and the two routes
+# --------------------------------------------------------------------------------------------
+
+
+def clopper_pearson_upper(k, n, alpha) -> np.ndarray:
+    """One-sided ``1 - alpha`` upper confidence bound on a binomial proportion.
+
+    ``k`` successes out of ``n`` trials: ``BetaInv(1 - alpha; k + 1, n - k)``, 1 when
+    ``k = n``. Vectorised over ``k``.
+    """
+    k = np.asarray(k, dtype=float)
+    n = float(n)
+    out = np.ones_like(k)
+    m = k < n
+    out[m] = stats.beta.ppf(1.0 - alpha, k[m] + 1.0, n - k[m])
+    return out
+
+
+def clopper_pearson_lower(k, n, alpha) -> np.ndarray:
+    """One-sided ``1 - alpha`` lower confidence bound: ``BetaInv(alpha; k, n - k + 1)``
+    (0 when ``k = 0``)."""
+    k = np.asarray(k, dtype=float)
+    n = float(n)
+    out = np.zeros_like(k)
+    m = k > 0
+    out[m] = stats.beta.ppf(alpha, k[m], n - k[m] + 1.0)
+    return out
+
+
+def eps_lower_bound(p0_upper, p1_lower, delta) -> np.ndarray:
+    """``max{ln((p1- - delta)/p0+), ln((1 - delta - p0+)/(1 - p1-))}``, floored at 0.
+
+    ``p0_upper`` bounds from above the probability of the rejection set under ``D``,
+    ``p1_lower`` bounds from below its probability under ``D'``.
+    """
+    p0 = np.maximum(np.asarray(p0_upper, dtype=float), _TINY)
+    p1 = np.asarray(p1_lower, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.log(np.maximum(p1 - delta, 0.0)) - np.log(p0)
+        b = np.log(np.maximum(1.0 - delta - p0, 0.0)) - np.log(np.maximum(1.0 - p1, _TINY))
+    out = np.maximum(np.maximum(a, b), 0.0)
+    return np.where(np.isnan(out), 0.0, out)
+
+
+def mu_lower_bound(p0_upper, p1_lower) -> np.ndarray:
+    """Gaussian-DP bound ``Phi^-1(p1-) - Phi^-1(p0+)`` (may be negative: no evidence)."""
+    p0 = np.clip(np.asarray(p0_upper, dtype=float), _TINY, 1.0)
+    p1 = np.clip(np.asarray(p1_lower, dtype=float), 0.0, 1.0 - 1e-16)
+    with np.errstate(divide="ignore"):
+        return special.ndtri(p1) - special.ndtri(p0)
+
+
+def _rates(s0: np.ndarray, s1: np.ndarray, thresholds: np.ndarray):
+    """Counts of ``S > tau`` in each world for every threshold (sorted search)."""
+    a0 = np.sort(s0)
+    a1 = np.sort(s1)
+    k0 = a0.size - np.searchsorted(a0, thresholds, side="right")
+    k1 = a1.size - np.searchsorted(a1, thresholds, side="right")
+    return k0, k1
+
+
+def lower_bounds_from_counts(k0, n0, k1, n1, delta, alpha, orientation="greater"):
+    """``(eps_lb, mu_lb)`` arrays for rules ``S > tau`` with counts ``k0`` (of ``n0`` runs on
+    ``D``) and ``k1`` (of ``n1`` runs on ``D'``), each one-sided bound at level ``alpha``.
+
+    ``orientation="greater"``: ``D'`` makes the statistic larger; ``"less"``: the reverse.
+    """
+    k0 = np.asarray(k0)
+    k1 = np.asarray(k1)
+    if orientation == "greater":
+        p0u = clopper_pearson_upper(k0, n0, alpha)
+        p1l = clopper_pearson_lower(k1, n1, alpha)
+    else:  # the set {S <= tau} is the rejection region; swap the worlds' roles
+        p0u = clopper_pearson_upper(n0 - k0, n0, alpha)
+        p1l = clopper_pearson_lower(n1 - k1, n1, alpha)
+    return eps_lower_bound(p0u, p1l, delta), mu_lower_bound(p0u, p1l)
+
+
+# --------------------------------------------------------------------------------------------
+# Result
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class AuditResult:
+    """Outcome of one audit.
+
+    ``epsilon``/``delta`` (and ``mu_claim``) are the *claimed* guarantee; ``eps_lb`` the
+    assumption-free lower bound, valid with probability ``confidence``; ``mu_lb`` the
+    Gaussian-DP lower bound (``None`` unless the mu route was used) and ``eps_lb_gdp`` its
+    conversion to epsilon at ``delta`` (meaningful only for Gaussian-shaped privacy curves).
+    ``verdict`` is ``"violation"`` when ``eps_lb > epsilon`` or ``mu_lb > mu_claim``, else
+    ``"consistent"``; ``expected`` is what a correct implementation should give (a broken
+    variant, a known-false published claim or a deliberate sanity check expect
+    ``"violation"``), and ``ok`` says whether they agree.
+    """
+
+    component: str
+    epsilon: float
+    delta: float
+    eps_lb: float
+    confidence: float
+    runs: int
+    verdict: str
+    notion: str = "DP"
+    expected: str = "consistent"
+    variant: str = "as implemented"
+    broken: bool = False
+    statistic: str = ""
+    canary: str = ""
+    basis: str = ""
+    selection: str = "split"
+    selection_runs: int = 0
+    mu_claim: float | None = None
+    mu_lb: float | None = None
+    eps_lb_gdp: float | None = None
+    threshold: float | None = None
+    orientation: str = "greater"
+    tpr: float | None = None
+    fpr: float | None = None
+    seed: int = 0
+    seconds: float = 0.0
+    notes: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """True when the verdict is the expected one."""
+        return self.verdict == self.expected
+
+    @property
+    def margin(self) -> float:
+        """Largest ratio of a lower bound to its claim (``eps_lb/epsilon``, ``mu_lb/mu``)."""
+        vals = [self.eps_lb / self.epsilon if self.epsilon > 0 else math.inf]
+        if self.mu_lb is not None and self.mu_claim:
+            vals.append(self.mu_lb / self.mu_claim)
+        return max(vals)
+
+    def to_dict(self) -> dict:
+        """Plain JSON-serialisable dict (``component, epsilon, delta, eps_lb, confidence,
+        runs, verdict`` first; ``mu_claim, mu_lb, eps_lb_gdp`` when the mu route ran)."""
+        d = _plain(asdict(self))
+        d["ok"] = self.ok
+        return d
+
+
+def _plain(value):
+    """Recursively turn numpy scalars/arrays into Python floats, ints and lists."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _fmt(x, spec=".3g") -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float) and math.isinf(x):
+        return "inf"
+    return format(x, spec)
+
+
+def format_table(results: Sequence[AuditResult]) -> str:
+    """Plain-text (Markdown-compatible) table of audit results."""
+    header = ["component", "variant", "claim (eps, delta)", "eps_lb", "mu_lb / mu_claim",
+              "conf.", "runs/side", "verdict", "expected"]
+    rows = []
+    for r in results:
+        claim = f"({_fmt(r.epsilon, '.4g')}, {_fmt(r.delta, '.2g')})-{r.notion}"
+        mu = "-" if r.mu_lb is None else f"{r.mu_lb:.3f} / {_fmt(r.mu_claim, '.3f')}"
+        runs = f"{r.runs}" + (f" (+{r.selection_runs})" if r.selection_runs else "")
+        flag = r.expected if r.ok else f"{r.expected} (MISMATCH)"
+        rows.append([r.component, r.variant, claim, f"{r.eps_lb:.3f}", mu,
+                     f"{r.confidence:g}", runs, r.verdict, flag])
+    widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h)
+              for i, h in enumerate(header)]
+
+    def line(cells):
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
+
+    out = [line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    out += [line(row) for row in rows]
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------------------------
+# The auditor
+# --------------------------------------------------------------------------------------------
+
+Sampler = Callable[[int, int, np.random.Generator], np.ndarray]
+
+
+def _draw(sampler: Sampler, world: int, n: int, seq: np.random.SeedSequence,
+          batch_size: int | None) -> np.ndarray:
+    """Run ``sampler`` ``n`` times in batches, each batch with its own child stream."""
+    if n == 0:
+        return np.empty(0)
+    size = n if batch_size is None else batch_size
+    chunks = []
+    sizes = [size] * (n // size) + ([n % size] if n % size else [])
+    for m, child in zip(sizes, seq.spawn(len(sizes)), strict=True):
+        out = np.asarray(sampler(world, m, np.random.default_rng(child)), dtype=float)
+        if out.shape != (m,):
+            raise ValueError(f"sampler must return an array of shape ({m},), got {out.shape}")
+        if not np.all(np.isfinite(out)):
+            raise ValueError("sampler returned non-finite statistics")
+        chunks.append(out)
+    return np.concatenate(chunks)
+
+
+def _candidates(s0: np.ndarray, s1: np.ndarray, thresholds, n_candidates: int) -> np.ndarray:
+    if thresholds is not None:
+        return np.unique(np.asarray(thresholds, dtype=float))
+    pooled = np.concatenate([s0, s1])
+    q = np.linspace(0.0, 1.0, n_candidates + 2)[1:-1]
+    # Extreme tails matter for epsilon: add quantiles near both ends on a log scale.
+    tail = np.geomspace(1.0 / pooled.size, 0.05, n_candidates // 4)
+    q = np.unique(np.concatenate([q, tail, 1.0 - tail]))
+    values = np.quantile(pooled, q, method="lower")
+    return np.unique(np.concatenate([values, [pooled.min() - 1.0]]))
+
+
+def audit(
+    sampler: Sampler,
+    *,
+    epsilon: float,
+    delta: float,
+    runs: int,
+    component: str = "",
+    seed: int = 0,
+    confidence: float = 0.95,
+    mu_claim: float | None = None,
+    thresholds: Sequence[float] | None = None,
+    selection: str = "split",
+    selection_runs: int | None = None,
+    orientation: str = "greater",
+    n_candidates: int = 200,
+    batch_size: int | None = None,
+    notion: str = "DP",
+    expected: str = "consistent",
+    variant: str = "as implemented",
+    broken: bool = False,
+    statistic: str = "",
+    canary: str = "",
+    basis: str = "",
+    notes: str = "",
+    extra: dict | None = None,
+) -> AuditResult:
+    """Audit a randomized procedure against a claimed ``(epsilon, delta)`` (and ``mu``).
+
+    Parameters
+    ----------
+    sampler : callable ``(world, n, rng) -> ndarray (n,)``
+        Runs the procedure ``n`` times (one batch of replications) on ``D`` (``world=0``) or
+        ``D'`` (``world=1``) with all randomness from ``rng`` and returns one finite statistic
+        per run.
+    epsilon, delta : the claimed guarantee (``epsilon`` may be ``inf`` for "no claim").
+    runs : certification runs per world (the number reported).
+    mu_claim : claimed Gaussian-DP parameter; enables the mu route.
+    thresholds : candidate thresholds (rules ``S > tau``); default: quantiles of the
+        selection runs (only with ``selection="split"``).
+    selection : ``"split"`` (choose on separate runs, certify on fresh ones) or
+        ``"bonferroni"`` (pre-set ``thresholds``, correction over all of them).
+    selection_runs : runs per world of the selection split (default ``max(runs // 4, 500)``).
+    orientation : ``"greater"`` (``D'`` shifts the statistic up), ``"less"`` or ``"both"``.
+    batch_size : run the sampler in batches of at most this many runs (memory).
+    The remaining keyword arguments are copied into the result.
+    """
+    if not callable(sampler):
+        raise TypeError(f"sampler must be callable, got {type(sampler).__name__}")
+    eps = check_real("epsilon", epsilon, low=0.0, allow_inf=True)
+    dlt = check_delta(delta)
+    runs = check_int("runs", runs, low=10)
+    conf = check_real("confidence", confidence, low=0.0, high=1.0, low_open=True, high_open=True)
+    check_choice("selection", selection, {"split", "bonferroni"})
+    check_choice("orientation", orientation, set(_ORIENTATIONS))
+    check_choice("expected", expected, set(VERDICTS))
+    if mu_claim is not None:
+        mu_claim = check_real("mu_claim", mu_claim, low=0.0, low_open=True)
+    if batch_size is not None:
+        batch_size = check_int("batch_size", batch_size, low=1)
+    if selection == "bonferroni" and thresholds is None:
+        raise ValueError("selection='bonferroni' needs pre-set thresholds")
+    if selection == "split":
+        selection_runs = (max(runs // 4, 500) if selection_runs is None
+                          else check_int("selection_runs", selection_runs, low=10))
+    else:
+        selection_runs = 0
+    a_total = 1.0 - conf
+    orients = ["greater", "less"] if orientation == "both" else [orientation]
+
+    start = time.perf_counter()
+    seq_sel0, seq_sel1, seq_cert0, seq_cert1 = np.random.SeedSequence(seed).spawn(4)
+
+    if selection == "split":
+        z0 = _draw(sampler, 0, selection_runs, seq_sel0, batch_size)
+        z1 = _draw(sampler, 1, selection_runs, seq_sel1, batch_size)
+        cand = _candidates(z0, z1, thresholds, n_candidates)
+        k0, k1 = _rates(z0, z1, cand)
+        # Score every (threshold, orientation) with the certification-level bound, so that
+        # rules whose counts are too small to certify are not preferred.
+        a_score = a_total / (2 * cand.size * len(orients))
+        picks = []  # (route, threshold, orientation)
+        best = {"eps": (-np.inf, None, None), "mu": (-np.inf, None, None)}
+        for o in orients:
+            e_lb, m_lb = lower_bounds_from_counts(k0, selection_runs, k1, selection_runs,
+                                                  dlt, a_score, o)
+            i = int(np.argmax(e_lb))
+            if e_lb[i] > best["eps"][0]:
+                best["eps"] = (float(e_lb[i]), float(cand[i]), o)
+            j = int(np.argmax(m_lb))
+            if m_lb[j] > best["mu"][0]:
+                best["mu"] = (float(m_lb[j]), float(cand[j]), o)
+        picks.append(("eps", best["eps"][1], best["eps"][2]))
+        if mu_claim is not None:
+            picks.append(("mu", best["mu"][1], best["mu"][2]))
+        rules = [(tau, o) for _, tau, o in picks]
+    else:
+        rules = [(float(t), o) for t in np.unique(np.asarray(thresholds, float)) for o in orients]
+
+    s0 = _draw(sampler, 0, runs, seq_cert0, batch_size)
+    s1 = _draw(sampler, 1, runs, seq_cert1, batch_size)
+    alpha = a_total / (2 * len(rules))  # two one-sided bounds per certified rule
+    eps_lb, mu_lb = -np.inf, -np.inf
+    best_rule = None
+    for tau, o in rules:
+        k0, k1 = _rates(s0, s1, np.array([tau]))
+        e, m = lower_bounds_from_counts(k0, runs, k1, runs, dlt, alpha, o)
+        if float(e[0]) > eps_lb or best_rule is None:
+            if float(e[0]) > eps_lb:
+                eps_lb = float(e[0])
+            tpr = (k1[0] if o == "greater" else runs - k1[0]) / runs
+            fpr = (k0[0] if o == "greater" else runs - k0[0]) / runs
+            best_rule = (tau, o, float(tpr), float(fpr))
+        mu_lb = max(mu_lb, float(m[0]))
+    eps_lb = max(eps_lb, 0.0)
+
+    eps_lb_gdp = None
+    if mu_claim is None:
+        mu_out = None
+    else:
+        mu_out = float(mu_lb)
+        if mu_lb > 0 and 0 < dlt < 1:
+            from dpbandits.privacy.accounting import gdp_epsilon
+
+            eps_lb_gdp = float(gdp_epsilon(mu_lb, dlt))
+        else:
+            eps_lb_gdp = 0.0
+    violation = eps_lb > eps or (mu_claim is not None and mu_lb > mu_claim)
+    return AuditResult(
+        component=component,
+        epsilon=eps,
+        delta=dlt,
+        eps_lb=eps_lb,
+        confidence=conf,
+        runs=runs,
+        verdict="violation" if violation else "consistent",
+        notion=notion,
+        expected=expected,
+        variant=variant,
+        broken=broken,
+        statistic=statistic,
+        canary=canary,
+        basis=basis,
+        selection=selection,
+        selection_runs=selection_runs,
+        mu_claim=mu_claim,
+        mu_lb=mu_out,
+        eps_lb_gdp=eps_lb_gdp,
+        threshold=best_rule[0],
+        orientation=best_rule[1],
+        tpr=best_rule[2],
+        fpr=best_rule[3],
+        seed=int(seed),
+        seconds=time.perf_counter() - start,
+        notes=notes,
+        extra=dict(extra or {}),
+    )

@@ -1,0 +1,100 @@
+"""The audit catalogue (dpbandits.audits): every component passes its audit and every audit
+detects its broken variant (power check), at the fixed seed of the fast tier.
+
+A component that fails here is a bug in the component, not in the test: do not loosen.
+The thorough tier (docs/privacy-audit.md) runs under ``-m slow``.
+"""
+
+import json
+
+import pytest
+
+from dpbandits.audits import AUDITS, MISSING, format_table, run_audits, select
+from dpbandits.audits.__main__ import main as audits_main
+
+SEED = 0
+POWER = [name for name, spec in AUDITS.items() if spec.has_broken]
+
+#: components the catalogue must cover (issue 7)
+REQUIRED = ["laplace", "gaussian", "generalized-gaussian", "report-noisy-argmin", "tree",
+            "dp-tofw", "dp-tofw-accountant", "dp-pofw", "dp-pofw-accountant", "noisy-sfw",
+            "noisy-sgd", "local-md", "dp-ucb", "dp-hdb", "dp-gd", "dp-accmd", "dp-svrg",
+            "private-sgd", "private-ftrl", "dp-gibo"]
+
+
+def test_catalogue_covers_the_components():
+    assert not MISSING, MISSING
+    for name in REQUIRED:
+        assert name in AUDITS, name
+    for spec in AUDITS.values():
+        assert spec.shows and spec.cannot_show and spec.canary and spec.broken_variant
+        assert spec.fast_runs < spec.thorough_runs
+
+
+@pytest.mark.parametrize("name", list(AUDITS))
+def test_component_passes_its_audit(name):
+    spec = AUDITS[name]
+    res = spec(spec.fast_runs, SEED)
+    assert res.component == name
+    assert res.verdict == spec.expected, (
+        f"{name}: {res.verdict} (expected {spec.expected}); eps_lb={res.eps_lb:.3f} vs "
+        f"epsilon={res.epsilon:.3f}, mu_lb={res.mu_lb} vs mu={res.mu_claim}")
+
+
+@pytest.mark.parametrize("name", POWER)
+def test_audit_detects_its_broken_variant(name):
+    spec = AUDITS[name]
+    res = spec(spec.fast_runs, SEED, broken=True)
+    assert res.broken and res.expected == "violation"
+    assert res.verdict == "violation", (
+        f"{name} ({spec.broken_variant}): no power, eps_lb={res.eps_lb:.3f}, "
+        f"mu_lb={res.mu_lb}")
+
+
+def test_sanity_checks_need_no_broken_variant():
+    for name in ("dp-ucb-plain-dp-sanity", "dp-hdb-plain-dp-sanity", "private-ftrl"):
+        assert AUDITS[name].expected == "violation" and not AUDITS[name].has_broken
+        with pytest.raises(ValueError, match="no broken variant"):
+            AUDITS[name](100, 0, broken=True)
+
+
+def test_select_and_run_audits():
+    assert select(["dp-pofw*"]) == ["dp-pofw", "dp-pofw-accountant", "dp-pofw-gumbel"]
+    assert select("laplace") == ["laplace"]
+    assert select(None) == list(AUDITS)
+    with pytest.raises(ValueError, match="unknown audit"):
+        select(["no-such-component"])
+    with pytest.raises(ValueError, match="tier"):
+        run_audits(["laplace"], tier="quick")
+    results = run_audits(["laplace", "report-noisy-argmin"], power=True)
+    assert [(r.component, r.broken) for r in results] == [
+        ("laplace", False), ("laplace", True), ("report-noisy-argmin", False),
+        ("report-noisy-argmin", True)]
+    assert all(r.ok for r in results)
+    assert "laplace" in format_table(results)
+    json.dumps([r.to_dict() for r in results])
+
+
+def test_module_entry_point(capsys):
+    assert audits_main(["laplace", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out[0]["component"] == "laplace" and out[0]["verdict"] == "consistent"
+    assert audits_main(["--list"]) == 0
+    assert "dp-ucb" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_thorough_tier():
+    results = run_audits(tier="thorough", seed=SEED, power=True)
+    bad = [r for r in results if not r.ok]
+    assert not bad, format_table(bad)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["laplace", "gaussian", "report-noisy-argmin", "tree",
+                                  "dp-pofw", "noisy-sfw", "dp-gd"])
+def test_power_is_not_a_lucky_seed(name):
+    spec = AUDITS[name]
+    for seed in range(1, 21):
+        assert spec(spec.fast_runs, seed, broken=True).verdict == "violation", seed
+        assert spec(spec.fast_runs, seed).verdict == "consistent", seed
