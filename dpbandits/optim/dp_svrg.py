@@ -1,0 +1,387 @@
+"""DP-SVRG and DP-SVRG++ (seed 001, Algorithms 1 and 2: Wang, Ye & Xu, "Differentially
+private empirical risk minimization revisited: faster and more general").
+
+Both minimise ``F^r(x) = (1/n) sum_i f(x; z_i) + r(x)`` by proximal SVRG with Gaussian noise
+on every variance-reduced gradient::
+
+    v_t = g(x_{t-1}; z_i) - g(x~; z_i) + (1/n) sum_j g(x~; z_j) + u_t,   u_t ~ N(0, sigma^2 I)
+    x_t = prox_{eta r}(x_{t-1} - eta v_t),          i uniform in [n] (one index per step)
+
+where ``g`` is the per-sample gradient **clipped** to l_2 norm ``clip_norm = G`` (the paper
+assumes G-Lipschitz losses; clipping enforces it for any data and is counted). DP-SVRG
+(strongly convex ``F^r``) restarts every epoch from the snapshot ``x~_s = mean_t x_t``;
+DP-SVRG++ doubles the epoch length (``m_s = 2^s m``) and starts epoch ``s+1`` from the
+**last** inner iterate. Both return the last snapshot ``x~_T``.
+
+Privacy (App. B.2 of the paper, made exact with an accountant). The paper's noise
+``sigma^2 = c G^2 T m ln(1/delta) / (n^2 eps^2)`` (eqs. 3 and 6) leaves ``c`` unspecified and
+holds only for ``eps <= c1 T m / n^2`` (Theorems 4.1/4.3, from the moments accountant's
+small-noise condition). Here the noise is **calibrated by an accountant** for the target
+``(epsilon, delta)``, with no range restriction, following the paper's own decomposition
+(eqs. 15-16): the step's query is ``d_i + v~`` with ``d_i = g(x_{t-1}; z_i) - g(x~; z_i)``
+(replace-one sensitivity ``4G``: each clipped gradient moves by ``2G``) and ``v~`` the snapshot
+mean (sensitivity ``2G/n``). Splitting ``N(0, sigma^2) = N(0, sigma_1^2) + N(0, sigma_2^2)``,
+each step is a post-processing of a without-replacement-subsampled Gaussian (``q = 1/n``,
+multiplier ``sigma_1/(4G)``) and a Gaussian (multiplier ``sigma_2 n/(2G)``); all ``T m``
+steps (every inner iterate, a superset of the output) are composed by dp_accounting's RDP
+accountant under replace-one neighbours, and the split minimising ``sigma`` is chosen.
+See :mod:`dpbandits.optim._batch_accounting`.
+
+Where the paper's range would bite: with ``n`` in the hundreds of thousands, ``T m / n^2``
+is ~1e-6, so the paper's small ``sigma`` is not certified for any practical epsilon. The
+accountant shows why: a step that samples the differing record releases its gradient
+difference with noise ``sigma_1``, which must then be of order ``G`` whatever ``n``. The
+experiments in ``experiments/seed001_dp_erm`` quantify the consequence.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+
+import dp_accounting
+import numpy as np
+
+from dpbandits._validation import check_int, check_positive, check_rng
+from dpbandits.optim import _batch_accounting as _dp
+from dpbandits.optim._batch_common import (
+    GradientOracle,
+    Regularizer,
+    check_clip,
+    check_loss,
+    check_theta0,
+    prepare_data,
+)
+from dpbandits.optim._private_batch import PrivateBatchOptimizer
+from dpbandits.optim.base import BatchResult
+from dpbandits.privacy.guarantee import PrivacyGuarantee
+
+__all__ = ["DPSVRG", "DPSVRGPlusPlus", "svrg_contraction", "svrg_theory_parameters"]
+
+_BLOCK = 256  # inner steps whose indices / noise are drawn in one call
+
+
+def svrg_contraction(step_size: float, inner_steps: int, smoothness: float,
+                     strong_convexity: float) -> float:
+    """``A`` of eq. (4) (seed 001): ``E F^r(x~_s) - F* <= A (E F^r(x~_{s-1}) - F*) + noise``,
+    ``A = 1/(eta (1 - 8 eta L) mu m) + 8 L eta (m + 1) / (m (1 - 8 L eta))``. ``inf`` when
+    ``8 eta L >= 1``."""
+    eta, m, L, mu = step_size, inner_steps, smoothness, strong_convexity
+    if 8.0 * eta * L >= 1.0 or mu <= 0:
+        return math.inf
+    shrink = 1.0 - 8.0 * eta * L
+    return 1.0 / (eta * shrink * mu * m) + 8.0 * L * eta * (m + 1) / (m * shrink)
+
+
+def svrg_theory_parameters(smoothness: float, strong_convexity: float,
+                           step_size: float | None = None, target: float = 0.5
+                           ) -> tuple[float, int, float]:
+    """Step size and epoch length meeting eq. (4) of seed 001: ``A <= target`` (``1/2``).
+
+    Theorem 4.2 says ``eta = Theta(1/L) <= 1/(12 L)``, but at ``eta = 1/(12 L)`` the second
+    term of ``A`` is ``2 (m+1)/m > 1/2`` for every ``m``: eq. (4) needs ``24 L eta < 1``
+    (for ``target = 1/2``). The default here is ``eta = 1/(48 L)``, for which the smallest
+    ``m`` is about ``192 L / mu``. Returns ``(eta, m, A)``.
+    """
+    L = check_positive("smoothness", smoothness)
+    mu = check_positive("strong_convexity", strong_convexity)
+    eta = 1.0 / (48.0 * L) if step_size is None else check_positive("step_size", step_size)
+    # A <= target  <=>  m (target (1 - 8 L eta) - 8 L eta) >= 1/(eta mu) + 8 L eta
+    slope = target * (1.0 - 8.0 * L * eta) - 8.0 * L * eta
+    if slope <= 0:
+        raise ValueError(
+            f"step_size={eta} is too large for eq. (4) with target {target}: need "
+            f"8 L eta (1 + target) < target, i.e. step_size < "
+            f"{target / (8.0 * L * (1.0 + target)):.4g} for smoothness L={L}"
+        )
+    m = max(1, math.ceil((1.0 / (eta * mu) + 8.0 * L * eta) / slope))
+    return eta, m, svrg_contraction(eta, m, L, mu)
+
+
+class _VarianceReduced(PrivateBatchOptimizer):
+    """Shared implementation of DP-SVRG / DP-SVRG++."""
+
+    _param_names = ("epsilon", "delta", "n_epochs", "inner_steps", "step_size", "clip_norm",
+                    "reg", "reg_strength", "smoothness", "noise_std", "theta0")
+    _restart_from_last = False
+    _doubling = False
+    _name = ""
+    _basis_alg = ""
+
+    def __init__(self, epsilon, delta, *, n_epochs=10, inner_steps=None, step_size=None,
+                 clip_norm=1.0, reg=None, reg_strength=0.0, smoothness=None, noise_std=None,
+                 theta0=None):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.n_epochs = n_epochs
+        self.inner_steps = inner_steps
+        self.step_size = step_size
+        self.clip_norm = clip_norm
+        self.reg = reg
+        self.reg_strength = reg_strength
+        self.smoothness = smoothness
+        self.noise_std = noise_std
+        self.theta0 = theta0
+        check_int("n_epochs", n_epochs, low=1)
+        if self._doubling and n_epochs > 40:
+            raise ValueError(f"n_epochs must be <= 40 for DP-SVRG++ (epoch length 2^s m), "
+                             f"got {n_epochs}")
+        if inner_steps is not None:
+            check_int("inner_steps", inner_steps, low=1)
+        if step_size is not None:
+            check_positive("step_size", step_size)
+        if smoothness is not None:
+            check_positive("smoothness", smoothness)
+        check_clip(clip_norm)
+        self._reg = Regularizer(reg, reg_strength)
+        self._check_common()
+        self._resolved = None
+        self._from_loss = False
+        try:  # resolvable without the loss? (else: at fit, from loss.smoothness)
+            self._resolve(None)
+        except RuntimeError:
+            pass
+
+    # ---------------------------------------------------------------- hyper-parameters
+    def _default_eta(self, L: float) -> float:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _resolve(self, loss) -> tuple[float, int]:
+        """Step size and (initial) epoch length; may need the loss's smoothness."""
+        if self._resolved is not None:
+            return self._resolved
+        L = self.smoothness
+        if L is None and (self.step_size is None or self.inner_steps is None):
+            if loss is None:
+                raise RuntimeError(
+                    f"{self._name}: the step size / epoch length depend on the loss's smoothness;"
+                    " pass step_size and inner_steps (or smoothness), or call fit() first"
+                )
+            try:
+                L = float(loss.smoothness(2.0, self.clip_norm))
+                self._from_loss = True
+            except (AttributeError, NotImplementedError, ValueError) as exc:
+                raise ValueError(
+                    f"{self._name} needs step_size and inner_steps (or smoothness) for the loss "
+                    f"{loss!r}: its smoothness is not available ({exc})"
+                ) from None
+        eta = self.step_size if self.step_size is not None else self._default_eta(L)
+        m = self.inner_steps if self.inner_steps is not None else self._default_m(L, eta)
+        self._resolved = (float(eta), int(m))
+        return self._resolved
+
+    def _default_m(self, L: float, eta: float) -> int:
+        raise ValueError(f"inner_steps is required for {self._name}")
+
+    # ---------------------------------------------------------------- schedule & privacy
+    def _epoch_lengths(self, m: int) -> list[int]:
+        if self._doubling:
+            return [m * 2 ** s for s in range(1, self.n_epochs + 1)]
+        return [m] * self.n_epochs
+
+    def total_steps(self) -> int:
+        """Number of noisy inner steps (= noise draws per replication)."""
+        _, m = self._resolve(None)
+        return int(sum(self._epoch_lengths(m)))
+
+    def _noise(self, n: int) -> tuple[float, float, float]:
+        """``(sigma, k_sub, k_full)``: total per-step std and the ledger's multipliers."""
+        n = self._check_n(n)
+        G = float(self.clip_norm)
+        sens_sub, sens_full = 4.0 * G, 2.0 * G / n
+        steps = self.total_steps()
+        if self.noise_std is not None:
+            sigma = float(self.noise_std)
+            if sigma == 0.0:
+                return 0.0, 0.0, 0.0
+            k_sub, k_full = _best_split(n, steps, sigma, float(self.delta), sens_sub, sens_full)
+            return sigma, k_sub, k_full
+        if not math.isfinite(self.epsilon):
+            return 0.0, 0.0, 0.0
+        k_sub, k_full = _dp.svrg_multipliers(n, steps, float(self.epsilon), float(self.delta),
+                                             sens_sub, sens_full)
+        return math.hypot(k_sub * sens_sub, k_full * sens_full), k_sub, k_full
+
+    def noise_std_for(self, n: int) -> float:
+        """Per-coordinate std of the noise added to every variance-reduced gradient."""
+        return self._noise(n)[0]
+
+    def ledger_for(self, n: int) -> dp_accounting.DpEvent:
+        sigma, k_sub, k_full = self._noise(n)
+        if sigma == 0.0:
+            return dp_accounting.NonPrivateDpEvent()
+        return _dp.svrg_event(int(n), self.total_steps(), k_sub, k_full)
+
+    def privacy_for(self, n: int) -> PrivacyGuarantee:
+        sigma, k_sub, k_full = self._noise(n)
+        if sigma == 0.0:
+            return PrivacyGuarantee.non_private(f"{self._name} without noise")
+        basis = (f"RDP accountant (dp_accounting, replace-one) on {self.total_steps()} steps of "
+                 f"[sampled-w/o-replacement Gaussian (q=1/n, multiplier {k_sub:.4g}) + Gaussian "
+                 f"(multiplier {k_full:.4g})]; decomposition of App. B.2, {self._basis_alg}, "
+                 "seed 001")
+        if self.noise_std is None:
+            eps = float(self.epsilon)
+        else:
+            eps = _dp.rdp_epsilon(self.ledger_for(n), float(self.delta))
+        return PrivacyGuarantee(epsilon=eps, delta=float(self.delta), basis=basis)
+
+    # ---------------------------------------------------------------- the algorithm
+    def variance_reduced_gradient(self, loss, theta, snapshot, X, y, idx, noise=None):
+        """``v`` of Algorithm 1/2, line 7, for the given sampled indices ``idx (R,)`` and
+        noise ``(R, d)`` (``None``: no noise) — exposed for tests; ``fit`` uses the same code.
+        ``X (n, d)``, ``theta, snapshot (R, d)``."""
+        theta = np.asarray(theta, dtype=float)
+        data = prepare_data(X, y, theta.shape[0])
+        oracle = GradientOracle(loss, data, float(self.clip_norm))
+        snap = oracle.snapshot(np.broadcast_to(np.asarray(snapshot, float), theta.shape).copy())
+        v, _ = _direction(oracle, snap, theta, np.asarray(idx))
+        return v if noise is None else v + noise
+
+    def fit(self, loss, X, y, rng, n_reps=None) -> BatchResult:
+        """Run the algorithm on ``X (n, d)`` (shared by ``n_reps`` replications) or
+        ``X (R, n, d)``; history = the snapshots ``x~_0, ..., x~_T``."""
+        check_loss(loss)
+        rng = check_rng(rng)
+        data = prepare_data(X, y, n_reps, min_n=2)
+        if self._from_loss:  # derived from a previous loss's smoothness: recompute
+            self._resolved = None
+        eta, m = self._resolve(loss)
+        sigma, _, _ = self._noise(data.n)
+        R, n, d = data.n_reps, data.n, data.d
+        oracle = GradientOracle(loss, data, float(self.clip_norm))
+        reg = self._reg
+        snap_point = check_theta0(self.theta0, R, d)
+        x = snap_point.copy()
+        history = [snap_point.copy()]
+        evals, walls = [0], [0.0]
+        n_clipped = np.zeros(R, dtype=np.int64)
+        n_evals = 0
+        t0 = time.perf_counter()
+        for m_s in self._epoch_lengths(m):
+            snap = oracle.snapshot(snap_point)
+            n_clipped += snap.n_clipped
+            n_evals += n
+            if not self._restart_from_last:
+                x = snap_point.copy()
+            acc = np.zeros((R, d))
+            for start in range(0, m_s, _BLOCK):
+                b = min(_BLOCK, m_s - start)
+                idx = rng.integers(0, n, size=(b, R))
+                noise = rng.normal(0.0, sigma, size=(b, R, d)) if sigma > 0 else None
+                for t in range(b):
+                    v, clipped = _direction(oracle, snap, x, idx[t])
+                    n_clipped += clipped
+                    if noise is not None:
+                        v += noise[t]
+                    x = reg.prox(x - eta * v, eta)
+                    acc += x
+            n_evals += 2 * m_s
+            snap_point = acc / m_s
+            history.append(snap_point.copy())
+            evals.append(n_evals)
+            walls.append(time.perf_counter() - t0)
+        self._fitted_n = n
+        return BatchResult(
+            theta=snap_point,
+            history=np.stack(history, axis=1),
+            history_steps=np.arange(len(history)),
+            privacy=self.privacy_for(n),
+            n_clipped=n_clipped,
+            n_gradient_evals=int(n_evals),
+            extra={"grad_evals": np.asarray(evals), "wall_time": np.asarray(walls),
+                   "noise_std": sigma, "step_size": eta, "inner_steps": m,
+                   "epoch_lengths": self._epoch_lengths(m), "last_iterate": x},
+        )
+
+
+def _direction(oracle: GradientOracle, snap, x: np.ndarray, idx: np.ndarray):
+    """Noise-free variance-reduced gradient ``g(x; z_i) - g(x~; z_i) + mean_j g(x~; z_j)``
+    and the number of clipped per-sample gradients (0, 1 or 2) per replication."""
+    g_now, c_now = oracle.at_index(x, idx)
+    g_snap, c_snap = snap.at_index(idx)
+    return g_now - g_snap + snap.mean, c_now.astype(np.int64) + c_snap
+
+
+def _best_split(n: int, steps: int, sigma: float, delta: float, sens_sub: float,
+                sens_full: float) -> tuple[float, float]:
+    """For a given total std ``sigma``, the split minimising the accountant's epsilon."""
+    @functools.cache
+    def eps_of(frac: float) -> float:
+        k1 = math.sqrt(frac) * sigma / sens_sub
+        k2 = math.sqrt(1.0 - frac) * sigma / sens_full
+        rdp = steps * (_dp._wor_rdp(1.0 / n, k1) + np.asarray(_dp.CALIBRATION_ORDERS) / (2 * k2**2))
+        return _dp._eps_from_rdp(rdp, delta)
+
+    a, b = 1e-4, 1.0 - 1e-4
+    invphi = (math.sqrt(5.0) - 1.0) / 2.0
+    c, d = b - invphi * (b - a), a + invphi * (b - a)
+    while b - a > 1e-2:
+        if eps_of(c) < eps_of(d):
+            b, d = d, c
+            c = b - invphi * (b - a)
+        else:
+            a, c = c, d
+            d = a + invphi * (b - a)
+    frac = min((a, b, c, d), key=eps_of)
+    return math.sqrt(frac) * sigma / sens_sub, math.sqrt(1.0 - frac) * sigma / sens_full
+
+
+class DPSVRG(_VarianceReduced):
+    """DP-SVRG (Algorithm 1, seed 001): private proximal SVRG for strongly convex ``F^r``.
+
+    Parameters
+    ----------
+    epsilon, delta : target guarantee (``epsilon = inf``: no noise). ``delta > 0``.
+    n_epochs : ``T`` (default 10).
+    inner_steps : ``m``. Default: the smallest ``m`` with ``A <= 1/2`` in eq. (4), which
+        needs ``reg="l2"`` (``mu = reg_strength``), see :func:`svrg_theory_parameters`.
+    step_size : ``eta``; default ``1/(48 L)`` (eq. 4 cannot hold at the printed ``1/(12 L)``).
+    clip_norm : ``G``, the l_2 bound enforced on every per-sample gradient.
+    reg, reg_strength : ``r`` = ``None``, ``"l2"`` (``strength/2 ||x||^2``) or ``"l1"``.
+    smoothness : ``L`` of ``f`` in l_2; default ``loss.smoothness(2, x_bound=clip_norm)``
+        (i.e. features of norm ``<= clip_norm``). Only step sizes depend on it, not privacy.
+    noise_std : use this per-step std instead of calibrating (the guarantee is then what the
+        accountant certifies for it, e.g. the paper's eq. (3) with a chosen ``c``).
+    theta0 : initial point, ``(d,)`` or ``(R, d)``; zeros by default.
+    """
+
+    _name = "DP-SVRG"
+    _basis_alg = "Algorithm 1 / Theorem 4.1"
+
+    def _default_eta(self, L: float) -> float:
+        return 1.0 / (48.0 * L)
+
+    def _default_m(self, L: float, eta: float) -> int:
+        mu = self._reg.strong_convexity
+        if mu <= 0:
+            raise ValueError("inner_steps is required for DP-SVRG unless reg='l2' with "
+                             "reg_strength > 0 (m is derived from eq. (4) with mu = reg_strength)")
+        return svrg_theory_parameters(L, mu, eta)[1]
+
+
+class DPSVRGPlusPlus(_VarianceReduced):
+    """DP-SVRG++ (Algorithm 2, seed 001): doubling epochs ``m_s = 2^s m``, each epoch starts
+    from the previous epoch's last iterate; for non-strongly convex ``F^r``.
+
+    Parameters as :class:`DPSVRG`, except: ``inner_steps`` (``m``, default 10 as in the
+    paper's Figure 2) and ``step_size`` (default ``1/(13 L)``, Theorem 4.4). The noise is
+    calibrated for the ``m (2^{T+1} - 2)`` inner steps.
+    """
+
+    _name = "DP-SVRG++"
+    _basis_alg = "Algorithm 2 / Theorem 4.3"
+    _restart_from_last = True
+    _doubling = True
+
+    def __init__(self, epsilon, delta, *, n_epochs=10, inner_steps=10, step_size=None,
+                 clip_norm=1.0, reg=None, reg_strength=0.0, smoothness=None, noise_std=None,
+                 theta0=None):
+        super().__init__(epsilon, delta, n_epochs=n_epochs, inner_steps=inner_steps,
+                         step_size=step_size, clip_norm=clip_norm, reg=reg,
+                         reg_strength=reg_strength, smoothness=smoothness, noise_std=noise_std,
+                         theta0=theta0)
+
+    def _default_eta(self, L: float) -> float:
+        return 1.0 / (13.0 * L)
