@@ -144,12 +144,27 @@ def certified_guarantee(agent) -> dict | None:
         return None
     key = (hashlib.sha1(repr(ledger).encode()).hexdigest(), float(privacy.delta))
     if key not in _CERTIFIED_CACHE:  # long ledgers take seconds; runs repeat them
-        from dpbandits.privacy.accounting import epsilon_of
+        _CERTIFIED_CACHE[key] = _recompute(ledger, privacy.delta)
+    eps, method = _CERTIFIED_CACHE[key]
+    if eps is None:
+        return {"epsilon": None, "delta": float(privacy.delta),
+                "basis": f"not recomputable: {method}"}
+    return {"epsilon": eps, "delta": float(privacy.delta),
+            "basis": f"dp_accounting {method.upper()}, recomputed from the agent's ledger"}
 
-        _CERTIFIED_CACHE[key] = float(epsilon_of(ledger, privacy.delta))
-    return {"epsilon": _CERTIFIED_CACHE[key], "delta": float(privacy.delta),
-            "basis": "dp_accounting PLD, recomputed from the agent's ledger"}
+
+def _recompute(ledger, delta: float) -> tuple[float | None, str]:
+    """Epsilon of ``ledger`` at ``delta``: PLD, else RDP (e.g. zCDP events), else None."""
+    from dpbandits.privacy.accounting import epsilon_of
+
+    errors = []
+    for method in ("pld", "rdp"):
+        try:
+            return float(epsilon_of(ledger, delta, method=method)), method
+        except (ValueError, TypeError, NotImplementedError) as exc:
+            errors.append(f"{method}: {exc}")
+    return None, "; ".join(errors)
 
 
-#: (sha1 of the ledger's repr, delta) -> certified epsilon
-_CERTIFIED_CACHE: dict[tuple[str, float], float] = {}
+#: (sha1 of the ledger's repr, delta) -> (certified epsilon or None, method or reason)
+_CERTIFIED_CACHE: dict[tuple[str, float], tuple[float | None, str]] = {}
