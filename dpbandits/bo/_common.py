@@ -1,0 +1,172 @@
+"""Pieces shared by DP-GIBO and its gradient baselines: the private gradient release
+(clip, average, Gaussian noise), the GDP guarantee, the update rules and argument checks."""
+
+from __future__ import annotations
+
+import math
+
+import dp_accounting
+import numpy as np
+
+from dpbandits._validation import (
+    check_array,
+    check_choice,
+    check_delta,
+    check_positive,
+)
+from dpbandits.geometry import clip_to_norm
+from dpbandits.privacy.accounting import gaussian_event, gdp_epsilon
+from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.privacy.mechanisms import gaussian_noise
+
+STEP_RULES = frozenset({"sgd", "adagrad"})
+
+
+def clip_and_average(per_individual: np.ndarray, clip_bound: float):
+    """Line 8 of Algorithm 1 (seed 003): ``(1/n) sum_i g_i min(1, B / ||g_i||_2)``.
+
+    ``per_individual`` ``(n, d)``. Returns ``(mean, was_clipped)`` with ``was_clipped`` the
+    ``(n,)`` mask of rescaled rows. Every clipped row has l2 norm ``<= B``, so replacing one
+    individual moves the mean by at most ``2 B / n`` in l2 (proof of Theorem 3.1).
+
+    Rows are clipped to ``B (1 - 8 u)`` (``u`` the unit roundoff) so that ``||g_i|| <= B``
+    holds however the norm is rounded (``geometry.clip_to_norm`` guarantees it for its own
+    norm routine; ``numpy.linalg.norm`` can differ by one ulp).
+    """
+    bound = clip_bound * (1.0 - 8.0 * np.finfo(float).eps) if math.isfinite(clip_bound) \
+        else clip_bound
+    clipped, was = clip_to_norm(per_individual, 2.0, bound)
+    return clipped.mean(axis=0), was
+
+
+def gdp_noise_std(clip_bound: float, n_iters: int, n: int, mu: float) -> float:
+    """Std of the per-coordinate Gaussian noise of line 9: ``2 B sqrt(T) / (n mu)``
+    (0 when ``mu = inf``). Each step is then ``(mu / sqrt(T))``-GDP (sensitivity ``2B/n``,
+    Theorem 2.4 of seed 003) and ``T`` steps compose to ``mu``-GDP (Theorem 2.5)."""
+    if math.isinf(mu):
+        return 0.0
+    return 2.0 * clip_bound * math.sqrt(n_iters) / (n * mu)
+
+
+def gdp_guarantee(mu: float, delta: float, basis: str) -> PrivacyGuarantee:
+    """``mu``-GDP with its ``(epsilon, delta)`` conversion (Dong, Roth & Su), or non-private
+    for ``mu = inf``."""
+    if math.isinf(mu):
+        return PrivacyGuarantee.non_private(basis="mu = inf: no noise")
+    eps = gdp_epsilon(mu, delta)
+    # gdp_epsilon returns 0 when delta already exceeds the total-variation distance; any
+    # epsilon > 0 is then also valid, and PrivacyGuarantee requires epsilon > 0.
+    eps = max(eps, math.ulp(0.0))
+    return PrivacyGuarantee(epsilon=eps, delta=delta, notion="GDP", mu=mu, basis=basis)
+
+
+def gdp_ledger(mu: float, n_iters: int) -> dp_accounting.DpEvent:
+    """``T`` Gaussian mechanisms with noise multiplier ``sqrt(T) / mu`` (std / sensitivity)."""
+    if math.isinf(mu):
+        return dp_accounting.NonPrivateDpEvent()
+    return gaussian_event(math.sqrt(n_iters) / mu, count=n_iters)
+
+
+def private_gradient(per_individual: np.ndarray, clip_bound: float, noise_std: float,
+                     rng: np.random.Generator):
+    """Clip, average and add ``N(0, noise_std^2 I)``; returns ``(noisy, clean, was_clipped,
+    noise)``. ``clean`` and ``noise`` are for diagnostics only (not private)."""
+    clean, was = clip_and_average(per_individual, clip_bound)
+    noise = gaussian_noise(rng, noise_std, clean.shape)
+    return clean + noise, clean, was, noise
+
+
+class Stepper:
+    """Plain gradient step ``theta - eta g`` or AdaGrad ``theta - eta g / (sqrt(G) + eps)``
+    with ``G`` the running sum of squared (privatized) gradients, followed by projection onto
+    the box ``bounds`` when given. Everything acts on released quantities: post-processing."""
+
+    def __init__(self, step_rule: str, step_size: float, adagrad_eps: float, bounds):
+        self.rule = step_rule
+        self.eta = step_size
+        self.eps = adagrad_eps
+        self.bounds = bounds
+        self.acc = None
+
+    def __call__(self, theta: np.ndarray, g: np.ndarray) -> np.ndarray:
+        if self.rule == "adagrad":
+            self.acc = g * g if self.acc is None else self.acc + g * g
+            new = theta - self.eta * g / (np.sqrt(self.acc) + self.eps)
+        else:
+            new = theta - self.eta * g
+        if self.bounds is not None:
+            new = np.clip(new, self.bounds[:, 0], self.bounds[:, 1])
+        return new
+
+
+# ---------------------------------------------------------------- argument checks
+def check_mu(mu) -> float:
+    return check_positive("mu", mu, allow_inf=True)
+
+
+def check_clip(clip_bound, mu) -> float:
+    B = check_positive("clip_bound", clip_bound, allow_inf=True)
+    if math.isinf(B) and not math.isinf(mu):
+        raise ValueError("clip_bound must be finite when mu is finite (the sensitivity 2B/n of "
+                         "Theorem 3.1 needs clipping); clip_bound=inf is allowed only with "
+                         "mu=inf")
+    return B
+
+
+def check_step(step_rule, step_size, adagrad_eps):
+    check_choice("step_rule", step_rule, STEP_RULES)
+    check_positive("step_size", step_size)
+    check_positive("adagrad_eps", adagrad_eps)
+
+
+def check_bounds(bounds):
+    """``None`` or a ``(d, 2)`` array of finite ``[low, high]`` with ``low < high``."""
+    if bounds is None:
+        return None
+    b = check_array("bounds", bounds, shape=(None, 2))
+    if b.shape[0] < 1 or np.any(b[:, 0] >= b[:, 1]):
+        raise ValueError(f"bounds must be a (d, 2) array with low < high in every row, got "
+                         f"{bounds!r}")
+    return b
+
+
+def check_delta_open(delta) -> float:
+    d = check_delta(delta)
+    if d <= 0:
+        raise ValueError(f"delta must be in (0, 1) for the GDP -> (epsilon, delta) conversion, "
+                         f"got {delta}")
+    return d
+
+
+def resolve_theta0(theta0, bounds, d: int, n_reps: int, rng: np.random.Generator):
+    """Data-independent starting points ``(R, d)``: zeros (``None``), uniform in ``bounds``
+    (``"uniform"``), one ``(d,)`` point for every replication, or ``(R, d)``."""
+    if theta0 is None:
+        return np.zeros((n_reps, d))
+    if isinstance(theta0, str):
+        check_choice("theta0", theta0, {"uniform"})
+        if bounds is None:
+            raise ValueError("theta0='uniform' needs bounds")
+        return bounds[:, 0] + (bounds[:, 1] - bounds[:, 0]) * rng.random((n_reps, d))
+    t0 = check_array("theta0", theta0)
+    if t0.shape == (d,):
+        return np.broadcast_to(t0, (n_reps, d)).copy()
+    if t0.shape == (n_reps, d):
+        return t0.copy()
+    raise ValueError(f"theta0 must be None, 'uniform', shape ({d},) or ({n_reps}, {d}), got "
+                     f"shape {t0.shape}")
+
+
+def rep_starts(theta0, bounds, d: int, n_reps: int, rngs) -> np.ndarray:
+    """Start of every replication; ``"uniform"`` draws replication ``r``'s start from its own
+    generator ``rngs[r]`` (so it does not depend on ``n_reps``)."""
+    if isinstance(theta0, str):
+        return np.stack([resolve_theta0(theta0, bounds, d, 1, g)[0] for g in rngs])
+    return resolve_theta0(theta0, bounds, d, n_reps, None)
+
+
+def check_bounds_dim(bounds, d: int):
+    if bounds is not None and bounds.shape[0] != d:
+        raise ValueError(f"bounds has {bounds.shape[0]} rows but the objective has dim={d}")
+
+

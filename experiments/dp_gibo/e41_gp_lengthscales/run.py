@@ -1,0 +1,347 @@
+"""Example 4.1 / Appendix E.1 of seed 003 (Figure 2, left block): DP-GIBO tuning the 15
+lengthscales of a GP regression on private validation data; sweeps over the bias tolerance
+epsilon, the privacy level mu (against private random search and non-private GP-UCB) and the
+evaluation noise sigma.
+
+    .venv/bin/python experiments/dp_gibo/e41_gp_lengthscales/run.py [--quick]
+        [--only eps|mu|sigma|mean ...]
+
+Writes results_<sweep>.csv, summary.csv, fig_<sweep>.png and run_meta.json here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+import _shared  # noqa: E402
+
+_shared.single_thread()
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from dpbandits.bo import (  # noqa: E402
+    DPGIBO,
+    GPUCB,
+    RBF,
+    GPRegressionObjective,
+    GradientDesigner,
+    NoisyObjective,
+    PrivateRandomSearch,
+)
+from dpbandits.bo.objectives import sample_gp_regression_data  # noqa: E402
+
+
+def as_mu(v):
+    return math.inf if v == "inf" else float(v)
+
+
+def surrogate(cfg):
+    """DP-GIBO's surrogate kernel and acquisition-optimizer settings from the config."""
+    return dict(kernel=RBF(cfg["surrogate_lengthscale"]),
+                designer=GradientDesigner(**cfg.get("designer", {})))
+
+
+def problem(cfg):
+    rng = np.random.default_rng(cfg["seed"])
+    p = cfg["dim"]
+    lo, hi = cfg["true_lengthscales"]
+    ell = np.geomspace(lo, hi, p)
+    X, y = sample_gp_regression_data(rng, cfg["n_train"] + cfg["n_val"], ell,
+                                     noise_std=cfg["true_noise_std"])
+    ntr = cfg["n_train"]
+    obj = GPRegressionObjective(X[:ntr], y[:ntr], X[ntr:], y[ntr:],
+                                noise_var=cfg["model_noise_var"])
+    bounds = np.tile(cfg["log_ls_bounds"], (p, 1))
+    refs = {"loss_true_lengthscales": obj.value(np.log(ell)),
+            "loss_lengthscale_1": obj.value(np.zeros(p)),
+            "loss_predict_zero": float(np.mean(y[ntr:] ** 2))}
+    return obj, bounds, refs
+
+
+def starts(cfg, bounds, R, salt):
+    rng = np.random.default_rng([cfg["seed"], 7, salt])
+    return bounds[:, 0] + (bounds[:, 1] - bounds[:, 0]) * rng.random((R, bounds.shape[0]))
+
+
+def noisy(obj, sigma, cfg, salt):
+    return NoisyObjective(obj, sigma, np.random.default_rng([cfg["seed"], 11, salt]))
+
+
+def gibo_rows(obj, res, sweep, setting, value):
+    R, T1, _ = res.history.shape
+    vals = obj.values(res.history.reshape(R * T1, -1)).reshape(R, T1)
+    evals = np.concatenate([np.zeros((R, 1), int), np.cumsum(res.extra["batch_sizes"], 1)], 1)
+    rows = []
+    for r in range(R):
+        for t in range(T1):
+            rows.append(dict(sweep=sweep, method="DP-GIBO" if res.privacy.is_private else
+                             "GIBO (mu=inf)", setting=setting, value=value, rep=r, t=t,
+                             n_evals=int(evals[r, t]), loss=vals[r, t],
+                             n_clipped=int(res.n_clipped[r]),
+                             tol_met_frac=float(res.extra["tolerance_met"][r].mean())))
+    return rows
+
+
+def eps_sweep(cfg, obj, bounds):
+    c = cfg["eps_sweep"]
+    rows, priv = [], {}
+    x0 = starts(cfg, bounds, c["n_reps"], 1)
+    for i, tol in enumerate(c["tolerances"]):
+        alg = DPGIBO(mu=c["mu"], n_iters=c["n_iters"], clip_bound=c["clip_bound"],
+                     **surrogate(cfg), noise_var=c["eval_noise"] ** 2,
+                     tolerance=tol, step_rule=cfg["step_rule"], step_size=cfg["step_size"],
+                     theta0=x0, bounds=bounds, delta=cfg["delta"])
+        res = alg.fit(noisy(obj, c["eval_noise"], cfg, 100 + i),
+                      np.random.default_rng([cfg["seed"], 1, i]), n_reps=c["n_reps"])
+        priv[f"eps={tol}"] = alg.privacy.to_dict()
+        rows += gibo_rows(obj, res, "eps", f"eps={tol:g}", tol)
+        print(f"  eps={tol}: final loss {rows[-1]['loss']:.4f}", flush=True)
+    return pd.DataFrame(rows), priv
+
+
+def mu_sweep(cfg, obj, bounds):
+    c = cfg["mu_sweep"]
+    rows, priv = [], {}
+    x0 = starts(cfg, bounds, c["n_reps"], 2)
+    for i, mu in enumerate(map(as_mu, c["mus"])):
+        private = math.isfinite(mu)
+        alg = DPGIBO(mu=mu, n_iters=c["n_iters"], clip_bound=c["clip_bound"] if private
+                     else math.inf, **surrogate(cfg),
+                     noise_var=c["eval_noise"] ** 2, tolerance=c["tolerance"],
+                     step_rule=cfg["step_rule"], step_size=cfg["step_size"], theta0=x0,
+                     bounds=bounds, delta=cfg["delta"])
+        res = alg.fit(noisy(obj, c["eval_noise"], cfg, 200 + i),
+                      np.random.default_rng([cfg["seed"], 2, i]), n_reps=c["n_reps"])
+        priv[f"DP-GIBO mu={mu:g}"] = alg.privacy.to_dict()
+        rows += gibo_rows(obj, res, "mu", f"mu={mu:g}", mu)
+        print(f"  DP-GIBO mu={mu}: final loss {rows[-1]['loss']:.4f}", flush=True)
+    # private random search: one candidate stream per replication, each budget (prefix) is
+    # a separate mu-GDP release
+    budgets = c["rs_budgets"]
+    nmax = max(budgets)
+    lo, hi = bounds[:, 0], bounds[:, 1]
+    eval_obj = noisy(obj, c["eval_noise"], cfg, 299)
+    for r in range(c["n_reps"]):
+        cand_rng = np.random.default_rng([cfg["seed"], 3, r])
+        C = lo + (hi - lo) * cand_rng.random((nmax, bounds.shape[0]))
+        L = eval_obj.losses(C)
+        clean = obj.values(C)
+        for j, mu in enumerate(map(as_mu, c["mus"])):
+            rs = PrivateRandomSearch(mu=mu, n_candidates=nmax, bounds=bounds,
+                                     loss_bounds=c["rs_loss_bounds"], delta=cfg["delta"])
+            priv[f"random search mu={mu:g}"] = rs.privacy.to_dict()
+            for b in budgets:
+                idx, ncl = rs.select(L[:b], np.random.default_rng([cfg["seed"], 4, r, j, b]))
+                rows.append(dict(sweep="mu", method="private random search", setting=f"mu={mu:g}",
+                                 value=mu, rep=r, t=-1, n_evals=b, loss=clean[idx],
+                                 n_clipped=ncl, tol_met_frac=np.nan))
+    print("  random search done", flush=True)
+    ucb = GPUCB(n_evals=c["ucb_evals"], bounds=bounds, kernel=RBF(cfg["surrogate_lengthscale"]))
+    res = ucb.fit(eval_obj, np.random.default_rng([cfg["seed"], 5]), n_reps=c["ucb_reps"])
+    priv["GP-UCB"] = ucb.privacy.to_dict()
+    R, N, _ = res.history.shape
+    vals = obj.values(res.history.reshape(R * N, -1)).reshape(R, N)
+    for r in range(R):
+        for j in range(N):
+            rows.append(dict(sweep="mu", method="GP-UCB (non-private)", setting="mu=inf",
+                             value=math.inf, rep=r, t=j, n_evals=j + 1, loss=vals[r, j],
+                             n_clipped=0, tol_met_frac=np.nan))
+    print(f"  GP-UCB final loss {vals[:, -1].mean():.4f}", flush=True)
+    return pd.DataFrame(rows), priv
+
+
+def mean_sweep(cfg, obj, bounds):
+    """Zero prior mean (seed 003) against the per-individual estimated constant mean."""
+    c = cfg["mean_sweep"]
+    rows, priv = [], {}
+    x0 = starts(cfg, bounds, c["n_reps"], 2)  # the mu sweep's starts
+    for pm in c["prior_means"]:
+        for i, mu in enumerate(map(as_mu, c["mus"])):
+            private = math.isfinite(mu)
+            alg = DPGIBO(mu=mu, n_iters=c["n_iters"], clip_bound=c["clip_bound"] if private
+                         else math.inf, **surrogate(cfg),
+                         noise_var=c["eval_noise"] ** 2, tolerance=c["tolerance"],
+                         step_rule=cfg["step_rule"], step_size=cfg["step_size"], theta0=x0,
+                         bounds=bounds, prior_mean=pm, delta=cfg["delta"])
+            res = alg.fit(noisy(obj, c["eval_noise"], cfg, 400 + i),
+                          np.random.default_rng([cfg["seed"], 8, i]), n_reps=c["n_reps"])
+            setting = f"mu={mu:g}, prior mean {pm}"
+            priv[setting] = alg.privacy.to_dict()
+            rows += gibo_rows(obj, res, "mean", setting, mu)
+            print(f"  {setting}: final loss {rows[-1]['loss']:.4f}", flush=True)
+    return pd.DataFrame(rows), priv
+
+
+def sigma_sweep(cfg, obj, bounds):
+    c = cfg["sigma_sweep"]
+    rows, priv = [], {}
+    x0 = starts(cfg, bounds, c["n_reps"], 3)
+    for i, sigma in enumerate(c["sigmas"]):
+        alg = DPGIBO(mu=c["mu"], n_iters=c["n_iters"], clip_bound=c["clip_bound"],
+                     **surrogate(cfg), noise_var=sigma**2,
+                     batch_size=c["batch_size"], step_rule=cfg["step_rule"],
+                     step_size=cfg["step_size"], theta0=x0, bounds=bounds,
+                     jitter=1e-8, delta=cfg["delta"])
+        res = alg.fit(noisy(obj, sigma, cfg, 300 + i),
+                      np.random.default_rng([cfg["seed"], 6, i]), n_reps=c["n_reps"])
+        priv[f"sigma={sigma}"] = alg.privacy.to_dict()
+        rows += gibo_rows(obj, res, "sigma", f"sigma={sigma:g}", sigma)
+        print(f"  sigma={sigma}: final loss {rows[-1]['loss']:.4f}", flush=True)
+    return pd.DataFrame(rows), priv
+
+
+def summarize(dfs, refs):
+    out = []
+    for name, df in dfs.items():
+        g = df[df.method.isin(["DP-GIBO", "GIBO (mu=inf)"])]
+        fin = g[g.t == g.t.max()]
+        s = fin.groupby(["method", "setting"]).agg(
+            final_loss_mean=("loss", "mean"), final_loss_se=("loss", "sem"),
+            total_evals_mean=("n_evals", "mean"), tol_met_frac=("tol_met_frac", "mean"),
+            n_clipped_mean=("n_clipped", "mean")).reset_index()
+        s.insert(0, "sweep", name)
+        out.append(s)
+        if name == "mu":
+            for meth in ("private random search", "GP-UCB (non-private)"):
+                b = df[df.method == meth]
+                if b.empty:
+                    continue
+                b = b[b.n_evals == b.n_evals.max()]
+                s = b.groupby(["method", "setting"]).agg(
+                    final_loss_mean=("loss", "mean"), final_loss_se=("loss", "sem"),
+                    total_evals_mean=("n_evals", "mean")).reset_index()
+                s.insert(0, "sweep", name)
+                out.append(s)
+    res = pd.concat(out, ignore_index=True)
+    for k, v in refs.items():
+        res[k] = v
+    return res
+
+
+def plot(dfs, refs, out_dir):
+    _shared.plot_style()
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    def ref_lines(ax):
+        ax.axhline(refs["loss_true_lengthscales"], color="k", ls="--", lw=0.8,
+                   label="true lengthscales")
+
+    if "eps" in dfs:
+        df = dfs["eps"]
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+        sns.lineplot(df, x="t", y="loss", hue="setting", ax=axes[0], errorbar="se")
+        axes[0].set_xlabel("iteration t")
+        m = df.groupby(["setting", "t"]).agg(loss=("loss", "mean"), n_evals=("n_evals", "mean"))
+        sns.lineplot(m.reset_index(), x="n_evals", y="loss", hue="setting", ax=axes[1],
+                     marker=".", legend=False)
+        axes[1].set_xlabel("function evaluations (mean over replications)")
+        for ax in axes:
+            ref_lines(ax)
+            ax.set_ylabel("validation MSE at theta_t")
+        fig.suptitle("DP-GIBO, bias tolerance sweep (mu = 1, B = 3, sigma = 0.05)")
+        fig.tight_layout()
+        fig.savefig(out_dir / "fig_eps.png", dpi=130)
+        plt.close(fig)
+    if "mu" in dfs:
+        df = dfs["mu"]
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+        g = df[df.method.isin(["DP-GIBO", "GIBO (mu=inf)"])]
+        m = g.groupby(["setting", "t"]).agg(loss=("loss", "mean"),
+                                            n_evals=("n_evals", "mean")).reset_index()
+        sns.lineplot(m, x="n_evals", y="loss", hue="setting", ax=axes[0])
+        u = df[df.method == "GP-UCB (non-private)"]
+        if not u.empty:
+            sns.lineplot(u, x="n_evals", y="loss", ax=axes[0], color="k", lw=1,
+                         label="GP-UCB (non-private)", errorbar=None)
+        rs = df[df.method == "private random search"]
+        sns.lineplot(rs, x="n_evals", y="loss", hue="setting", ax=axes[0], ls=":",
+                     marker="o", legend=False, errorbar=None)
+        axes[0].set_xlabel("function evaluations")
+        axes[0].set_title("solid: DP-GIBO; dotted: private random search (same mu colours)")
+        fin = pd.concat([g[g.t == g.t.max()].assign(method="DP-GIBO"),
+                         rs[rs.n_evals == rs.n_evals.max()]])
+        fin = fin.assign(mu=fin.value.map(lambda v: "inf" if math.isinf(v) else f"{v:g}"))
+        sns.pointplot(fin, x="mu", y="loss", hue="method", ax=axes[1], errorbar="se",
+                      dodge=0.2)
+        axes[1].set_title("final validation loss vs privacy level")
+        for ax in axes:
+            ref_lines(ax)
+            ax.set_ylabel("validation MSE")
+        fig.tight_layout()
+        fig.savefig(out_dir / "fig_mu.png", dpi=130)
+        plt.close(fig)
+    if "mean" in dfs:
+        df = dfs["mean"]
+        fig, ax = plt.subplots(figsize=(6.5, 4))
+        sns.lineplot(df, x="t", y="loss", hue="setting", ax=ax, errorbar="se")
+        ref_lines(ax)
+        ax.set_xlabel("iteration t")
+        ax.set_ylabel("validation MSE at theta_t")
+        ax.set_title("zero vs per-individual estimated prior mean (eps = 0.5)")
+        fig.tight_layout()
+        fig.savefig(out_dir / "fig_mean.png", dpi=130)
+        plt.close(fig)
+    if "sigma" in dfs:
+        df = dfs["sigma"]
+        fin = df[df.t == df.t.max()]
+        fig, ax = plt.subplots(figsize=(5.5, 4))
+        sns.boxplot(fin, x="setting", y="loss", ax=ax)
+        sns.stripplot(fin, x="setting", y="loss", ax=ax, color="k", size=3)
+        ref_lines(ax)
+        ax.set_title("final loss after T = 45, b = 16, mu = 0.1, B = 1")
+        ax.set_ylabel("validation MSE")
+        fig.tight_layout()
+        fig.savefig(out_dir / "fig_sigma.png", dpi=130)
+        plt.close(fig)
+
+
+SWEEPS = {"eps": eps_sweep, "mu": mu_sweep, "sigma": sigma_sweep, "mean": mean_sweep}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", choices=list(SWEEPS), action="append",
+                    help="run only these sweeps (repeatable); the others' CSVs are reused")
+    ap.add_argument("--out", type=Path, default=HERE)
+    args = ap.parse_args(argv)
+    started = time.time()
+    cfg = _shared.load_config(HERE / "config.toml", args.quick)
+    obj, bounds, refs = problem(cfg)
+    print("reference losses:", refs, flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    meta_path = args.out / "run_meta.json"
+    old = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    priv = old.get("privacy", {})
+    timing = old.get("seconds_per_sweep", {})
+    dfs = {}
+    for name in args.only or list(SWEEPS):
+        t0 = time.time()
+        print(f"sweep {name}", flush=True)
+        dfs[name], priv[name] = SWEEPS[name](cfg, obj, bounds)
+        timing[name] = round(time.time() - t0, 1)
+        dfs[name].to_csv(args.out / f"results_{name}.csv", index=False)
+    for name in SWEEPS:  # reuse earlier results of sweeps not rerun now
+        f = args.out / f"results_{name}.csv"
+        if name not in dfs and f.exists():
+            dfs[name] = pd.read_csv(f)
+    summ = summarize(dfs, refs)
+    summ.to_csv(args.out / "summary.csv", index=False)
+    print(summ.to_string(index=False))
+    plot(dfs, refs, args.out)
+    _shared.write_meta(args.out, cfg, priv, started, {"references": refs,
+                                                       "seconds_per_sweep": timing})
+    print(f"done in {time.time() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
