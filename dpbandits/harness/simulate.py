@@ -77,7 +77,7 @@ def build_agent(agent, n_arms: int, dim: int, horizon: int, params: Mapping | No
 def simulate(env, agent, *, horizon: int | None = None, n_reps: int = 1, seed: int = 0,
              agent_params: Mapping | None = None, env_params: Mapping | None = None,
              label: str | None = None, track_memory: bool = False,
-             blas_threads: int | None = 1) -> SimulationResult:
+             blas_threads: int | None = 1, env_seeds=None) -> SimulationResult:
     """Run ``agent`` on ``env`` for ``horizon`` rounds and ``n_reps`` replications.
 
     ``env``: registered id or vector env instance; ``agent``: registry name or an object with
@@ -86,9 +86,17 @@ def simulate(env, agent, *, horizon: int | None = None, n_reps: int = 1, seed: i
     ``(n_reps, horizon)`` (instantaneous pseudo-regret, arms, rewards). ``blas_threads``
     limits BLAS threads during the run (1 by default: the per-step algebra is small, and
     threaded BLAS on small matrices is far slower when cores are shared); None leaves it.
+    ``env_seeds``: optional list of ``n_reps`` environment seeds, one per replication,
+    replacing the default ``seed + r`` (e.g. one seed per held-out user); the agent's stream
+    is still ``agent_rng(seed)``.
     """
     check_int("n_reps", n_reps, low=1)
     check_int("seed", seed, low=0)
+    if env_seeds is not None:
+        if not isinstance(env_seeds, list | tuple | np.ndarray) or len(env_seeds) != n_reps:
+            raise ValueError(f"env_seeds must be a list of n_reps={n_reps} seeds, got "
+                             f"{env_seeds!r}")
+        env_seeds = [check_int(f"env_seeds[{r}]", s, low=0) for r, s in enumerate(env_seeds)]
     venv = make_env(env, n_reps, env_params)
     n_arms, dim, env_horizon = env_sizes(venv)
     horizon = env_horizon if horizon is None else check_int("horizon", horizon, low=1)
@@ -104,7 +112,7 @@ def simulate(env, agent, *, horizon: int | None = None, n_reps: int = 1, seed: i
         tracemalloc.start()
     start = time.perf_counter()
     with threadpool_limits(blas_threads):
-        contexts, _ = venv.reset(seed=seed)
+        contexts, _ = venv.reset(seed=seed if env_seeds is None else env_seeds)
         ag.reset(n_reps, agent_rng(seed))
         for t in range(horizon):
             arms = np.asarray(ag.act(contexts))
@@ -128,7 +136,8 @@ def simulate(env, agent, *, horizon: int | None = None, n_reps: int = 1, seed: i
         config={"env": env if isinstance(env, str) else type(venv.unwrapped).__name__,
                 "env_params": dict(env_params or {}), "agent": name,
                 "agent_params": dict(agent_params or {}), "horizon": horizon,
-                "n_reps": n_reps, "seed": seed},
+                "n_reps": n_reps, "seed": seed,
+                **({} if env_seeds is None else {"env_seeds": env_seeds})},
     )
 
 
