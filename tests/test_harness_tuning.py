@@ -46,7 +46,7 @@ def test_losses_are_average_regret_of_each_users_own_problem():
 
 
 def test_dp_gibo_runs_on_agent_objective_with_its_guarantee():
-    obj = hdb_objective(list(range(20, 30)), horizon=40)
+    obj = hdb_objective(range(20, 30), horizon=40)
     alg = DPGIBO(mu=1.0, n_iters=2, clip_bound=1.0, batch_size=3, kernel=RBF(0.3),
                  step_rule="adagrad", step_size=0.1, bounds=HDB_SPACE.bounds,
                  theta0=np.array([0.5, 0.5]),

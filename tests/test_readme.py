@@ -30,3 +30,22 @@ def test_readme_quick_start_has_exactly_two_commands():
     commands = [ln for ln in block.splitlines() if ln.strip() and not ln.startswith("#")]
     assert [c.split("#")[0].strip() for c in commands] == ["bash scripts/demo.sh",
                                                             "bash scripts/test.sh"]
+
+
+def test_readme_private_tuning_example_runs():
+    text = README.read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    example = next(b for b in blocks if "AgentTuningObjective(" in b)
+    for old, new in (("user_seeds=range(100), horizon=1000", "user_seeds=range(6), horizon=40"),
+                     ("n_iters=15", "n_iters=2")):
+        assert old in example
+        example = example.replace(old, new)
+    printed = []
+    namespace: dict = {"print": lambda *args: printed.append(args)}
+    exec(compile(example, "README-tuning-example", "exec"), namespace)
+    result, tuner, objective = (namespace[k] for k in ("result", "tuner", "objective"))
+    assert objective.n_individuals == 6
+    assert result.history.shape == (1, 3, 2)
+    assert result.extra["n_evals"][0] == 6
+    assert tuner.privacy.notion == "GDP" and tuner.privacy.epsilon < 5
+    assert set(printed[0][0]) == {"radius", "h_sub"}

@@ -6,22 +6,17 @@
 held-out validation individual — into an :class:`~dpbandits.bo.objectives.Objective`.
 Pass ``bounds=space.bounds`` to DP-GIBO so that design points and iterates stay in the box.
 
-Wrapping a bandit agent (the intended use; the privacy unit is one held-out simulated user)::
+For a bandit agent (the intended use; one held-out simulated user per individual) use
+:class:`dpbandits.harness.tuning.AgentTuningObjective`, which builds ``loss_fn`` from a
+registered agent and environment (it lives in the harness layer because it runs
+simulations)::
 
-    space = HyperparameterSpace(["l1_radius", "h_sub"], low=[0.1, 1.0], high=[10.0, 100.0],
-                                log=[True, True])
-
-    def per_user_regret(params):
-        # one entry per held-out user i: build the agent with these hyper-parameters,
-        # run it for `horizon` rounds on user i's own environment (its own context and
-        # reward stream, e.g. gymnasium.make(env_id) reset with user i's seed) and return
-        # that user's normalized cumulative regret; vectorize by giving the agent and the
-        # vector environment one replication per user (R = n users).
-        agent = make_agent("dp-hdb", **params, epsilon=1.0, delta=1e-6)
-        return simulate_users(agent, user_envs, horizon)      # -> shape (n,)
-
-    objective = HyperparameterObjective(per_user_regret, space, n_individuals=len(user_envs))
-    result = DPGIBO(mu=1.0, n_iters=20, clip_bound=1.0, batch_size=space.dim + 1,
+    space = HyperparameterSpace(["radius", "h_sub"], low=[0.1, 0.01], high=[10.0, 2.0],
+                                log=True)
+    objective = AgentTuningObjective("dp-hdb", "dpbandits/SparseLinearBandit-v0", space,
+                                     user_seeds=range(100), horizon=1000,
+                                     fixed_params={"epsilon": 1.0})
+    result = DPGIBO(mu=1.0, n_iters=15, clip_bound=1.0, batch_size=space.dim + 1,
                     bounds=space.bounds).fit(objective, rng)
     best = space.to_params(result.theta[0])
 

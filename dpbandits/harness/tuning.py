@@ -62,7 +62,8 @@ class AgentTuningObjective(HyperparameterObjective):
         if not isinstance(env, str):
             raise TypeError(f"env must be a registered environment id, got "
                             f"{type(env).__name__}")
-        seeds = list(user_seeds) if isinstance(user_seeds, list | tuple | np.ndarray) else None
+        seeds = (list(user_seeds) if isinstance(user_seeds, list | tuple | range | np.ndarray)
+                 else None)
         if not seeds:
             raise ValueError(f"user_seeds must be a non-empty sequence of seeds, got "
                              f"{user_seeds!r}")
