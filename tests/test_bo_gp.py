@@ -191,6 +191,36 @@ def test_greedy_design_reaches_tolerance_and_reports_exact_trace():
     assert rnd.grad_trace(theta) > step.trace_after
 
 
+@pytest.mark.parametrize("d", [15, 41])
+def test_default_design_informs_the_gradient_in_high_dimension(d):
+    """d + 1 greedy points at the default settings must remove most of the prior gradient
+    trace. With a fixed 2-lengthscale box (the old default) the candidates of d = 41 lie ~7
+    lengthscales away and the trace stays at its prior value d (seen in the Example 4.2
+    substitute, where DP-GIBO then moved by noise alone)."""
+    k = RBF(1.0)
+    design = GPDesign(k, noise_var=0.0, jitter=1e-8)
+    theta = np.zeros(d)
+    step = GradientDesigner(n_candidates=128, n_restarts=1, maxiter=20).select(
+        design, theta, np.random.default_rng(0), batch_size=d + 1)
+    assert step.trace_before == pytest.approx(d)
+    assert step.trace_after < 0.5 * d
+    dist = np.linalg.norm(step.points - theta, axis=1)
+    assert np.median(dist) < 3.0  # lengthscales
+
+
+def test_default_search_radius_keeps_typical_distance_fixed():
+    from dpbandits.bo.acquisition import default_search_radius
+
+    for d in (1, 3, 5, 41, 200):
+        h = default_search_radius(RBF(0.5), d)
+        assert h.shape == (d,)
+        if d <= 3:
+            np.testing.assert_allclose(h, 1.0)  # 2 lengthscales
+        else:  # E||(z - theta) / ell||^2 = sum h^2 / (3 ell^2) = 4
+            assert np.sum(h**2) / (3 * 0.25) == pytest.approx(4.0)
+    np.testing.assert_array_equal(default_search_radius(Polynomial(2), 7), np.ones(7))
+
+
 def test_greedy_design_respects_bounds_and_fixed_batch():
     design = GPDesign(RBF(1.0), noise_var=0.0)
     bounds = np.array([[0.0, 0.2], [-1.0, 1.0]])

@@ -16,7 +16,8 @@ has the closed form ``||c(z)||^2 / s(z)`` with ``c(z) = Cov(grad f(theta), f(z) 
 ``s(z) = Var(f(z) | D) + sigma^2`` (block matrix inversion), so each step
 
 1. scores ``n_candidates`` points drawn uniformly from the search box
-   ``[theta - radius, theta + radius]`` (intersected with ``bounds``) in one vectorized pass;
+   ``[theta - radius, theta + radius]`` (intersected with ``bounds``; default radius from
+   :func:`default_search_radius`, which shrinks with ``d``) in one vectorized pass;
 2. refines the best ``n_restarts`` of them with L-BFGS-B using the analytic gradient of the
    reduction with respect to ``z`` (kernel cross-Hessians), at most ``maxiter`` iterations;
 3. keeps the best point and updates ``Kt^{-1} grad k(D, theta)`` in ``O(m d)``.
@@ -30,6 +31,7 @@ proof of Theorem 3.1), and all randomness comes from the ``rng`` passed in.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,12 +44,19 @@ __all__ = ["DesignStep", "GradientDesigner", "default_search_radius"]
 
 
 def default_search_radius(kernel, d: int) -> np.ndarray:
-    """Half-width of the per-coordinate search box: twice the lengthscale for stationary
-    kernels (the trace reduction of a single point peaks at distance one lengthscale) and 1
-    for the polynomial kernel."""
+    """Half-width of the per-coordinate search box around ``theta``.
+
+    Stationary kernels: ``2 ell min(1, sqrt(3/d))``. The trace reduction of a single point
+    peaks at a scaled distance ``||(z - theta) / ell|| = 1`` and decays like
+    ``exp(-r^2)`` beyond, while a uniform point of a box of half-width ``h ell`` lies at
+    scaled distance about ``h sqrt(d/3)``. A fixed ``2 ell`` box puts the candidates of
+    d = 41 about 7 lengthscales away, where the score and its gradient vanish (the design
+    then leaves the gradient trace at its prior value); this width keeps their typical
+    distance at 2 lengthscales in every dimension (and is ``2 ell`` for ``d <= 3``).
+    Polynomial kernel (not stationary, no decay): 1."""
     ell = getattr(kernel, "_ell", None)
     if ell is not None:
-        return np.broadcast_to(2.0 * ell, (d,)).astype(float)
+        return np.broadcast_to(2.0 * ell * min(1.0, math.sqrt(3.0 / d)), (d,)).astype(float)
     return np.ones(d)
 
 
