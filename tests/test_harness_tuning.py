@@ -86,3 +86,20 @@ def test_simulate_env_seeds_are_validated():
         simulate(ENV, "random", horizon=5, n_reps=2, env_seeds=[1])
     with pytest.raises(TypeError, match=r"env_seeds\[0\] must be an integer"):
         simulate(ENV, "random", horizon=5, n_reps=1, env_seeds=[1.5])
+
+
+def test_neighbouring_user_sets_move_the_clipped_gradient_by_at_most_2B_over_n():
+    """End to end on the agent objective: same design and noise streams, one user replaced;
+    the first clipped mean gradient (before noise) moves by at most 2B/n (Theorem 3.1)."""
+    B, n = 0.05, 6
+    grads = []
+    for seeds in ([31, 32, 33, 34, 35, 36], [31, 32, 33, 34, 35, 77]):
+        alg = DPGIBO(mu=1.0, n_iters=1, clip_bound=B, batch_size=3, kernel=RBF(0.3),
+                     bounds=HDB_SPACE.bounds, theta0=np.array([0.5, 0.5]),
+                     designer=GradientDesigner(n_candidates=16, n_restarts=0),
+                     record_diagnostics=True)
+        res = alg.fit(hdb_objective(seeds, horizon=40), np.random.default_rng(1))
+        grads.append(res.extra["nonprivate_clipped_mean_gradient"][0, 0])
+        assert res.n_clipped[0] >= 1  # B is small enough that clipping is active
+    diff = np.linalg.norm(grads[0] - grads[1])
+    assert 0 < diff <= 2 * B / n + 1e-12
