@@ -128,7 +128,8 @@ def run_random_search(cfg, space, val_obj, test_obj):
     return rows, priv
 
 
-def references(cfg, space, val, test, val_obj, test_obj, start):
+def references(cfg, val, test, val_obj, test_obj, start):
+    """Per-round regret of the defaults and of uniform random play on both user sets."""
     rows = []
     for name, seeds, obj in (("val", val, val_obj), ("test", test, test_obj)):
         rand = simulate(cfg["env"], "random", horizon=cfg["horizon"], n_reps=len(seeds),
@@ -160,7 +161,7 @@ def main(argv=None):
     print("landscape", flush=True)
     land = landscape(cfg, space, val)
     land.to_csv(args.out / "landscape.csv", index=False)
-    refs = references(cfg, space, val, test, val_obj, test_obj, start)
+    refs = references(cfg, val, test, val_obj, test_obj, start)
     print(refs.to_string(index=False), flush=True)
     print("optimizers", flush=True)
     g_rows, priv, diag = run_gibo(cfg, space, val_obj, test_obj, start)
