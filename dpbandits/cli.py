@@ -1,7 +1,16 @@
-"""Command-line interface: ``dpbandits run | compare | sweep | reproduce | audit | list``.
+"""Command-line interface: ``dpbandits run | compare | sweep | reproduce | audit | list |
+describe``.
 
-Configuration errors print one line naming the bad key or value and exit with status 2
-(``--debug`` shows the traceback).
+Every command first validates everything it was given -- the configuration, every agent's
+parameters (by building each agent once), the plugins, the output directory -- and only then
+simulates. A problem found there is the user's: one line on stderr naming the key or value,
+exit status 2. An exception raised after validation is a bug in dpbandits: its traceback is
+shown with a line saying so (exit status 1). Ctrl-C ends with one line (exit status 130);
+a sweep keeps its finished cells and resumes when re-run.
+
+Precedence: a flag given on the command line overrides the same setting of ``--config``,
+which overrides the default. ``--agent`` cannot be combined with ``--config`` (agents are
+declared in the file; ``--param LABEL.KEY=VALUE`` overrides their parameters).
 """
 
 from __future__ import annotations
@@ -9,11 +18,30 @@ from __future__ import annotations
 import argparse
 import sys
 import tomllib
+import traceback
 from pathlib import Path
 
 EXIT_USAGE = 2
+EXIT_BUG = 1
+EXIT_INTERRUPTED = 130
 
 
+class _State:
+    """What the running command has validated and where it writes (for the error lines)."""
+
+    validated = False
+    out: Path | None = None
+    resumable = False
+
+
+def _usage_error_types() -> tuple:
+    from dpbandits.harness.config import ConfigError
+    from dpbandits.plugins import PluginError
+
+    return ConfigError, PluginError
+
+
+# -- parsing flags into a configuration ------------------------------------------------------
 def _parse_value(text: str):
     """A TOML literal (number, bool, string, list) or, failing that, the raw string."""
     try:
@@ -23,66 +51,149 @@ def _parse_value(text: str):
 
 
 def _parse_assignments(items, what: str) -> dict:
+    from dpbandits.harness.config import ConfigError
+
     out = {}
     for item in items or []:
         if "=" not in item:
-            from dpbandits.harness.config import ConfigError
-
             raise ConfigError(f"{what} {item!r} must look like key=value")
         key, value = item.split("=", 1)
         out[key.strip()] = _parse_value(value.strip())
     return out
 
 
-def _config_from_args(args, *, several: bool) -> dict:
-    from dpbandits.harness.config import ConfigError, load_config, validate_config
+def _agents_from_flags(specs: list[str]) -> dict:
+    """``--agent NAME`` or ``--agent LABEL=NAME`` -> {label: {"name": NAME}}."""
+    from dpbandits.harness.config import ConfigError
 
+    agents: dict = {}
+    for spec in specs:
+        label, _, name = spec.partition("=") if "=" in spec else (spec, "", spec)
+        label, name = label.strip(), name.strip()
+        if not label or not name:
+            raise ConfigError(f"--agent {spec!r} must be NAME or LABEL=NAME")
+        if label in agents:
+            raise ConfigError(f"--agent label {label!r} is given twice; give distinct labels "
+                              f"with --agent LABEL=NAME (e.g. --agent {label}-2={name})")
+        agents[label] = {"name": name, "params": {}}
+    return agents
+
+
+def _apply_params(agents: dict, params: dict) -> None:
+    """``--param KEY=V`` (every agent) and ``--param LABEL.KEY=V`` (one agent), in place."""
+    from dpbandits.harness.config import ConfigError, did_you_mean
+
+    for key, value in params.items():
+        label, dot, name = key.partition(".")
+        if not dot:
+            for spec in agents.values():
+                spec.setdefault("params", {})[key] = value
+        elif label in agents:
+            agents[label].setdefault("params", {})[name] = value
+        else:
+            raise ConfigError(f"--param {key!r} names agent label {label!r}, which is not in "
+                              f"this run{did_you_mean(label, agents)}; labels: {list(agents)}")
+
+
+def _config_from_args(args, *, several: bool) -> dict:
+    """The validated configuration of ``run``/``compare``: ``--config`` and the flags."""
+    from dpbandits.harness.config import (
+        DEFAULT_N_REPS,
+        ConfigError,
+        read_config,
+        validate_config,
+    )
+    from dpbandits.plugins import load_plugins
+
+    load_plugins(args.plugin)
     if args.config:
-        cfg = load_config(args.config)
+        if args.agent:
+            raise ConfigError("--agent cannot be combined with --config: declare agents as "
+                              "[agents.<label>] in the file (--param LABEL.KEY=VALUE overrides "
+                              "their parameters)")
+        raw = read_config(args.config)
     else:
         if not args.env or not args.agent:
             raise ConfigError("give a --config file, or --env and at least one --agent")
-        params = _parse_assignments(args.param, "--param")
-        agents = {}
-        for name in args.agent:
-            own = {k.split(".", 1)[1]: v for k, v in params.items()
-                   if k.startswith(name + ".")}
-            shared = {k: v for k, v in params.items() if "." not in k}
-            agents[name] = {"name": name, "params": {**shared, **own}}
-        if not several and len(agents) != 1:
-            raise ConfigError("run takes exactly one --agent (use compare for several)")
-        cfg = validate_config({"env": args.env, "agents": agents,
-                               "env_params": _parse_assignments(args.env_param, "--env-param")})
+        raw = {"env": args.env, "agents": _agents_from_flags(args.agent)}
+    if args.config and args.env:
+        raw["env"] = args.env
+    agents = {label: {**spec, "params": dict(spec.get("params", {}))}
+              for label, spec in dict(raw.get("agents", {})).items()}
+    if agents:
+        _apply_params(agents, _parse_assignments(args.param, "--param"))
+        raw["agents"] = agents
+    env_params = _parse_assignments(args.env_param, "--env-param")
+    if env_params:
+        raw["env_params"] = {**raw.get("env_params", {}), **env_params}
     for key in ("horizon", "n_reps", "seed", "record_every", "out"):
         value = getattr(args, key, None)
         if value is not None:
-            cfg[key] = value
+            raw[key] = value
+    raw["plugins"] = list(dict.fromkeys([*raw.get("plugins", []), *(args.plugin or [])]))
+    if not raw["plugins"]:
+        del raw["plugins"]
+    cfg = validate_config(raw)
+    if "seeds" in cfg:
+        raise ConfigError("'seeds' is for sweeps; run and compare take one 'seed'")
+    if not several and len(cfg["agents"]) != 1:
+        raise ConfigError("run takes exactly one agent (use compare for several)")
+    cfg.setdefault("n_reps", DEFAULT_N_REPS)
+    cfg.setdefault("seed", 0)
+    cfg.setdefault("record_every", 1)
     return cfg
 
 
+def _progress(args) -> bool:
+    return not getattr(args, "quiet", False) and sys.stderr.isatty()
+
+
+# -- commands ----------------------------------------------------------------------------------
 def _cmd_compare(args, several=True) -> int:
-    from dpbandits.harness.compare import compare
-    from dpbandits.harness.plots import plot_final_regret_distribution, plot_regret_curves
-    from dpbandits.harness.results import save_results
+    from dpbandits.harness.compare import compare, privacy_records
+    from dpbandits.harness.config import check_agents, fingerprint
+    from dpbandits.harness.outdir import prepare_out_dir
+    from dpbandits.harness.report import format_summary, privacy_notes
+    from dpbandits.harness.results import save_results, write_csv_atomic
 
     cfg = _config_from_args(args, several=several)
+    check_agents(cfg)
+    out = prepare_out_dir(cfg.get("out", f"results/{args.command}"), command=args.command,
+                          fingerprint=fingerprint(cfg), overwrite=args.overwrite)
+    _State.out, _State.validated = out, True
+
     agents = {label: (spec["name"], spec.get("params", {}))
               for label, spec in cfg["agents"].items()}
     frame, summary, results = compare(
-        agents, cfg["env"], horizon=cfg.get("horizon"), n_reps=cfg.get("n_reps", 1),
-        seed=cfg.get("seed", 0), env_params=cfg.get("env_params"),
-        record_every=cfg.get("record_every", 1))
-    out = Path(cfg.get("out", f"results/{args.command}"))
-    record = {"command": args.command, "config": cfg,
-              "privacy": {k: r.privacy for k, r in results.items()},
-              "certified": {k: r.certified for k, r in results.items()}}
-    save_results(frame, record, out, csv=args.csv)
-    summary.to_csv(out / "summary.csv", index=False)
-    plot_regret_curves(frame, out / "regret", svg=args.svg)
-    plot_final_regret_distribution(frame, out / "final_regret", svg=args.svg)
-    print(summary.to_string(index=False))
+        agents, cfg["env"], horizon=cfg.get("horizon"), n_reps=cfg["n_reps"],
+        seed=cfg["seed"], env_params=cfg.get("env_params"), record_every=cfg["record_every"],
+        progress=_progress(args))
+    privacy = privacy_records(results)
+    save_results(frame, {"command": args.command, "config": cfg, "privacy": privacy}, out,
+                 csv=args.csv)
+    write_csv_atomic(summary, out / "summary.csv")
+    if not args.no_plot:
+        _plot_compare(frame, results, out, args)
+    print(format_summary(summary))
+    for line in privacy_notes(summary, privacy):
+        print(line)
     print(f"results written to {out}")
     return 0
+
+
+def _plot_compare(frame, results, out: Path, args) -> None:
+    from dpbandits.harness.plots import (
+        plot_final_regret_distribution,
+        plot_regret_curves,
+        privacy_label,
+    )
+
+    labels = {k: f"{k} — {privacy_label(r.privacy, r.certified)}" for k, r in results.items()}
+    floor = next((k for k, r in results.items() if r.config.get("agent_name") == "random"),
+                 None)
+    plot_regret_curves(frame, out / "regret", svg=args.svg, log=args.log, band=args.band,
+                       labels=labels, floor=floor)
+    plot_final_regret_distribution(frame, out / "final_regret", svg=args.svg, labels=labels)
 
 
 def _cmd_run(args) -> int:
@@ -90,129 +201,189 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_sweep(args) -> int:
-    from dpbandits.harness.config import ConfigError, load_config
-    from dpbandits.harness.results import save_results, summarize
-    from dpbandits.harness.sweep import SweepSpec, sweep
+    from dpbandits.harness.config import ConfigError, check_agents, fingerprint, load_config
+    from dpbandits.harness.outdir import prepare_out_dir
+    from dpbandits.harness.report import format_summary, privacy_notes
+    from dpbandits.harness.sweep import SweepSpec, sweep, write_sweep_results
+    from dpbandits.plugins import load_plugins
 
+    load_plugins(args.plugin)
     cfg = load_config(args.config)
     if "horizon" not in cfg:
         raise ConfigError("sweep configs need the key 'horizon'")
+    plugins = list(dict.fromkeys([*cfg.get("plugins", []), *(args.plugin or [])]))
+    check_agents(cfg)
     spec = SweepSpec(agents=cfg["agents"], env=cfg["env"], horizon=cfg["horizon"],
-                     seeds=cfg.get("seeds", [cfg.get("seed", 0)]), n_reps=cfg.get("n_reps", 1),
-                     env_params=cfg.get("env_params", {}), env_grid=cfg.get("env_grid", {}),
-                     record_every=cfg.get("record_every", 1))
-    out = Path(args.out or cfg.get("out", "results/sweep"))
+                     seeds=cfg.get("seeds", [cfg.get("seed", 0)]),
+                     n_reps=cfg.get("n_reps", 10), env_params=cfg.get("env_params", {}),
+                     env_grid=cfg.get("env_grid", {}), record_every=cfg.get("record_every", 1))
+    spec.cells()  # validates sizes and seeds
+    out = prepare_out_dir(args.out or cfg.get("out", "results/sweep"), command="sweep",
+                          fingerprint=fingerprint(cfg), overwrite=args.overwrite,
+                          resumable=True)
+    _State.out, _State.validated, _State.resumable = out, True, True
     frame = sweep(spec, out, n_jobs=args.jobs or cfg.get("n_jobs", 1),
-                  scheduler=args.scheduler or cfg.get("scheduler"), progress=not args.quiet)
-    save_results(frame, {"command": "sweep", "config": cfg}, out, csv=args.csv)
-    group = ["agent"] + sorted(c for c in frame.columns if c.startswith(("agent.", "env.")))
-    print(summarize(frame, by=group).to_string(index=False))
-    print(f"results written to {out}")
+                  scheduler=args.scheduler or cfg.get("scheduler"), progress=_progress(args),
+                  plugins=plugins)
+    summary = write_sweep_results(spec, frame, out, {"command": "sweep", "config": cfg},
+                                  csv=args.csv)
+    print(format_summary(summary))
+    for line in privacy_notes(summary):
+        print(line)
+    print(f"results written to {out} (summary.csv: one row per agent and swept value, "
+          f"over {len(spec.seeds)} seed(s) x {spec.n_reps} replications)")
     return 0
 
 
 def _cmd_reproduce(args) -> int:
+    from dpbandits.harness.config import ConfigError, did_you_mean
     from dpbandits.harness.reproduce import REPRODUCTIONS
+    from dpbandits.plugins import load_plugins
 
+    load_plugins(args.plugin)
     if args.target not in REPRODUCTIONS:
-        from dpbandits.harness.config import ConfigError
-
-        raise ConfigError(f"unknown reproduction {args.target!r}; available: "
+        raise ConfigError(f"unknown reproduction {args.target!r}"
+                          f"{did_you_mean(args.target, REPRODUCTIONS)}; available: "
                           f"{sorted(REPRODUCTIONS)}")
-    return REPRODUCTIONS[args.target](args)
-
-
-def _cmd_audit(args) -> int:
-    from dpbandits.audits.__main__ import main as audit_main
-
-    return audit_main(args.rest)
+    args.progress = _progress(args)
+    return REPRODUCTIONS[args.target](args, _State)
 
 
 def _cmd_list(args) -> int:
-    import gymnasium
+    from dpbandits.harness.catalogue import agent_rows, env_rows
 
-    import dpbandits.envs  # noqa: F401
-    from dpbandits.agents import available_agents
-
-    print("environments:")
-    for env_id in sorted(k for k in gymnasium.registry if k.startswith("dpbandits/")):
-        print(f"  {env_id}")
-    print("agents:")
-    for name in available_agents():
-        print(f"  {name}")
+    print("environments (K arms, d dimensions, T horizon, link, reward noise):")
+    for row in env_rows():
+        print(f"  {row['id']:34s} K={row['K']:<3} d={row['d']:<4} T={row['T']:<7} "
+              f"{row['link']:9s} {row['noise']}\n      {row['description']}")
+    print("agents (privacy notion at the defaults):")
+    for row in agent_rows():
+        print(f"  {row['name']:20s} {row['privacy']:16s} {row['description']}")
+    print("dpbandits describe AGENT shows an agent's parameters and full guarantee.")
     return 0
 
 
+def _cmd_describe(args) -> int:
+    from dpbandits.harness.catalogue import describe_agent
+    from dpbandits.plugins import load_plugins
+
+    load_plugins(args.plugin)
+    print(describe_agent(args.agent, env=args.env))
+    return 0
+
+
+# -- parser --------------------------------------------------------------------------------------
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows defaults, but not the ``(default: None)`` of flags that have none."""
+
+    def _get_help_string(self, action):
+        if action.default in (None, False) or action.default is argparse.SUPPRESS:
+            return action.help
+        return super()._get_help_string(action)
+
+
+def _add_output(p: argparse.ArgumentParser, *, plots: bool = True) -> None:
+    p.add_argument("--out", help="output directory (must be new or empty; see --overwrite)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the results already in --out")
+    p.add_argument("--csv", action="store_true", help="also write the frame as CSV")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bars (they only show on a terminal anyway)")
+    p.add_argument("--plugin", action="append", metavar="PATH_OR_MODULE",
+                   help="import a module or .py file that registers agents/envs (repeatable)")
+    if plots:
+        p.add_argument("--no-plot", action="store_true", help="write no plots")
+        p.add_argument("--svg", action="store_true", help="also write SVG plots")
+        p.add_argument("--log", action="store_true", help="log-scale regret plots")
+        p.add_argument("--band", choices=["se", "bootstrap", "none"], default="se",
+                       help="confidence band: mean ± 1.96 SE, seaborn bootstrap, or none")
+
+
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", help="TOML configuration file")
-    p.add_argument("--env", help="registered environment id")
-    p.add_argument("--agent", action="append", help="agent name (repeat for several)")
-    p.add_argument("--param", action="append", metavar="[AGENT.]KEY=VALUE",
-                   help="agent parameter (TOML literal)")
+    from dpbandits.harness.config import DEFAULT_N_REPS
+
+    p.add_argument("--config", help="TOML configuration file (flags override it)")
+    p.add_argument("--env", help="registered environment id (see dpbandits list)")
+    p.add_argument("--agent", action="append", metavar="[LABEL=]NAME",
+                   help="agent name, optionally labelled (repeat for several)")
+    p.add_argument("--param", action="append", metavar="[LABEL.]KEY=VALUE",
+                   help="agent parameter as a TOML literal; without LABEL, for every agent")
     p.add_argument("--env-param", action="append", metavar="KEY=VALUE",
-                   help="environment parameter")
-    p.add_argument("--horizon", type=int)
-    p.add_argument("--reps", dest="n_reps", type=int, help="replications")
-    p.add_argument("--seed", type=int)
-    p.add_argument("--record-every", type=int)
-    p.add_argument("--out", help="output directory")
-    p.add_argument("--csv", action="store_true", help="also write CSV")
-    p.add_argument("--svg", action="store_true", help="also write SVG plots")
+                   help="environment parameter (TOML literal)")
+    p.add_argument("--horizon", type=int, help="rounds (default: the environment's)")
+    p.add_argument("--reps", dest="n_reps", type=int,
+                   help=f"replications (default {DEFAULT_N_REPS})")
+    p.add_argument("--seed", type=int, help="seed of the run (default 0)")
+    p.add_argument("--record-every", type=int, help="record the curves every k rounds "
+                   "(default 1)")
+    _add_output(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="dpbandits", description="Differentially private contextual bandits.")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+        prog="dpbandits", description="Differentially private contextual bandits.",
+        formatter_class=_Formatter)
+    parser.add_argument("--debug", action="store_true",
+                        help="show tracebacks of usage errors too")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    run = sub.add_parser("run", help="simulate one agent on one environment")
-    _add_common(run)
-    run.set_defaults(func=_cmd_run)
-    cmp_ = sub.add_parser("compare", help="several agents on the same instances and contexts")
-    _add_common(cmp_)
-    cmp_.set_defaults(func=_cmd_compare)
+    def command(name, func, help_):
+        p = sub.add_parser(name, help=help_, description=help_, formatter_class=_Formatter)
+        p.set_defaults(func=func)
+        return p
 
-    sw = sub.add_parser("sweep", help="parallel, resumable grid of runs (TOML config)")
+    _add_common(command("run", _cmd_run, "simulate one agent on one environment"))
+    _add_common(command("compare", _cmd_compare,
+                        "several agents on the same instances and contexts"))
+
+    sw = command("sweep", _cmd_sweep, "parallel, resumable grid of runs (TOML config)")
     sw.add_argument("config", help="TOML configuration file")
-    sw.add_argument("--out")
-    sw.add_argument("--jobs", type=int, help="local worker processes")
+    sw.add_argument("--jobs", type=int, help="local worker processes (default 1)")
     sw.add_argument("--scheduler", help="Dask scheduler address (tcp://host:port)")
-    sw.add_argument("--csv", action="store_true")
-    sw.add_argument("--quiet", action="store_true", help="no progress bar")
-    sw.set_defaults(func=_cmd_sweep)
+    _add_output(sw, plots=False)
 
-    rep = sub.add_parser("reproduce", help="reproduce a published figure or table")
+    rep = command("reproduce", _cmd_reproduce, "reproduce a published figure or table")
     rep.add_argument("target", help="e.g. fig5.1")
     rep.add_argument("--panels", default="AB", help="panels to run, e.g. AB or ABC")
-    rep.add_argument("--size", choices=["tiny", "small", "full"], default="small")
+    rep.add_argument("--size", choices=["tiny", "small", "full"], default="small",
+                     help="preset of horizon and replications")
     rep.add_argument("--reps", type=int, help="replications (overrides the size preset)")
     rep.add_argument("--horizon", type=int, help="horizon (overrides the size preset)")
-    rep.add_argument("--jobs", type=int, default=1)
-    rep.add_argument("--out", help="output directory")
-    rep.add_argument("--svg", action="store_true")
-    rep.add_argument("--quiet", action="store_true")
-    rep.set_defaults(func=_cmd_reproduce)
+    rep.add_argument("--jobs", type=int, default=1, help="worker processes")
+    _add_output(rep)
 
     aud = sub.add_parser(
         "audit", help="empirical privacy audits: dpbandits audit [component ...] [--json] "
         "[--thorough] [--power] [--list]", add_help=False)
     aud.add_argument("rest", nargs=argparse.REMAINDER)
-    aud.set_defaults(func=_cmd_audit)
 
-    lst = sub.add_parser("list", help="registered environments and agents")
-    lst.set_defaults(func=_cmd_list)
+    command("list", _cmd_list, "registered environments and agents")
+    desc = command("describe", _cmd_describe,
+                   "an agent's description, parameters with defaults and privacy guarantee")
+    desc.add_argument("agent", help="registered agent name")
+    desc.add_argument("--env", default="dpbandits/Figure5.1-v0",
+                      help="environment whose sizes (K, d, T) the guarantee is computed for")
+    desc.add_argument("--plugin", action="append", metavar="PATH_OR_MODULE",
+                      help="import a module or .py file that registers agents (repeatable)")
 
-    demo = sub.add_parser("demo", help="alias of 'reproduce fig5.1' at the small size")
+    demo = command("demo", None, "alias of 'reproduce fig5.1 --size small --panels AB'")
+    demo.add_argument("--quiet", action="store_true", help="no progress bars")
     demo.set_defaults(func=lambda a: _cmd_reproduce(argparse.Namespace(
-        target="fig5.1", panels="AB", size="small", reps=None, horizon=None, jobs=1,
-        out=None, svg=False, quiet=False, debug=a.debug)))
+        command="reproduce", target="fig5.1", panels="AB", size="small", reps=None,
+        horizon=None, jobs=1, out=None, overwrite=True, csv=False, svg=False, log=False,
+        band="se", no_plot=False, plugin=None, quiet=a.quiet, debug=a.debug)))
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    from dpbandits.harness.config import ConfigError
+def _bug(exc: BaseException, command: str) -> int:
+    traceback.print_exception(exc)
+    where = f"; results written so far are in {_State.out}" if _State.out else ""
+    print(f"dpbandits {command}: internal error ({type(exc).__name__}) -- this is a bug in "
+          f"dpbandits, please report it with the command line above{where}", file=sys.stderr)
+    return EXIT_BUG
 
+
+def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["audit"]:  # its options belong to the audit runner; pass them through
         from dpbandits.audits.__main__ import main as audit_main
@@ -220,13 +391,30 @@ def main(argv: list[str] | None = None) -> int:
         return audit_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
+    _State.validated, _State.out, _State.resumable = False, None, False
     try:
         return args.func(args)
-    except (ConfigError, ValueError, TypeError) as exc:
+    except KeyboardInterrupt:
+        kept = ""
+        if _State.out is not None:
+            kept = (f"; finished cells are kept in {_State.out} and the same command resumes"
+                    if _State.resumable else f"; nothing complete was written to {_State.out}")
+        print(f"dpbandits {args.command}: interrupted{kept}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except _usage_error_types() as exc:
         if args.debug:
             raise
         print(f"dpbandits {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except (ValueError, TypeError, FileNotFoundError) as exc:
+        if _State.validated:
+            return _bug(exc, args.command)
+        if args.debug:
+            raise
+        print(f"dpbandits {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as exc:  # noqa: BLE001 - anything else is a bug: say so, show it
+        return _bug(exc, args.command)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,8 @@ def test_compare_with_flags_writes_results(tmp_path, capsys):
     frame = pd.read_parquet(out / "results.parquet")
     assert set(frame["agent"]) == {"random", "dp-ucb"}
     record = json.loads((out / "results.json").read_text())
-    assert record["privacy"]["dp-ucb"]["epsilon"] == 2.0
+    privacy = {e["agent"]: e for e in record["privacy"]}
+    assert privacy["dp-ucb"]["epsilon"] == 2.0 and privacy["random"]["private"] is False
     assert (out / "regret.png").exists() and (out / "summary.csv").exists()
     assert "dp-ucb" in capsys.readouterr().out
 

@@ -49,3 +49,44 @@ def test_readme_private_tuning_example_runs():
     assert result.extra["n_evals"][0] == 6
     assert tuner.privacy.notion == "GDP" and tuner.privacy.epsilon < 5
     assert set(printed[0][0]) == {"radius", "h_sub"}
+
+
+def _block(marker: str) -> str:
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+    return next(b for b in blocks if marker in b)
+
+
+def _toml_block(marker: str) -> str:
+    blocks = re.findall(r"```toml\n(.*?)```", README.read_text(), flags=re.S)
+    return next(b for b in blocks if marker in b)
+
+
+def test_readme_read_results_example_runs_on_compare_and_sweep_outputs(tmp_path, monkeypatch):
+    from dpbandits.cli import main
+
+    small = {"horizon = 10000": "horizon = 30", "n_reps = 10": "n_reps = 2",
+             "[0.3, 1.0, 3.0, 10.0]": "[1.0, 10.0]"}
+    sweep_toml = _toml_block("# sweep.toml")
+    for old, new in small.items():
+        assert old in sweep_toml
+        sweep_toml = sweep_toml.replace(old, new)
+    sweep_toml = sweep_toml.replace('seeds = [0, 1]', 'seeds = [0, 1]\n[env_params]\n'
+                                    'horizon = 30\ndim = 8')
+    (tmp_path / "sweep.toml").write_text(sweep_toml)
+    monkeypatch.chdir(tmp_path)
+    assert main(["compare", "--env", "dpbandits/Figure5.1-v0", "--agent", "dp-hdb",
+                 "--agent", "random", "--horizon", "30", "--reps", "2", "--out", "results/cmp",
+                 "--no-plot", "--quiet"]) == 0
+    assert main(["sweep", "sweep.toml", "--out", "results/sweep", "--quiet"]) == 0
+    example = _block('pd.DataFrame(record["privacy"])')
+    for out in ("results/cmp", "results/sweep"):
+        printed = []
+        namespace = {"print": lambda *a: printed.append(a)}
+        exec(compile(example.replace('"results/cmp"', repr(out)), "README-read", "exec"),
+             namespace)
+        summary, privacy = printed[0][0], printed[1][0]
+        labels = {"hdb", "random"} if "sweep" in out else {"dp-hdb", "random"}
+        assert set(summary["agent"]) == labels
+        assert privacy["certified"].any() and not privacy["certified"].all()
+        if "sweep" in out:
+            assert len(privacy) == 3 * 2 and (summary["n"] == 4).all()

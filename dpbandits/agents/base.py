@@ -131,3 +131,10 @@ def make_agent(name: str, **params) -> Agent:
 def available_agents() -> list[str]:
     """Names accepted by ``make_agent``."""
     return sorted(_REGISTRY)
+
+
+def agent_class(name: str) -> type[Agent]:
+    """The class registered under ``name``."""
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown agent {name!r}; registered agents: {sorted(_REGISTRY)}")
+    return _REGISTRY[name]

@@ -61,6 +61,7 @@ from dpbandits.envs.glm import LINKS, GLMBanditEnv, GLMBanditVectorEnv, link_fun
 
 __all__ = [
     "DATASETS",
+    "DESCRIPTIONS",
     "ENV_IDS",
     "LINKS",
     "ClassificationBanditEnv",
@@ -78,6 +79,20 @@ _CLS = ("dpbandits.envs.classification:ClassificationBanditEnv",
 _FIG51 = {"n_arms": 2, "dim": 50, "horizon": 10_000, "link": "identity", "noise": "gaussian",
           "noise_std": 0.05, "context": "gaussian", "context_std": 0.05, "theta": "sparse",
           "sparsity": 5}
+
+#: id -> one-line description (``dpbandits list``)
+DESCRIPTIONS = {
+    "dpbandits/GLMBandit-v0": "generalized-linear bandit; every keyword of GLMBanditEnv can "
+                              "be set",
+    "dpbandits/Figure5.1-v0": "Figure 5.1 of the core paper: sparse theta*, Gaussian "
+                              "contexts at unit l_inf norm",
+    "dpbandits/Figure5.1-l1-v0": "Figure 5.1 with unit-l_1 contexts (what the authors' code "
+                                 "feeds DP-HDB)",
+    "dpbandits/SparseLinearBandit-v0": "small sparse linear bandit for quick experiments",
+    "dpbandits/LogisticBandit-v0": "logistic link with Bernoulli rewards",
+    "dpbandits/IrisBandit-v0": "supervised-to-bandit on Fisher's iris (reward 1 for the "
+                               "true class)",
+}
 
 #: id -> (entry points, default kwargs)
 _SPECS = {

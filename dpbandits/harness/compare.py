@@ -10,52 +10,54 @@ from dpbandits.harness.results import SimulationResult, summarize
 from dpbandits.harness.simulate import simulate
 
 
+def agent_spec(spec) -> tuple[object, dict | None]:
+    """``(name or instance, params)`` from a registry name, ``(name, params)``, a mapping
+    ``{"name": ..., "params": ...}`` or an agent instance."""
+    if isinstance(spec, tuple):
+        name, params = spec
+        return name, params
+    if isinstance(spec, Mapping):
+        return spec["name"], spec.get("params", {})
+    return spec, None
+
+
 def compare(agents: Mapping[str, object], env, *, horizon: int | None = None, n_reps: int = 1,
             seed: int = 0, env_params: Mapping | None = None, record_every: int = 1,
-            track_memory: bool = False) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+            track_memory: bool = False, progress: bool = False,
+            ) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """Simulate every agent with common random numbers.
 
     ``agents`` maps a label to a registry name, to ``(name, params)``, or to an agent
     instance. Every agent faces the environment reset with the same ``seed`` — the same
     problem instances and context streams. Returns ``(frame, summary, results)``: the tidy
-    frame of all agents, the per-agent summary (final cumulative regret mean, std, 95% CI,
-    claimed and accountant-certified guarantee, seconds, peak memory) and the raw
-    ``SimulationResult`` per label.
+    frame of all agents, the per-agent summary (:func:`summary_table`) and the raw
+    ``SimulationResult`` per label. ``progress`` shows one bar per agent over its rounds.
     """
     if not agents:
         raise ValueError("agents must contain at least one agent")
     results: dict[str, SimulationResult] = {}
-    for label, spec in agents.items():
-        if isinstance(spec, tuple):
-            name, params = spec
-        elif isinstance(spec, Mapping):
-            name, params = spec["name"], spec.get("params", {})
-        else:
-            name, params = spec, None
+    for i, (label, spec) in enumerate(agents.items()):
+        name, params = agent_spec(spec)
+        bar = {"desc": f"[{i + 1}/{len(agents)}] {label}"} if progress else False
         results[label] = simulate(env, name, horizon=horizon, n_reps=n_reps, seed=seed,
                                   agent_params=params, env_params=env_params, label=label,
-                                  track_memory=track_memory)
+                                  track_memory=track_memory, progress=bar)
     frame = pd.concat([r.to_frame(record_every) for r in results.values()], ignore_index=True)
     return frame, summary_table(results), results
 
 
 def summary_table(results: Mapping[str, SimulationResult]) -> pd.DataFrame:
-    """Final-regret statistics with each agent's privacy guarantee, time and memory."""
+    """One row per agent label: final cumulative regret ``n, mean, std, ci95_low,
+    ci95_high``, the privacy level ``epsilon, delta, certified_epsilon`` (see
+    ``results.privacy_entry`` for the full record), wall ``seconds`` and ``peak_memory_mb``."""
     frames = [r.to_frame(r.horizon) for r in results.values()]
-    table = summarize(pd.concat(frames, ignore_index=True))
-    table = table.set_index("agent")
-    table["privacy"] = pd.Series({k: _fmt(r.privacy) for k, r in results.items()})
-    table["certified_epsilon"] = pd.Series(
-        {k: (r.certified or {}).get("epsilon") for k, r in results.items()}, dtype=float)
+    table = summarize(pd.concat(frames, ignore_index=True), by="agent").set_index("agent")
     table["seconds"] = pd.Series({k: r.seconds for k, r in results.items()})
     table["peak_memory_mb"] = pd.Series({k: r.peak_memory_mb for k, r in results.items()},
                                         dtype=float)
     return table.loc[list(results)].reset_index()
 
 
-def _fmt(privacy: dict | None) -> str:
-    if privacy is None:
-        return "not private"
-    from dpbandits.privacy.guarantee import PrivacyGuarantee
-
-    return str(PrivacyGuarantee(**privacy))
+def privacy_records(results: Mapping[str, SimulationResult]) -> list[dict]:
+    """The privacy record (schema in ``harness.results``) of every agent label."""
+    return [r.privacy_entry() for r in results.values()]

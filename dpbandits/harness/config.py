@@ -3,8 +3,9 @@
 Schema (all commands)::
 
     env = "dpbandits/Figure5.1-v0"   # registered env id (required)
+    plugins = ["my_agents.py"]       # modules or .py files imported first (register agents)
     horizon = 1000                   # rounds (default: the env's)
-    n_reps = 20                      # replications per seed
+    n_reps = 20                      # replications per seed (default 10)
     seed = 0                         # or seeds = [0, 1, 2] for sweeps
     record_every = 10
     out = "results/my-run"
@@ -14,10 +15,18 @@ Schema (all commands)::
     name = "dp-hdb"                  # registry name (required)
     params = { epsilon = 1.0 }
     grid = { epsilon = [0.5, 1.0] }  # sweep only
+
+Command-line flags given together with ``--config`` override the file (flag > file >
+default); see ``dpbandits.cli``.
 """
 
 from __future__ import annotations
 
+import difflib
+import hashlib
+import inspect
+import itertools
+import json
 import tomllib
 from pathlib import Path
 
@@ -27,8 +36,25 @@ class ConfigError(ValueError):
 
 
 TOP_KEYS = {"env", "horizon", "n_reps", "seed", "seeds", "record_every", "out", "env_params",
-            "env_grid", "agents", "n_jobs", "scheduler"}
+            "env_grid", "agents", "n_jobs", "scheduler", "plugins"}
 AGENT_KEYS = {"name", "params", "grid"}
+#: replications when neither the config nor the command line says (a 95% band needs n > 1)
+DEFAULT_N_REPS = 10
+#: keys that do not change what a run computes (left out of its fingerprint)
+_NOT_FINGERPRINTED = {"out", "n_jobs", "scheduler", "plugins"}
+
+
+def did_you_mean(word: str, choices) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``choices``, or ``""``."""
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def fingerprint(cfg: dict) -> str:
+    """A hash of what a configuration computes (output location and workers excluded)."""
+    blob = json.dumps({k: v for k, v in cfg.items() if k not in _NOT_FINGERPRINTED},
+                      sort_keys=True, default=str)
+    return hashlib.sha1(blob.encode()).hexdigest()[:16]
 
 
 def _expect(key: str, value, kind, what: str):
@@ -39,16 +65,20 @@ def _expect(key: str, value, kind, what: str):
     return value
 
 
-def load_config(path) -> dict:
-    """Read a TOML file and validate it (see the module docstring)."""
+def read_config(path) -> dict:
+    """The raw table of a TOML file (not yet validated)."""
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"config file '{p}' does not exist")
     try:
-        raw = tomllib.loads(p.read_text())
+        return tomllib.loads(p.read_text())
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file '{p}' is not valid TOML: {exc}") from None
-    return validate_config(raw)
+
+
+def load_config(path) -> dict:
+    """Read a TOML file and validate it (see the module docstring)."""
+    return validate_config(read_config(path))
 
 
 def validate_config(raw: dict) -> dict:
@@ -57,7 +87,8 @@ def validate_config(raw: dict) -> dict:
 
     unknown = set(raw) - TOP_KEYS
     if unknown:
-        raise ConfigError(f"unknown config key '{sorted(unknown)[0]}'; allowed: "
+        key = sorted(unknown)[0]
+        raise ConfigError(f"unknown config key '{key}'{did_you_mean(key, TOP_KEYS)}; allowed: "
                           f"{sorted(TOP_KEYS)}")
     if "env" not in raw:
         raise ConfigError("config is missing the required key 'env' (a registered env id)")
@@ -69,8 +100,17 @@ def validate_config(raw: dict) -> dict:
             if cfg[key] < (0 if key == "seed" else 1):
                 raise ConfigError(f"config key '{key}' must be >= "
                                   f"{0 if key == 'seed' else 1}, got {cfg[key]}")
+    if "plugins" in cfg:
+        _expect("plugins", cfg["plugins"], list, "a list of module names or .py paths")
+        for spec in cfg["plugins"]:
+            _expect("plugins", spec, str, "a list of module names or .py paths")
+        from dpbandits.plugins import load_plugins
+
+        load_plugins(cfg["plugins"])
     if "seeds" in cfg:
         _expect("seeds", cfg["seeds"], list, "a list of non-negative integers")
+        if not cfg["seeds"]:
+            raise ConfigError("config key 'seeds' is an empty list; give at least one seed")
         for s in cfg["seeds"]:
             if isinstance(s, bool) or not isinstance(s, int) or s < 0:
                 raise ConfigError(f"config key 'seeds' must hold non-negative integers, got {s!r}")
@@ -91,26 +131,96 @@ def validate_config(raw: dict) -> dict:
         _expect(f"agents.{label}", spec, dict, "a table")
         bad = set(spec) - AGENT_KEYS
         if bad:
-            raise ConfigError(f"unknown config key 'agents.{label}.{sorted(bad)[0]}'; allowed: "
-                              f"{sorted(AGENT_KEYS)}")
+            key = sorted(bad)[0]
+            raise ConfigError(f"unknown config key 'agents.{label}.{key}'"
+                              f"{did_you_mean(key, AGENT_KEYS)}; allowed: {sorted(AGENT_KEYS)}")
         if "name" not in spec:
             raise ConfigError(f"config is missing the required key 'agents.{label}.name'")
         name = _expect(f"agents.{label}.name", spec["name"], str, "an agent name")
         if name not in known:
             raise ConfigError(f"config key 'agents.{label}.name' = {name!r} is not a "
-                              f"registered agent; known: {sorted(known)}")
+                              f"registered agent{did_you_mean(name, known)}; known: "
+                              f"{sorted(known)}")
         if "params" in spec:
             _expect(f"agents.{label}.params", spec["params"], dict, "a table")
         if "grid" in spec:
             _expect(f"agents.{label}.grid", spec["grid"], dict, "a table of lists")
             for k, v in spec["grid"].items():
                 _expect(f"agents.{label}.grid.{k}", v, list, "a list of values")
+                if not v:
+                    raise ConfigError(f"config key 'agents.{label}.grid.{k}' is an empty list")
     import gymnasium
 
     import dpbandits.envs  # noqa: F401  (registers the ids)
 
     if cfg["env"] not in gymnasium.registry:
         ids = sorted(k for k in gymnasium.registry if k.startswith("dpbandits/"))
-        raise ConfigError(f"config key 'env' = {cfg['env']!r} is not a registered env id; "
+        raise ConfigError(f"config key 'env' = {cfg['env']!r} is not a registered env id"
+                          f"{did_you_mean(cfg['env'], gymnasium.registry)}; "
                           f"dpbandits ids: {ids}")
     return cfg
+
+
+def _combos(grid: dict | None) -> list[dict]:
+    if not grid:
+        return [{}]
+    names = sorted(grid)
+    return [dict(zip(names, values, strict=True))
+            for values in itertools.product(*(grid[n] for n in names))]
+
+
+def agent_parameter_names(name: str) -> list[str]:
+    """The keyword parameters a registered agent's constructor accepts."""
+    from dpbandits.agents import agent_class
+
+    params = inspect.signature(agent_class(name).__init__).parameters
+    return [k for k, p in params.items() if k != "self" and p.kind is not p.VAR_KEYWORD]
+
+
+def check_agents(cfg: dict) -> int:
+    """Validate every agent of a normalised config before anything runs: parameter names
+    (with a did-you-mean suggestion), then values, by building each agent once for every
+    combination of its grid and of the env grid on the environment it will face. Returns the
+    number of agent configurations checked; raises ``ConfigError`` naming the agent label,
+    the parameter and the value."""
+    from dpbandits.harness.simulate import build_agent, env_sizes, make_env
+
+    checked = 0
+    for env_combo in _combos(cfg.get("env_grid")):
+        env_params = {**cfg.get("env_params", {}), **env_combo}
+        try:
+            venv = make_env(cfg["env"], 1, env_params)
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(f"environment {cfg['env']!r} with parameters {env_params}: "
+                              f"{exc}") from None
+        n_arms, dim, env_horizon = env_sizes(venv)
+        venv.close()
+        horizon = cfg.get("horizon", env_horizon)
+        if horizon > env_horizon:
+            raise ConfigError(f"horizon={horizon} exceeds the horizon {env_horizon} of "
+                              f"{cfg['env']!r}; lower it or set env_params.horizon")
+        for label, spec in cfg["agents"].items():
+            allowed = agent_parameter_names(spec["name"])
+            fixed, grid = dict(spec.get("params", {})), dict(spec.get("grid", {}))
+            for key in [*fixed, *grid]:
+                if key not in allowed:
+                    hint = did_you_mean(key, allowed)
+                    raise ConfigError(
+                        f"agent '{label}' ({spec['name']}) has no parameter {key!r}{hint}; "
+                        f"its parameters: {[k for k in allowed if k not in SIZE_PARAMS]}")
+                if key in SIZE_PARAMS:
+                    raise ConfigError(f"agent '{label}': {key!r} is set by the environment "
+                                      f"({cfg['env']}), not by the agent's parameters")
+            for combo in _combos(grid):
+                params = {**fixed, **combo}
+                try:
+                    build_agent(spec["name"], n_arms, dim, horizon, params)
+                except (ValueError, TypeError) as exc:
+                    raise ConfigError(f"agent '{label}' ({spec['name']}) with {params}: "
+                                      f"{exc}") from None
+                checked += 1
+    return checked
+
+
+#: constructor arguments every agent takes from the environment
+SIZE_PARAMS = ("n_arms", "dim", "horizon")

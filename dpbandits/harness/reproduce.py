@@ -16,15 +16,18 @@ delta = 1/T), in three panels (see ``experiments/fig5_1/README.md``):
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
-from pathlib import Path
 
 import pandas as pd
 
-from dpbandits.harness.compare import compare, summary_table
-from dpbandits.harness.results import save_results
+from dpbandits.harness.compare import compare, privacy_records, summary_table
+from dpbandits.harness.results import (
+    atomic_write_bytes,
+    dumps_json,
+    save_results,
+    write_csv_atomic,
+)
 
 ENV_LINF = "dpbandits/Figure5.1-v0"
 ENV_L1 = "dpbandits/Figure5.1-l1-v0"
@@ -59,30 +62,36 @@ def _with_eps(agents: dict, epsilon: float) -> dict:
     return out
 
 
-def panel_a(horizon: int, n_reps: int, seed: int, epsilon: float = 1.0):
+def panel_a(horizon: int, n_reps: int, seed: int, epsilon: float = 1.0,
+            progress: bool = False):
     """The code's DP-HDB on l_1 contexts and the code's DP-UCB on l_inf contexts, each with
-    uniform random on the same scale."""
-    f1, s1, _ = compare({"DP-HDB (authors' code, l1 contexts)": (
+    uniform random on the same scale. Returns ``(frame, summary, results)``."""
+    record_every = max(1, horizon // 100)
+    f1, s1, r1 = compare({"DP-HDB (authors' code, l1 contexts)": (
         "dp-hdb-authors-code", {"epsilon": epsilon}),
         "uniform random (l1 contexts)": ("random", {})},
-        ENV_L1, horizon=horizon, n_reps=n_reps, seed=seed, record_every=max(1, horizon // 100))
-    f2, s2, _ = compare({"DP-UCB (authors' code, linf contexts)": (
+        ENV_L1, horizon=horizon, n_reps=n_reps, seed=seed, record_every=record_every,
+        progress=progress)
+    f2, s2, r2 = compare({"DP-UCB (authors' code, linf contexts)": (
         "dp-ucb-authors-code", {"epsilon": epsilon}),
         "uniform random (linf contexts)": ("random", {})},
-        ENV_LINF, horizon=horizon, n_reps=n_reps, seed=seed, record_every=max(1, horizon // 100))
+        ENV_LINF, horizon=horizon, n_reps=n_reps, seed=seed, record_every=record_every,
+        progress=progress)
     f1["contexts"], f2["contexts"] = "l1", "linf"
     s1["contexts"], s2["contexts"] = "l1", "linf"
-    return pd.concat([f1, f2], ignore_index=True), pd.concat([s1, s2], ignore_index=True)
+    return (pd.concat([f1, f2], ignore_index=True), pd.concat([s1, s2], ignore_index=True),
+            {**r1, **r2})
 
 
-def panel_b(horizon: int, n_reps: int, seed: int, epsilon: float = 1.0, n_jobs: int = 1):
-    """All certified agents (and references) on one l_inf instance, common random numbers."""
+def panel_b(horizon: int, n_reps: int, seed: int, epsilon: float = 1.0, n_jobs: int = 1,
+            progress: bool = False):
+    """All certified agents (and references) on one l_inf instance, common random numbers.
+    Returns ``(frame, summary, results)``."""
     agents = _with_eps(PANEL_B, epsilon)
     record_every = max(1, horizon // 100)
     if n_jobs == 1:
-        frame, summary, _ = compare(agents, ENV_LINF, horizon=horizon, n_reps=n_reps,
-                                    seed=seed, record_every=record_every, track_memory=False)
-        return frame, summary
+        return compare(agents, ENV_LINF, horizon=horizon, n_reps=n_reps, seed=seed,
+                       record_every=record_every, progress=progress)
     from joblib import Parallel, delayed
 
     def one(label, spec):
@@ -93,7 +102,7 @@ def panel_b(horizon: int, n_reps: int, seed: int, epsilon: float = 1.0, n_jobs: 
     results = dict(done)
     results = {k: results[k] for k in agents}
     frame = pd.concat([r.to_frame(record_every) for r in results.values()], ignore_index=True)
-    return frame, summary_table(results)
+    return frame, summary_table(results), results
 
 
 def panel_c_spec(epsilons, horizon: int, n_reps: int):
@@ -121,120 +130,112 @@ def relative_to_random(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def fig5_1(args: argparse.Namespace) -> int:
-    """Run the requested panels, print the summary tables, write results and plots."""
-    from dpbandits.harness.plots import plot_regret_curves
+def fig5_1(args: argparse.Namespace, state=None) -> int:
+    """Run the requested panels, print the summary tables, write results and plots.
+
+    ``args``: the ``dpbandits reproduce`` options (panels, size, reps, horizon, jobs, out,
+    overwrite, no_plot, svg, band, progress); ``state`` (optional) receives ``out``,
+    ``validated`` and ``resumable`` for the command line's error messages. The output
+    directory resumes a run of the same size, horizon and replications (panel C's finished
+    cells are kept) and is refused otherwise unless ``overwrite``.
+    """
+    from dpbandits.harness.config import ConfigError, fingerprint
+    from dpbandits.harness.outdir import prepare_out_dir
+    from dpbandits.harness.sweep import sweep, write_sweep_results
 
     preset = dict(SIZES[args.size])
     horizon = args.horizon or preset["horizon"]
     n_reps = args.reps or preset["n_reps"]
-    out = Path(args.out or f"results/fig5_1-{args.size}")
-    out.mkdir(parents=True, exist_ok=True)
     panels = args.panels.upper()
+    if not panels or set(panels) - set("ABC"):
+        raise ConfigError(f"--panels must be letters of 'ABC', got {args.panels!r}")
+    for key, value in (("--horizon", horizon), ("--reps", n_reps)):
+        if value < 1:
+            raise ConfigError(f"{key} must be >= 1, got {value}")
     record = {"reproduction": "fig5.1", "size": args.size, "horizon": horizon,
               "n_reps": n_reps, "seed": 0, "epsilon": 1.0, "delta": 1.0 / horizon}
+    out = prepare_out_dir(args.out or f"results/fig5_1-{args.size}", command="reproduce",
+                          fingerprint=fingerprint(record), overwrite=args.overwrite,
+                          resumable=True)
+    if state is not None:
+        state.out, state.validated, state.resumable = out, True, True
+    progress = getattr(args, "progress", False)
+    plots = not getattr(args, "no_plot", False)
     timings = {}
     if "A" in panels:
         t0 = time.perf_counter()
-        frame, summary = panel_a(horizon, n_reps, seed=0)
+        frame, summary, results = panel_a(horizon, n_reps, seed=0, progress=progress)
         timings["A"] = time.perf_counter() - t0
-        save_results(frame, {**record, "panel": "A"}, out, name="panel_a")
-        summary.to_csv(out / "panel_a_summary.csv", index=False)
-        _plot_panel_a(frame, out / "panel_a", args.svg)
+        _save_panel(frame, summary, results, {**record, "panel": "A"}, out, "panel_a")
+        if plots:
+            from dpbandits.harness.plots import plot_panel_a
+
+            plot_panel_a(frame, out / "panel_a", svg=args.svg, labels=_labels(results),
+                         band=args.band)
         print("Panel A — as published (NOT certified; each agent next to random on its own "
               "context scale):")
-        print(_fmt(summary))
+        _print(summary, results)
     if "B" in panels:
         t0 = time.perf_counter()
-        frame, summary = panel_b(horizon, n_reps, seed=0, n_jobs=args.jobs)
+        frame, summary, results = panel_b(horizon, n_reps, seed=0, n_jobs=args.jobs,
+                                          progress=progress)
         timings["B"] = time.perf_counter() - t0
-        save_results(frame, {**record, "panel": "B",
-                             "privacy": dict(zip(summary["agent"], summary["privacy"],
-                                                 strict=True)),
-                             "certified_epsilon": dict(zip(summary["agent"],
-                                                           summary["certified_epsilon"],
-                                                           strict=True))},
-                     out, name="panel_b")
-        summary.to_csv(out / "panel_b_summary.csv", index=False)
-        plot_regret_curves(frame, out / "panel_b", title="Figure 5.1, certified, common "
-                           "l_inf instance", svg=args.svg)
-        plot_regret_curves(frame, out / "panel_b_vs_random", normalize="uniform random",
-                           title="cumulative regret / uniform random", svg=args.svg)
-        print("Panel B — certified agents on one common instance:")
-        print(_fmt(summary))
-    if "C" in panels:
-        from dpbandits.harness.sweep import sweep
+        _save_panel(frame, summary, results, {**record, "panel": "B"}, out, "panel_b")
+        if plots:
+            from dpbandits.harness.plots import plot_regret_curves
 
+            labels = _labels(results)
+            plot_regret_curves(frame, out / "panel_b", title="Figure 5.1, certified agents, "
+                               "common l_inf instance (ε = 1)", svg=args.svg, labels=labels,
+                               floor="uniform random", band=args.band, log=args.log)
+            plot_regret_curves(frame, out / "panel_b_vs_random", normalize="uniform random",
+                               title="cumulative regret / uniform random", svg=args.svg,
+                               labels=labels, band=args.band)
+        print("Panel B — certified agents on one common instance:")
+        _print(summary, results)
+    if "C" in panels:
         t0 = time.perf_counter()
         tables = []
         for T in preset["c_T"]:
             spec = panel_c_spec(preset["c_eps"], T, preset["c_reps"])
-            frame = sweep(spec, out / f"panel_c_T{T}", n_jobs=args.jobs,
-                          progress=not args.quiet)
+            cdir = out / f"panel_c_T{T}"
+            frame = sweep(spec, cdir, n_jobs=args.jobs, progress=progress)
+            write_sweep_results(spec, frame, cdir, {**record, "panel": "C", "horizon": T})
             rel = relative_to_random(frame)
             rel["horizon"] = T
             tables.append(rel)
         timings["C"] = time.perf_counter() - t0
         table = pd.concat(tables, ignore_index=True)
-        table.to_csv(out / "panel_c.csv", index=False)
-        _plot_panel_c(table, out / "panel_c", args.svg)
+        write_csv_atomic(table, out / "panel_c.csv")
+        if plots:
+            from dpbandits.harness.plots import plot_panel_c
+
+            plot_panel_c(table, out / "panel_c", svg=args.svg)
         print("Panel C — final regret / uniform random:")
         print(table.to_string(index=False))
-    (out / "timings.json").write_text(json.dumps(timings, indent=2))
+    atomic_write_bytes(out / "timings.json", dumps_json(timings))
     print(f"results written to {out} (seconds per panel: "
           f"{ {k: round(v, 1) for k, v in timings.items()} })")
     return 0
 
 
-def _fmt(summary: pd.DataFrame) -> str:
-    cols = [c for c in ["agent", "mean", "std", "ci95_low", "ci95_high", "certified_epsilon",
-                        "seconds", "privacy"] if c in summary.columns]
-    with pd.option_context("display.max_colwidth", 70, "display.width", 200):
-        return summary[cols].to_string(index=False)
+def _save_panel(frame, summary, results, record, out, name) -> None:
+    save_results(frame, {**record, "privacy": privacy_records(results)}, out, name=name)
+    write_csv_atomic(summary, out / f"{name}_summary.csv")
 
 
-def _plot_panel_a(frame, path, svg):
-    import matplotlib.pyplot as plt
-    import seaborn as sns
+def _labels(results) -> dict:
+    from dpbandits.harness.plots import privacy_label
 
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4))
-    agents = frame[~frame["agent"].str.startswith("uniform random")]
-    sns.lineplot(data=agents, x="t", y="cum_regret", hue="agent", errorbar=("ci", 95),
-                 ax=axes[0])
-    axes[0].set_title("as the paper plots it (two context scales on one axis)")
-    axes[0].set_xlabel("round t")
-    axes[0].set_ylabel("cumulative regret")
-    for ax, scale in zip(axes[1:], ["l1", "linf"], strict=True):
-        sub = frame[frame["contexts"] == scale]
-        sns.lineplot(data=sub, x="t", y="cum_regret", hue="agent", errorbar=("ci", 95), ax=ax)
-        ax.set_title(f"{scale}-normalized contexts (as the authors' code runs it)")
-        ax.set_xlabel("round t")
-        ax.set_ylabel("cumulative regret")
-    fig.suptitle("Figure 5.1 panel A — NOT certified")
-    fig.tight_layout()
-    fig.savefig(Path(path).with_suffix(".png"), dpi=120)
-    if svg:
-        fig.savefig(Path(path).with_suffix(".svg"))
-    plt.close(fig)
+    return {k: f"{k} — {privacy_label(r.privacy, r.certified)}" for k, r in results.items()}
 
 
-def _plot_panel_c(table, path, svg):
-    import matplotlib.pyplot as plt
-    import seaborn as sns
+def _print(summary: pd.DataFrame, results) -> None:
+    from dpbandits.harness.report import format_summary, privacy_notes
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    sns.lineplot(data=table, x="agent.epsilon", y="relative_to_random", hue="agent",
-                 style="horizon", marker="o", ax=ax)
-    ax.axhline(1.0, color="grey", lw=1, ls="--")
-    ax.axhline(0.5, color="grey", lw=1, ls=":")
-    ax.set_xscale("log")
-    ax.set_xlabel("epsilon")
-    ax.set_ylabel("final regret / uniform random")
-    fig.tight_layout()
-    fig.savefig(Path(path).with_suffix(".png"), dpi=120)
-    if svg:
-        fig.savefig(Path(path).with_suffix(".svg"))
-    plt.close(fig)
+    print(format_summary(summary))
+    for line in privacy_notes(summary, privacy_records(results)):
+        print(line)
 
 
 REPRODUCTIONS = {"fig5.1": fig5_1}

@@ -1,9 +1,35 @@
 """Simulation results: per-replication arrays, the tidy frame, and Parquet + JSON storage.
 
 A ``SimulationResult`` holds, for one agent on one environment, arrays of shape ``(R, T)``:
-instantaneous pseudo-regret, arms and rewards. ``to_frame`` gives the tidy frame of
-DESIGN.md: one row per replication x recorded step with ``agent, rep, t, regret,
-cum_regret`` (``t`` counts rounds from 1).
+instantaneous pseudo-regret, arms and rewards. ``to_frame`` gives the tidy frame: one row per
+replication x recorded step with ``agent, rep, t, regret, cum_regret`` (``t`` counts rounds
+from 1) and the agent's privacy level ``epsilon, delta, certified_epsilon`` (constant per
+agent; ``epsilon = inf, delta = 0`` for a non-private agent, ``certified_epsilon = NaN`` when
+no accountant could recompute it).
+
+Privacy record schema (``PRIVACY_RECORD_KEYS``): every results JSON written by ``run``,
+``compare``, ``sweep`` and ``reproduce`` holds ``"schema": RECORD_SCHEMA`` and a list
+``"privacy"`` with one entry per agent label (and, for sweeps, per swept cell), made by
+:func:`privacy_entry`:
+
+=====================  ==================================================================
+``agent``              the agent's label in the run
+``cell``, ``seed``     sweeps only: the cell id and its seed (absent elsewhere)
+``params``             sweeps only: the swept values of that cell (``agent.*``, ``env.*``)
+``private``            False for an agent without noise (then ``epsilon`` is null)
+``epsilon, delta``     the guarantee the agent claims (null / 0 when not private)
+``notion``             ``"DP"``, ``"JDP"``, ``"GDP"``, ``"RDP"`` or ``"none"``
+``neighbouring``       ``"replace-one"`` or ``"add-remove"``
+``basis``              the theorem or accountant the claim rests on
+``caveat``             why a reproduced claim is known not to hold ("" otherwise)
+``certified_epsilon``  epsilon recomputed by dp_accounting from the agent's own ledger at the
+                       claimed delta (null when the agent has no ledger)
+``certified_basis``    how it was recomputed, or why it could not be
+``certified``          true iff the claim is marked certified and the recomputed epsilon is
+                       at most the claimed one
+=====================  ==================================================================
+
+JSON files are strict JSON: no NaN or infinity (they are written as null).
 """
 
 from __future__ import annotations
@@ -22,7 +48,13 @@ import pandas as pd
 
 from dpbandits._validation import check_int
 
-FRAME_COLUMNS = ["agent", "rep", "t", "regret", "cum_regret"]
+FRAME_COLUMNS = ["agent", "rep", "t", "regret", "cum_regret", "epsilon", "delta",
+                 "certified_epsilon"]
+RECORD_SCHEMA = "dpbandits.results/1"
+PRIVACY_RECORD_KEYS = ("agent", "private", "epsilon", "delta", "notion", "neighbouring", "basis",
+                       "caveat", "certified_epsilon", "certified_basis", "certified")
+#: relative slack when comparing a recomputed epsilon with the claimed one (float round-off)
+_CERTIFY_RTOL = 1e-6
 
 
 @dataclass
@@ -31,7 +63,9 @@ class SimulationResult:
 
     ``regret``, ``arms``, ``rewards``: arrays ``(R, T)``. ``privacy``: the agent's
     ``PrivacyGuarantee`` as a dict (or None); ``certified``: the guarantee recomputed by the
-    accountant from the agent's ledger (or None). ``seconds`` is wall time of the run.
+    accountant from the agent's ledger (or None). ``seconds`` is wall time of the run;
+    ``peak_memory_mb`` the peak resident memory of the process during the run (or, with
+    ``track_memory``, the peak of Python-traced allocations).
     """
 
     agent: str
@@ -72,7 +106,52 @@ class SimulationResult:
             "cum_regret": cum.ravel(),
         })
         frame["agent"] = frame["agent"].astype("string")
+        level = privacy_level(self.privacy, self.certified)
+        for key in ("epsilon", "delta", "certified_epsilon"):
+            frame[key] = level[key]
         return frame
+
+    def privacy_entry(self) -> dict:
+        """This agent's entry of the privacy record (module docstring)."""
+        return privacy_entry(self.agent, self.privacy, self.certified)
+
+
+def privacy_entry(agent: str, privacy: dict | None, certified: dict | None) -> dict:
+    """One entry of the privacy record (schema in the module docstring), JSON-safe.
+
+    ``privacy`` is ``PrivacyGuarantee.to_dict()`` (or None for an agent without one);
+    ``certified`` is the accountant's recomputation (``simulate.certified_guarantee``).
+    """
+    private = privacy is not None and privacy.get("notion") != "none" and np.isfinite(
+        privacy.get("epsilon", np.inf))
+    cert = certified or {}
+    cert_eps = cert.get("epsilon")
+    entry = {
+        "agent": agent,
+        "private": bool(private),
+        "epsilon": float(privacy["epsilon"]) if private else None,
+        "delta": float(privacy["delta"]) if private else 0.0,
+        "notion": (privacy or {}).get("notion", "none") if private else "none",
+        "neighbouring": (privacy or {}).get("neighbouring", "replace-one"),
+        "basis": (privacy or {}).get("basis", "no privacy guarantee"),
+        "caveat": (privacy or {}).get("caveat", ""),
+        "certified_epsilon": None if cert_eps is None else float(cert_eps),
+        "certified_basis": cert.get("basis", "no ledger: nothing to recompute"),
+    }
+    entry["certified"] = bool(
+        private and (privacy or {}).get("certified", True) and cert_eps is not None
+        and cert_eps <= entry["epsilon"] * (1 + _CERTIFY_RTOL))
+    return entry
+
+
+def privacy_level(privacy: dict | None, certified: dict | None) -> dict:
+    """The numeric privacy columns of a frame: ``epsilon`` (inf when not private), ``delta``
+    (0 when not private) and ``certified_epsilon`` (NaN when not recomputed)."""
+    entry = privacy_entry("", privacy, certified)
+    return {"epsilon": np.inf if entry["epsilon"] is None else entry["epsilon"],
+            "delta": entry["delta"],
+            "certified_epsilon": (np.nan if entry["certified_epsilon"] is None
+                                  else entry["certified_epsilon"])}
 
 
 def recorded_steps(horizon: int, record_every: int) -> np.ndarray:
@@ -105,16 +184,37 @@ def git_commit() -> str | None:
     return out.stdout.strip() or None
 
 
-def _json_default(obj):
+def json_safe(obj):
+    """``obj`` with numpy scalars/arrays, paths and tuples made plain, and every NaN or
+    infinity replaced by None, so that ``json.dumps(..., allow_nan=False)`` succeeds."""
+    if isinstance(obj, dict):
+        return {str(k): json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple | set | frozenset):
+        return [json_safe(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return json_safe(obj.tolist())
+    if isinstance(obj, bool | np.bool_):
+        return bool(obj)
     if isinstance(obj, np.integer):
         return int(obj)
-    if isinstance(obj, np.floating):
-        return float(obj)
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
+    if isinstance(obj, float | np.floating):
+        return float(obj) if np.isfinite(obj) else None
     if isinstance(obj, Path):
         return str(obj)
+    if obj is None or isinstance(obj, str | int):
+        return obj
     raise TypeError(f"cannot serialise {type(obj).__name__} to JSON")
+
+
+def dumps_json(obj) -> bytes:
+    """Strict JSON (no NaN/Infinity tokens) of ``obj``, indented and key-sorted."""
+    return json.dumps(json_safe(obj), indent=2, sort_keys=True, allow_nan=False).encode()
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -123,6 +223,9 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        # mkstemp creates the file 0600; results are shared like any other file (0644 under
+        # the usual umask 022)
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -143,24 +246,30 @@ def write_frame_atomic(frame: pd.DataFrame, path: Path) -> None:
     atomic_write_bytes(Path(path), buf.getvalue())
 
 
+def write_csv_atomic(frame: pd.DataFrame, path: Path) -> None:
+    """CSV file (no index) written atomically."""
+    atomic_write_bytes(Path(path), frame.to_csv(index=False).encode())
+
+
 def save_results(frame: pd.DataFrame, record: dict, out_dir, *, name: str = "results",
                  csv: bool = False) -> dict:
     """Save ``frame`` as Parquet (and CSV on request) with a JSON record beside it.
 
-    The record is completed with package versions and the git commit. Returns the paths.
+    The record is completed with the schema tag, package versions and the git commit, and
+    written as strict JSON (NaN and infinity become null). Returns the paths.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     record = dict(record)
+    record.setdefault("schema", RECORD_SCHEMA)
     record.setdefault("versions", package_versions())
     record.setdefault("git_commit", git_commit())
     paths = {"parquet": out / f"{name}.parquet", "json": out / f"{name}.json"}
     write_frame_atomic(frame, paths["parquet"])
-    atomic_write_bytes(paths["json"], json.dumps(record, indent=2, default=_json_default,
-                                                 sort_keys=True).encode())
+    atomic_write_bytes(paths["json"], dumps_json(record))
     if csv:
         paths["csv"] = out / f"{name}.csv"
-        atomic_write_bytes(paths["csv"], frame.to_csv(index=False).encode())
+        write_csv_atomic(frame, paths["csv"])
     return paths
 
 
@@ -172,13 +281,39 @@ def load_results(out_dir, *, name: str = "results") -> tuple[pd.DataFrame, dict]
     return frame, record
 
 
-def summarize(frame: pd.DataFrame, *, by: str | list[str] = "agent") -> pd.DataFrame:
-    """Final cumulative regret per group: mean, std, 95% CI (normal approximation), n."""
+SUMMARY_COLUMNS = ["n", "mean", "std", "ci95_low", "ci95_high", "epsilon", "delta",
+                   "certified_epsilon"]
+
+
+def swept_columns(frame: pd.DataFrame) -> list[str]:
+    """The parameter columns of a sweep frame (``agent.*``, ``env.*``) that take more than one
+    value (a missing value counts as one), sorted; constant ones identify no group."""
+    return sorted(c for c in frame.columns if c.startswith(("agent.", "env."))
+                  and frame[c].nunique(dropna=False) > 1)
+
+
+def summarize(frame: pd.DataFrame, *, by: str | list[str] | None = None) -> pd.DataFrame:
+    """Final cumulative regret per group: ``n, mean, std, ci95_low, ci95_high`` (normal
+    approximation, 1.96 standard errors) and the privacy columns ``epsilon, delta,
+    certified_epsilon`` when the frame has them.
+
+    ``by`` defaults to ``agent`` plus the swept columns of a sweep frame. One replication is
+    one ``(seed, rep)`` pair (``(cell, rep)`` in sweeps), so ``n`` counts every seed's
+    replications. Missing values of a swept column (an agent without that parameter) form
+    their own group rather than being dropped.
+    """
+    if by is None:
+        by = ["agent", *swept_columns(frame)]
     by = [by] if isinstance(by, str) else list(by)
-    last = frame.loc[frame.groupby(by + ["rep"], observed=True)["t"].idxmax()]
-    g = last.groupby(by, observed=True)["cum_regret"]
-    out = g.agg(mean="mean", std="std", n="count").reset_index()
+    run_keys = [k for k in ("cell", "seed") if k in frame.columns and k not in by]
+    last = frame.loc[frame.groupby(by + run_keys + ["rep"], observed=True, dropna=False)["t"]
+                     .idxmax()]
+    groups = last.groupby(by, observed=True, dropna=False, sort=False)
+    out = groups["cum_regret"].agg(n="count", mean="mean", std="std")
     half = 1.96 * out["std"].fillna(0.0) / np.sqrt(out["n"])
     out["ci95_low"] = out["mean"] - half
     out["ci95_high"] = out["mean"] + half
-    return out
+    for key in ("epsilon", "delta", "certified_epsilon"):
+        if key in last.columns:
+            out[key] = groups[key].first()  # constant within a group (one agent config)
+    return out.reset_index()

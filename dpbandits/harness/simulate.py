@@ -12,6 +12,7 @@ import hashlib
 import time
 import tracemalloc
 from collections.abc import Mapping
+from contextlib import nullcontext
 
 import gymnasium
 import numpy as np
@@ -20,6 +21,7 @@ from threadpoolctl import threadpool_limits
 import dpbandits.envs  # noqa: F401  (registers the environment ids)
 from dpbandits._validation import check_int
 from dpbandits.agents.base import Agent, make_agent
+from dpbandits.harness.memory import PeakRSS
 from dpbandits.harness.results import SimulationResult
 
 #: entropy tag separating the agent's stream from anything the environment derives from seed
@@ -51,6 +53,11 @@ def make_env(env, n_reps: int, env_params: Mapping | None = None):
                     f"got {type(env).__name__}")
 
 
+def env_link(venv) -> str | None:
+    """The reward model (``"identity"``/``"logistic"``) of a dpbandits env, or None."""
+    return getattr(getattr(venv.unwrapped, "config", None), "link", None)
+
+
 def env_sizes(venv) -> tuple[int, int, int]:
     """(n_arms, dim, horizon) of a dpbandits vector environment."""
     base = venv.unwrapped
@@ -77,7 +84,8 @@ def build_agent(agent, n_arms: int, dim: int, horizon: int, params: Mapping | No
 def simulate(env, agent, *, horizon: int | None = None, n_reps: int = 1, seed: int = 0,
              agent_params: Mapping | None = None, env_params: Mapping | None = None,
              label: str | None = None, track_memory: bool = False,
-             blas_threads: int | None = 1, env_seeds=None) -> SimulationResult:
+             blas_threads: int | None = 1, env_seeds=None,
+             progress: bool | Mapping = False) -> SimulationResult:
     """Run ``agent`` on ``env`` for ``horizon`` rounds and ``n_reps`` replications.
 
     ``env``: registered id or vector env instance; ``agent``: registry name or an object with
@@ -88,7 +96,15 @@ def simulate(env, agent, *, horizon: int | None = None, n_reps: int = 1, seed: i
     threaded BLAS on small matrices is far slower when cores are shared); None leaves it.
     ``env_seeds``: optional list of ``n_reps`` environment seeds, one per replication,
     replacing the default ``seed + r`` (e.g. one seed per held-out user); the agent's stream
-    is still ``agent_rng(seed)``.
+    is still ``agent_rng(seed)``. ``progress``: a tqdm bar over rounds (True, or a dict of
+    tqdm keyword arguments such as ``desc``); updated in chunks of rounds, so it costs nothing
+    measurable. ``peak_memory_mb`` of the result is the peak resident memory of the process
+    during the run; ``track_memory=True`` replaces it by the peak of Python-traced
+    allocations (tracemalloc, slower).
+
+    An agent that declares the reward models it supports (``check_link``) is checked against
+    the environment's link before the run: a mismatch warns once or raises, as the agent
+    decides.
     """
     check_int("n_reps", n_reps, low=1)
     check_int("seed", seed, low=0)
@@ -104,14 +120,20 @@ def simulate(env, agent, *, horizon: int | None = None, n_reps: int = 1, seed: i
         raise ValueError(f"horizon={horizon} exceeds the environment's horizon {env_horizon}")
     ag = build_agent(agent, n_arms, dim, horizon, agent_params)
     name = label or getattr(ag, "name", "") or type(ag).__name__
+    check_link = getattr(ag, "check_link", None)
+    if callable(check_link):
+        check_link(env_link(venv), env if isinstance(env, str) else type(venv.unwrapped).__name__)
 
     regret = np.empty((n_reps, horizon))
     arms_hist = np.empty((n_reps, horizon), dtype=np.int32)
     rewards_hist = np.empty((n_reps, horizon))
+    bar = _progress_bar(progress, horizon, name)
+    every = max(1, horizon // 200)
     if track_memory:
         tracemalloc.start()
+    rss = PeakRSS()
     start = time.perf_counter()
-    with threadpool_limits(blas_threads):
+    with threadpool_limits(blas_threads), rss, (bar or nullcontext()):
         contexts, _ = venv.reset(seed=seed if env_seeds is None else env_seeds)
         ag.reset(n_reps, agent_rng(seed))
         for t in range(horizon):
@@ -122,8 +144,12 @@ def simulate(env, agent, *, horizon: int | None = None, n_reps: int = 1, seed: i
             arms_hist[:, t] = arms
             rewards_hist[:, t] = rewards
             contexts = next_contexts
+            if bar is not None and (t + 1) % every == 0:
+                bar.update(every)
+        if bar is not None:
+            bar.update(horizon - bar.n)
     seconds = time.perf_counter() - start
-    peak = None
+    peak = rss.peak_mb
     if track_memory:
         peak = tracemalloc.get_traced_memory()[1] / 2**20
         tracemalloc.stop()
@@ -135,10 +161,22 @@ def simulate(env, agent, *, horizon: int | None = None, n_reps: int = 1, seed: i
         certified=certified_guarantee(ag),
         config={"env": env if isinstance(env, str) else type(venv.unwrapped).__name__,
                 "env_params": dict(env_params or {}), "agent": name,
+                "agent_name": agent if isinstance(agent, str) else type(ag).__name__,
                 "agent_params": dict(agent_params or {}), "horizon": horizon,
                 "n_reps": n_reps, "seed": seed,
                 **({} if env_seeds is None else {"env_seeds": env_seeds})},
     )
+
+
+def _progress_bar(progress, horizon: int, name: str):
+    """A tqdm bar over ``horizon`` rounds, or None when ``progress`` is falsy."""
+    if not progress:
+        return None
+    from tqdm.auto import tqdm
+
+    kwargs = {"desc": name, "unit": "round", "leave": False, "dynamic_ncols": True,
+              **(dict(progress) if isinstance(progress, Mapping) else {})}
+    return tqdm(total=horizon, **kwargs)
 
 
 def certified_guarantee(agent) -> dict | None:

@@ -1,0 +1,126 @@
+"""What is registered, for ``dpbandits list`` and ``dpbandits describe``: environments with
+their sizes and reward model, agents with their privacy notion and parameters."""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+
+import gymnasium
+
+import dpbandits.envs  # noqa: F401  (registers the ids)
+from dpbandits.envs import DESCRIPTIONS
+
+#: one-line descriptions of the built-in agents (plugins: the first sentence of the docstring)
+AGENT_SUMMARIES = {
+    "dp-hdb": "DP-HDB: forced sampling + private online Frank-Wolfe per arm",
+    "dp-hdb-authors-code": "DP-HDB as the authors' code runs it (uncertified)",
+    "dp-ucb": "DP-UCB of Shariff & Sheffet: LinUCB on a tree-private Gram",
+    "dp-ucb-authors-code": "DP-UCB as the authors' code runs it (uncertified)",
+    "fliphat": "FLIPHAT: sparse linear bandit, private IHT per episode",
+    "greedy": "greedy plug-in GLM estimate per arm (non-private)",
+    "linucb": "LinUCB / OFUL per arm (non-private reference)",
+    "random": "uniform random arm: the floor every agent should beat",
+}
+
+#: the small problem an agent is built on to read its privacy notion for ``list``
+_PROBE_SIZES = {"n_arms": 2, "dim": 5, "horizon": 100}
+
+
+def _first_line(obj) -> str:
+    """The first paragraph of ``obj``'s docstring on one line."""
+    doc = inspect.getdoc(obj) or ""
+    return doc.strip().split("\n\n")[0].replace("\n", " ").strip() or "(no description)"
+
+
+def _first_sentence(obj) -> str:
+    text = _first_line(obj).replace(" (module docstring)", "")
+    return text.split(". ")[0].rstrip(".")
+
+
+def _short(text: str, width: int = 72) -> str:
+    return text if len(text) <= width else text[: width - 3].rstrip() + "..."
+
+
+def env_rows() -> list[dict]:
+    """One row per ``dpbandits/`` id, and per id of any namespace built on the dpbandits
+    environment classes (e.g. a plugin's variant of the GLM bandit): K, d, T, link, noise."""
+    rows = []
+    for env_id in sorted(k for k, spec in gymnasium.registry.items()
+                         if k.startswith("dpbandits/")
+                         or str(spec.vector_entry_point).startswith("dpbandits.")):
+        venv = gymnasium.make_vec(env_id, num_envs=1, vectorization_mode="vector_entry_point")
+        base = venv.unwrapped
+        cfg = getattr(base, "config", None)
+        noise = getattr(cfg, "noise", "-")
+        std = getattr(cfg, "noise_std", None)
+        rows.append({
+            "id": env_id, "K": int(base.single_action_space.n),
+            "d": int(base.single_observation_space.shape[0]), "T": int(base.horizon),
+            "link": str(getattr(cfg, "link", "0/1")),
+            "noise": f"{noise}({std:g})" if noise == "gaussian" and std else str(noise),
+            "description": _short(DESCRIPTIONS.get(env_id) or _first_sentence(type(base)), 94),
+        })
+        venv.close()
+    return rows
+
+
+def agent_rows() -> list[dict]:
+    """One row per registered agent: its privacy notion at the defaults and a description."""
+    from dpbandits.agents import agent_class, available_agents, make_agent
+
+    rows = []
+    for name in available_agents():
+        cls = agent_class(name)
+        try:
+            privacy = make_agent(name, **_PROBE_SIZES).privacy
+        except (ValueError, TypeError):
+            privacy = "?"
+        if privacy is None or privacy == "?":
+            notion = "not private" if privacy is None else "?"
+        elif privacy.notion == "none":
+            notion = "not private"
+        else:
+            notion = privacy.notion + ("" if privacy.certified else " (NOT cert.)")
+        rows.append({"name": name, "privacy": notion,
+                     "description": _short(AGENT_SUMMARIES.get(name)
+                                           or _first_sentence(cls), 58)})
+    return rows
+
+
+def describe_agent(name: str, env: str = "dpbandits/Figure5.1-v0") -> str:
+    """Description, parameters with defaults, and the guarantee at the defaults on ``env``."""
+    from dpbandits.agents import agent_class
+    from dpbandits.harness.config import SIZE_PARAMS
+    from dpbandits.harness.simulate import (
+        build_agent,
+        certified_guarantee,
+        env_sizes,
+        make_env,
+    )
+
+    cls = agent_class(name)
+    venv = make_env(env, 1)
+    n_arms, dim, horizon = env_sizes(venv)
+    venv.close()
+    agent = build_agent(name, n_arms, dim, horizon, {})
+    lines = [f"{name} ({cls.__module__}.{cls.__qualname__})", ""]
+    lines += textwrap.wrap(_first_line(cls), 96)
+    lines += ["", "parameters (default):"]
+    for key, par in inspect.signature(cls.__init__).parameters.items():
+        if key == "self" or par.kind is par.VAR_KEYWORD:
+            continue
+        default = "from the environment" if key in SIZE_PARAMS else (
+            "required" if par.default is par.empty else repr(par.default))
+        lines.append(f"  {key:18s} {default}")
+    lines += ["", f"privacy at the defaults on {env} (K={n_arms}, d={dim}, T={horizon}):"]
+    privacy = agent.privacy
+    if privacy is None:
+        lines.append("  not private")
+    else:
+        lines += textwrap.wrap(str(privacy), 96, initial_indent="  ", subsequent_indent="  ")
+        cert = certified_guarantee(agent)
+        if cert is not None:
+            eps = "not recomputable" if cert["epsilon"] is None else f"{cert['epsilon']:.4g}"
+            lines.append(f"  certified epsilon (accountant, from its ledger): {eps}")
+    return "\n".join(lines)
