@@ -42,7 +42,11 @@ def test_simulate_shapes_regret_definition_and_frame():
     assert res.regret.shape == res.arms.shape == res.rewards.shape == (3, 60)
     assert np.all(res.regret >= 0)
     frame = res.to_frame(record_every=25)
-    assert list(frame.columns) == ["agent", "rep", "t", "regret", "cum_regret"]
+    assert list(frame.columns) == ["agent", "rep", "t", "regret", "cum_regret", "epsilon",
+                                   "delta", "certified_epsilon"]
+    # a non-private agent: epsilon = inf, delta = 0, nothing to certify
+    assert np.isinf(frame["epsilon"]).all() and (frame["delta"] == 0).all()
+    assert frame["certified_epsilon"].isna().all()
     assert sorted(frame["t"].unique()) == [25, 50, 60]
     last = frame[frame["t"] == 60].sort_values("rep")["cum_regret"].to_numpy()
     np.testing.assert_allclose(last, res.regret.sum(1))
@@ -67,7 +71,8 @@ def test_custom_agent_plugs_in_and_compare_uses_common_contexts():
                                       ENV, n_reps=2, seed=3, env_params=SMALL)
     assert set(frame["agent"]) == {"rand", "lin"}
     assert list(summary["agent"]) == ["rand", "lin"]
-    assert {"mean", "std", "ci95_low", "ci95_high", "privacy"} <= set(summary.columns)
+    assert {"mean", "std", "ci95_low", "ci95_high", "epsilon", "delta",
+            "certified_epsilon"} <= set(summary.columns)
     # same instances: the expected reward of the optimal arm is the same for both agents
     opt_r = results["rand"].regret + 0.0
     assert opt_r.shape == results["lin"].regret.shape

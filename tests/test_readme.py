@@ -80,8 +80,8 @@ def test_readme_read_results_example_runs_on_compare_and_sweep_outputs(tmp_path,
     assert main(["sweep", "sweep.toml", "--out", "results/sweep", "--quiet"]) == 0
     example = _block('pd.DataFrame(record["privacy"])')
     for out in ("results/cmp", "results/sweep"):
-        printed = []
-        namespace = {"print": lambda *a: printed.append(a)}
+        printed: list = []
+        namespace = {"print": lambda *a, _sink=printed: _sink.append(a)}
         exec(compile(example.replace('"results/cmp"', repr(out)), "README-read", "exec"),
              namespace)
         summary, privacy = printed[0][0], printed[1][0]

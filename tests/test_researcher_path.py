@@ -339,12 +339,11 @@ def test_simulate_progress_bar_counts_every_round(capsys):
 
 def _run_on_a_terminal(argv: list[str]) -> str:
     """Run the CLI with stderr on a pseudo-terminal; return what it wrote there."""
+    import fcntl
     import pty
+    import struct
     import subprocess
     import sys
-
-    import fcntl
-    import struct
     import termios
 
     master, slave = pty.openpty()

@@ -79,6 +79,8 @@ _CAVEAT_UCB = ("reconstruction of the authors' code: fresh noise every round (ea
 class DPHDBAuthorsCode(Agent):
     """DP-HDB as the authors' code runs it (module docstring). Not certified."""
 
+    supported_links = ("identity",)
+
     def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,
                  delta: float | None = None, t0: int | None = None, h_sub: float = 1.0,
                  radius: float = 1.0):
@@ -144,6 +146,8 @@ class DPHDBAuthorsCode(Agent):
 @register_agent("dp-ucb-authors-code")
 class DPUCBAuthorsCode(Agent):
     """DP-UCB as the authors' code of seed 000 runs it (module docstring). Not certified."""
+
+    supported_links = ("identity",)
 
     def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,
                  delta: float | None = None, noise_std: float = 0.05, theta_bound: float = 1.0):

@@ -4,12 +4,29 @@ An agent is batched over ``R`` independent replications: ``act`` maps contexts o
 ``(R, d)`` to arms ``(R,)`` and ``update`` learns from the round just played. Problem sizes
 (``n_arms``, ``dim``, ``horizon``) and hyper-parameters are keyword arguments of ``__init__``,
 stored unchanged and validated there (scikit-learn style).
+
+The base class enforces the contract for every subclass, built-in or user-written:
+
+* ``act`` and ``update`` check their inputs (shapes, dtypes, arm range, finite values) and
+  ``act`` its output, with one error naming the agent and the argument;
+* constructor parameters are read-only after construction: private agents calibrate their
+  noise in ``__init__``, so ``agent.epsilon = 0.1`` would make the reported and the applied
+  guarantee differ. ``set_params`` re-builds (and re-calibrates) the agent, ``clone`` returns
+  a new one;
+* ``supported_links`` declares the reward models (GLM links) the agent is meant for;
+  ``check_link`` warns once (``LinkMismatchWarning``) when an environment uses another.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+import difflib
+import functools
+import inspect
+import sys
+import warnings
+from abc import ABCMeta, abstractmethod
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
@@ -17,15 +34,53 @@ from dpbandits._validation import check_array, check_int, check_rng
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 
 
-class Agent(ABC):
+class LinkMismatchWarning(UserWarning):
+    """An agent runs on an environment whose reward model (link) it was not built for."""
+
+
+_WARNED_LINKS: set[tuple] = set()
+
+
+class _AgentMeta(ABCMeta):
+    """Freezes the constructor parameters once the most-derived ``__init__`` has returned."""
+
+    def __call__(cls, *args, **kwargs):
+        agent = super().__call__(*args, **kwargs)
+        object.__setattr__(agent, "_frozen_params", frozenset(cls._param_names()))
+        return agent
+
+
+def _checked_act(act):
+    """Wrap a subclass's ``act`` with the base class's input and output checks."""
+
+    @functools.wraps(act)
+    def act_checked(self, contexts):
+        x = self._check_contexts(contexts, where="act")
+        return self._check_arms(act(self, x), where="act", what="returned arms")
+
+    act_checked._dpbandits_checked = True
+    return act_checked
+
+
+class Agent(metaclass=_AgentMeta):
     """Base class of every bandit agent.
 
     Subclasses implement ``_reset``, ``act``, ``_update`` and ``privacy``; the base class
-    checks shapes and values at the boundary so the subclasses can assume clean arrays.
+    checks shapes and values at the boundary so the subclasses can assume clean arrays
+    (``act`` receives float64 contexts of shape ``(R, d)``).
     """
 
     #: registry name, set by ``register_agent``
     name: str = ""
+    #: reward models (GLM links of the environment) the agent is built for; None: any
+    supported_links: tuple[str, ...] | None = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        act = cls.__dict__.get("act")
+        if callable(act) and not getattr(act, "__isabstractmethod__", False) and not getattr(
+                act, "_dpbandits_checked", False):
+            cls.act = _checked_act(act)
 
     def __init__(self, *, n_arms: int, dim: int, horizon: int):
         self.n_arms = n_arms
@@ -55,11 +110,12 @@ class Agent(ABC):
 
     def update(self, contexts: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> None:
         """Learn from the round just played (contexts ``(R, d)``, arms and rewards ``(R,)``)."""
-        x = self._check_contexts(contexts)
-        a = self._check_arms(arms)
-        r = check_array("rewards", rewards, shape=(self.n_reps_,))
+        x = self._check_contexts(contexts, where="update")
+        a = self._check_arms(arms, where="update")
+        r = self._checked("update", check_array, "rewards", rewards, shape=(self.n_reps_,))
         if self.t_ >= self.horizon:
-            raise ValueError(f"update called more than horizon={self.horizon} times")
+            raise ValueError(f"{type(self).__name__}.update: called more than "
+                             f"horizon={self.horizon} times")
         self._update(x, a, r)
         self.t_ += 1
 
@@ -76,12 +132,66 @@ class Agent(ABC):
         """dp_accounting event of the agent's noise (None for non-private agents)."""
         return None
 
+    # -- parameters ------------------------------------------------------------------------
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        sig = inspect.signature(cls.__init__)
+        return [k for k, p in sig.parameters.items() if k != "self" and p.kind in (
+            p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
     def get_params(self) -> dict:
         """Constructor arguments as given (scikit-learn style)."""
-        import inspect
+        return {k: getattr(self, k) for k in self._param_names() if hasattr(self, k)}
 
-        sig = inspect.signature(type(self).__init__)
-        return {k: getattr(self, k) for k in sig.parameters if k != "self" and hasattr(self, k)}
+    def __setattr__(self, key, value):
+        if key in self.__dict__.get("_frozen_params", ()):
+            raise AttributeError(
+                f"{type(self).__name__}.{key} is fixed at construction (noise and constants "
+                f"are calibrated from it in __init__); use agent.set_params({key}=...) to "
+                f"re-build the agent, or agent.clone({key}=...) for a new one")
+        super().__setattr__(key, value)
+
+    def _merged_params(self, changes: dict) -> dict:
+        known = self._param_names()
+        for key in changes:
+            if key not in known:
+                close = difflib.get_close_matches(key, known, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise ValueError(f"{type(self).__name__} has no parameter {key!r}{hint} "
+                                 f"(parameters: {', '.join(known)})")
+        return {**self.get_params(), **changes}
+
+    def clone(self, **changes) -> Agent:
+        """A new, unreset agent with the same parameters except ``changes``."""
+        return type(self)(**self._merged_params(changes))
+
+    def set_params(self, **changes) -> Agent:
+        """Re-build this agent with ``changes`` applied (all constants re-calibrated, the
+        guarantee re-derived); returns ``self``, which must be ``reset`` before use.
+        Validation happens first: on an error the agent is left unchanged."""
+        fresh = self.clone(**changes)
+        object.__setattr__(self, "_frozen_params", frozenset())
+        self.__dict__.clear()
+        self.__dict__.update(fresh.__dict__)
+        return self
+
+    # -- reward model ----------------------------------------------------------------------
+    def check_link(self, link: str | None, env_id: str = "the environment") -> None:
+        """Warn (once per agent, environment and link) with ``LinkMismatchWarning`` when the
+        environment's reward model ``link`` is not in ``supported_links``."""
+        supported = self.supported_links
+        if link is None or supported is None or link in supported:
+            return
+        key = (type(self), env_id, link, tuple(supported))
+        if key in _WARNED_LINKS:
+            return
+        _WARNED_LINKS.add(key)
+        warnings.warn(
+            f"agent {self.name or type(self).__name__!r} is built for link(s) "
+            f"{', '.join(supported)} but {env_id} uses the {link!r} link: its estimates and "
+            "confidence bounds assume the wrong reward model"
+            + (" (pass link=... to the agent)" if "link" in self._param_names() else ""),
+            LinkMismatchWarning, stacklevel=2)
 
     # -- boundary checks -------------------------------------------------------------------
     def _require_reset(self) -> int:
@@ -89,19 +199,30 @@ class Agent(ABC):
             raise RuntimeError(f"{type(self).__name__}: call reset(n_reps, rng) first")
         return self.n_reps_
 
-    def _check_contexts(self, contexts) -> np.ndarray:
-        r = self._require_reset()
-        return check_array("contexts", contexts, shape=(r, self.dim))
+    def _checked(self, where: str, check, *args, **kwargs):
+        """Run a validation helper; prefix its error with ``Agent.where``."""
+        try:
+            return check(*args, **kwargs)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{type(self).__name__}.{where}: {exc}") from None
 
-    def _check_arms(self, arms) -> np.ndarray:
+    def _check_contexts(self, contexts, where: str = "act") -> np.ndarray:
+        r = self._require_reset()
+        if type(contexts) is np.ndarray and contexts.dtype == np.float64 and (
+                contexts.shape == (r, self.dim)) and np.isfinite(contexts).all():
+            return contexts  # the common case, already clean
+        return self._checked(where, check_array, "contexts", contexts, shape=(r, self.dim))
+
+    def _check_arms(self, arms, where: str = "update", what: str = "arms") -> np.ndarray:
         r = self._require_reset()
         a = np.asarray(arms)
+        owner = f"{type(self).__name__}.{where}"
         if a.shape != (r,) or a.dtype.kind not in "iu":
-            raise ValueError(f"arms must be an integer array of shape ({r},), got "
+            raise ValueError(f"{owner}: {what} must be an integer array of shape ({r},), got "
                              f"shape {a.shape} dtype {a.dtype}")
         if a.size and (a.min() < 0 or a.max() >= self.n_arms):
-            raise ValueError(f"arms must lie in [0, {self.n_arms - 1}], got values in "
-                             f"[{a.min()}, {a.max()}]")
+            raise ValueError(f"{owner}: {what} must lie in [0, {self.n_arms - 1}], got values "
+                             f"in [{a.min()}, {a.max()}]")
         return a.astype(np.int64, copy=False)
 
 
@@ -112,13 +233,25 @@ def register_agent(name: str) -> Callable[[type[Agent]], type[Agent]]:
     """Class decorator: make ``cls`` constructible as ``make_agent(name, **params)``."""
 
     def deco(cls: type[Agent]) -> type[Agent]:
-        if name in _REGISTRY and _REGISTRY[name] is not cls:
-            raise ValueError(f"agent name {name!r} is already registered")
+        old = _REGISTRY.get(name)
+        if old is not None and _definition(old) != _definition(cls):
+            raise ValueError(f"agent name {name!r} is already registered by "
+                             f"{old.__module__}.{old.__qualname__}")
         cls.name = name
         _REGISTRY[name] = cls
         return cls
 
     return deco
+
+
+def _definition(cls: type) -> tuple[str, str]:
+    """Where a class is defined: its qualified name and source file (or module name).
+
+    Registering a class with the same definition again replaces it, so re-running a notebook
+    cell or importing one plugin file under two module names does not fail."""
+    module = sys.modules.get(cls.__module__)
+    source = getattr(module, "__file__", None)
+    return cls.__qualname__, str(Path(source).resolve()) if source else cls.__module__
 
 
 def make_agent(name: str, **params) -> Agent:

@@ -88,6 +88,11 @@ class DPHDB(Agent):
     docstring).
     """
 
+    @property
+    def supported_links(self) -> tuple[str, ...]:
+        """The link the agent was built with (``link``)."""
+        return (self.link,)
+
     def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,
                  delta: float | None = None, t0: int | None = None, h_sub: float = 1.0,
                  radius: float = 1.0, link: str = "identity", context_bound: float = 1.0,

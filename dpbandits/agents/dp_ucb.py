@@ -150,6 +150,8 @@ class DPUCB(Agent):
     ``epsilon = inf``), ``wishart_shift`` (shift the Wishart noise down, Prop. 9).
     """
 
+    supported_links = ("identity",)
+
     def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,
                  delta: float | None = None, noise: str = "gaussian",
                  calibration: str = "theorem", context_bound: float | None = None,

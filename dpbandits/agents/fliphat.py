@@ -142,6 +142,8 @@ class FLIPHAT(Agent):
     noise_std : reward noise level used by that default, default 0.05.
     """
 
+    supported_links = ("identity",)
+
     def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,
                  delta: float | None = None, sparsity: int | None = None,
                  feature_model: str = "disjoint", calibration: str = "theorem",

@@ -93,6 +93,8 @@ class LinUCB(Agent):
     Shariff & Sheffet). ``alpha`` defaults to ``1/horizon``. Ties go to the lowest arm index.
     """
 
+    supported_links = ("identity",)
+
     def __init__(self, *, n_arms: int, dim: int, horizon: int, reg: float = 1.0,
                  noise_std: float = 0.05, theta_bound: float = 1.0,
                  alpha: float | None = None, exploration_scale: float = 1.0):
@@ -149,6 +151,11 @@ class GreedyGLM(Agent):
     approximation of the MLE; documented because there is no finite sufficient statistic).
     The first ``K`` rounds pull each arm once (round-robin) so every estimate has data.
     """
+
+    @property
+    def supported_links(self) -> tuple[str, ...]:
+        """The link the agent was built with (``link``)."""
+        return (self.link,)
 
     def __init__(self, *, n_arms: int, dim: int, horizon: int, reg: float = 1.0,
                  link: str = "identity"):

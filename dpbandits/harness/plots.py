@@ -1,11 +1,15 @@
-"""Seaborn plots of regret results (PNG, and SVG on request).
+"""Plots of regret results (PNG, and SVG on request).
 
-All functions take the tidy frame of ``SimulationResult.to_frame`` (columns ``agent, rep, t,
-regret, cum_regret``) and return the written paths.
+The functions take the tidy frame of ``SimulationResult.to_frame`` (columns ``agent, rep, t,
+regret, cum_regret``) and return the written paths. Confidence bands are analytic by default:
+mean ± 1.96 · SE per round over the stored per-replication curves (``band="se"``). Seaborn's
+bootstrap band (``band="bootstrap"``) is available but costs far more than the simulations of
+a typical comparison, so seaborn is imported only when it is asked for.
 """
 
 from __future__ import annotations
 
+from itertools import cycle
 from pathlib import Path
 
 import matplotlib
@@ -14,7 +18,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
+
+from dpbandits.harness.results import privacy_entry  # noqa: E402
+
+#: normal quantile of a two-sided 95% interval
+Z95 = 1.959963984540054
+BANDS = ("se", "bootstrap", "none")
+_LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1)), (0, (3, 1, 1, 1, 1, 1)))
+_FLOOR_COLOUR = "0.45"
 
 
 def _save(fig, path, svg: bool) -> list[Path]:
@@ -28,6 +39,36 @@ def _save(fig, path, svg: bool) -> list[Path]:
         out.append(path.with_suffix(".svg"))
     plt.close(fig)
     return out
+
+
+def _check_band(band: str) -> str:
+    if band not in BANDS:
+        raise ValueError(f"band must be one of {BANDS}, got {band!r}")
+    return band
+
+
+def privacy_label(privacy: dict | None, certified: dict | None) -> str:
+    """Short legend text of an agent's guarantee, e.g. ``"JDP ε=1, δ=1e-04, certified"``,
+    ``"claimed ε=1, δ=1e-04, NOT certified"`` or ``"non-private"``."""
+    entry = privacy_entry("", privacy, certified)
+    if not entry["private"]:
+        return "non-private"
+    text = f"{entry['notion']} ε={entry['epsilon']:.3g}, δ={entry['delta']:.1g}"
+    if entry["certified"]:
+        return f"{text}, certified"
+    return f"claimed {text}, NOT certified"
+
+
+def curve_statistics(frame: pd.DataFrame, y: str = "cum_regret",
+                     hue: str = "agent") -> pd.DataFrame:
+    """Per ``hue`` and round ``t``: ``mean``, ``se`` (std / sqrt(n), 0 when n = 1), ``n``,
+    ``low`` and ``high`` = mean ∓ 1.96 · se (normal 95% interval over replications)."""
+    stats = frame.groupby([hue, "t"], observed=True, sort=False)[y].agg(["mean", "std", "count"])
+    stats = stats.reset_index().rename(columns={"count": "n"})
+    stats["se"] = (stats["std"] / np.sqrt(stats["n"])).fillna(0.0)
+    stats["low"] = stats["mean"] - Z95 * stats["se"]
+    stats["high"] = stats["mean"] + Z95 * stats["se"]
+    return stats.drop(columns="std")
 
 
 def normalize_by(frame: pd.DataFrame, reference: str, *, by: tuple = ()) -> pd.DataFrame:
@@ -44,64 +85,177 @@ def normalize_by(frame: pd.DataFrame, reference: str, *, by: tuple = ()) -> pd.D
     return out
 
 
-def plot_regret_curves(frame: pd.DataFrame, path, *, log: bool = False,
+def _styles(keys, floor) -> dict:
+    """Colour and line style per curve: distinct for agents, grey dashed for the floor."""
+    colours = cycle(plt.rcParams["axes.prop_cycle"].by_key()["color"])
+    dashes = cycle(_LINESTYLES)
+    out = {}
+    for key in keys:
+        if key == floor:
+            out[key] = {"color": _FLOOR_COLOUR, "linestyle": "--", "linewidth": 1.2}
+        else:
+            out[key] = {"color": next(colours), "linestyle": next(dashes), "linewidth": 1.6}
+    return out
+
+
+def _draw_curves(ax, data: pd.DataFrame, y: str, hue: str, band: str, labels: dict,
+                 floor, styles: dict | None) -> int:
+    """Draw one mean curve (and band) per ``hue`` value; returns the replication count."""
+    keys = list(dict.fromkeys(data[hue]))
+    style = _styles(keys, floor)
+    for key, given in (styles or {}).items():
+        style.setdefault(key, {}).update(given)
+    stats = curve_statistics(data, y, hue)
+    for key in keys:
+        s = stats[stats[hue] == key]
+        label = labels.get(key, str(key))
+        if key == floor:
+            label = f"{label} (floor)"
+        ax.plot(s["t"], s["mean"], label=label, **style[key])
+        if band == "se":
+            ax.fill_between(s["t"], s["low"], s["high"], color=style[key]["color"],
+                            alpha=0.2, linewidth=0)
+    if band == "bootstrap":
+        import seaborn as sns  # only here: bootstrapping is the slow, optional path
+
+        sns.lineplot(data=data, x="t", y=y, hue=hue, errorbar=("ci", 95), ax=ax,
+                     palette={k: style[k]["color"] for k in keys}, legend=False,
+                     linewidth=0)
+    return int(stats["n"].max()) if len(stats) else 0
+
+
+def plot_regret_curves(frame: pd.DataFrame, path=None, *, log: bool = False,
                        normalize: str | None = None, title: str = "", svg: bool = False,
-                       hue: str = "agent", ax=None) -> list[Path]:
-    """Mean cumulative regret vs t with a 95% confidence band per agent."""
-    y = "cum_regret"
-    data = frame
+                       hue: str = "agent", ax=None, band: str = "se",
+                       labels: dict | None = None, floor: str | None = None,
+                       styles: dict | None = None) -> list[Path]:
+    """Mean cumulative regret vs round t per ``hue`` value with a 95% band over replications.
+
+    ``band``: ``"se"`` (mean ± 1.96 · SE, default), ``"bootstrap"`` (seaborn) or ``"none"``.
+    ``labels`` maps agent labels to legend text (e.g. with ``privacy_label``); ``floor`` names
+    the curve drawn grey and dashed as the reference floor (uniform random). ``log`` puts both
+    axes on a log scale; rounds with zero regret are masked, not clipped. ``normalize`` divides
+    by the mean curve of that agent. With ``ax`` the curves go there and nothing is written.
+    """
+    _check_band(band)
+    y, data = "cum_regret", frame
     if normalize is not None:
-        data = normalize_by(frame, normalize)
-        y = "rel_regret"
+        data, y = normalize_by(frame, normalize), "rel_regret"
     own = ax is None
     if own:
-        fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    sns.lineplot(data=data, x="t", y=y, hue=hue, errorbar=("ci", 95), ax=ax)
+        fig, ax = plt.subplots(figsize=(7.2, 4.6))
+    n = _draw_curves(ax, data, y, hue, band, labels or {}, floor, styles)
     if log:
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+        ax.set_xscale("log", nonpositive="mask")
+        ax.set_yscale("log", nonpositive="mask")
     ax.set_xlabel("round t")
     ax.set_ylabel("cumulative regret" if normalize is None
                   else f"cumulative regret / {normalize}")
-    if title:
-        ax.set_title(title)
+    band_text = {"se": f"mean ± 1.96·SE over {n} replications (95% CI)",
+                 "bootstrap": f"mean, bootstrap 95% CI over {n} replications",
+                 "none": f"mean over {n} replications"}[band]
+    ax.set_title(f"{title}\n{band_text}" if title else band_text, fontsize=10)
+    ax.legend(fontsize=8, loc="best")
     return _save(ax.figure, path, svg) if own else []
 
 
+def final_regret(frame: pd.DataFrame, by=("agent",)) -> pd.DataFrame:
+    """Rows of the last recorded round of each replication (per ``by`` group)."""
+    return frame.loc[frame.groupby([*by, "rep"], observed=True)["t"].idxmax()]
+
+
 def plot_final_regret_distribution(frame: pd.DataFrame, path, *, svg: bool = False,
-                                   title: str = "") -> list[Path]:
-    """Distribution of final cumulative regret across replications, per agent."""
-    last = frame.loc[frame.groupby(["agent", "rep"], observed=True)["t"].idxmax()]
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    sns.boxplot(data=last, x="agent", y="cum_regret", ax=ax)
-    ax.tick_params(axis="x", rotation=30)
-    ax.set_ylabel("final cumulative regret")
-    if title:
-        ax.set_title(title)
+                                   title: str = "", labels: dict | None = None) -> list[Path]:
+    """Box plot of final cumulative regret across replications, one box per agent (labels on
+    the y axis so long privacy labels stay readable)."""
+    labels = labels or {}
+    last = final_regret(frame)
+    agents = list(dict.fromkeys(frame["agent"]))
+    values = [last.loc[last["agent"] == a, "cum_regret"].to_numpy() for a in agents]
+    fig, ax = plt.subplots(figsize=(7.2, 1.2 + 0.55 * len(agents)))
+    ax.boxplot(values, orientation="horizontal", showmeans=True)
+    ax.set_yticks(range(1, len(agents) + 1), [labels.get(a, str(a)) for a in agents],
+                  fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("final cumulative regret")
+    ax.set_title(title or f"final cumulative regret over {max(map(len, values))} replications",
+                 fontsize=10)
     return _save(fig, path, svg)
+
+
+def _errorbar_lines(ax, table: pd.DataFrame, x: str, hue: str, mean: str, half: str,
+                    styles: dict) -> None:
+    for key, part in table.groupby(hue, observed=True, sort=False):
+        part = part.sort_values(x)
+        ax.errorbar(part[x], part[mean], yerr=part[half], marker="o", capsize=3,
+                    label=str(key), **styles[key])
 
 
 def plot_regret_vs_epsilon(frame: pd.DataFrame, path, *, eps_col: str = "agent.epsilon",
                            hue: str = "agent", svg: bool = False) -> list[Path]:
-    """Final cumulative regret against epsilon (log x axis), one line per ``hue``."""
-    last = frame.loc[frame.groupby(["cell", "rep"], observed=True)["t"].idxmax()]
+    """Final cumulative regret against epsilon (log x axis), one line per ``hue``, error bars
+    mean ± 1.96 · SE over replications."""
+    last = final_regret(frame, by=("cell",))
+    table = last.groupby([hue, eps_col], observed=True)["cum_regret"].agg(
+        ["mean", "std", "count"]).reset_index()
+    table["half"] = (Z95 * table["std"] / np.sqrt(table["count"])).fillna(0.0)
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    sns.lineplot(data=last, x=eps_col, y="cum_regret", hue=hue, marker="o",
-                 errorbar=("ci", 95), ax=ax)
+    _errorbar_lines(ax, table, eps_col, hue, "mean", "half",
+                    _styles(list(dict.fromkeys(table[hue])), None))
     ax.set_xscale("log")
     ax.set_xlabel("epsilon")
     ax.set_ylabel("final cumulative regret")
+    ax.legend(fontsize=8)
+    return _save(fig, path, svg)
+
+
+def plot_panel_a(frame: pd.DataFrame, path, *, svg: bool = False, labels: dict | None = None,
+                 band: str = "se") -> list[Path]:
+    """Figure 5.1 panel A: the authors' code as the paper plots it (both context scales on one
+    axis), then each scale with its own uniform-random floor. ``frame`` has a ``contexts``
+    column (``"l1"`` or ``"linf"``)."""
+    fig, axes = plt.subplots(1, 3, figsize=(18, 4.8))
+    agents = frame[~frame["agent"].str.startswith("uniform random")]
+    plot_regret_curves(agents, ax=axes[0], labels=labels, band=band,
+                       title="as the paper plots it (two context scales on one axis)")
+    for ax, scale in zip(axes[1:], ["l1", "linf"], strict=True):
+        sub = frame[frame["contexts"] == scale]
+        floor = next((a for a in dict.fromkeys(sub["agent"]) if a.startswith("uniform random")),
+                     None)
+        plot_regret_curves(sub, ax=ax, labels=labels, band=band, floor=floor,
+                           title=f"{scale}-normalized contexts (as the authors' code runs it)")
+    fig.suptitle("Figure 5.1 panel A — NOT certified")
+    return _save(fig, path, svg)
+
+
+def plot_panel_c(table: pd.DataFrame, path, *, svg: bool = False) -> list[Path]:
+    """Figure 5.1 panel C: final regret relative to uniform random against epsilon, one line
+    per agent and horizon; error bars are 1.96 · SE of the agent's mean (the random mean is
+    treated as fixed)."""
+    table = table.assign(
+        key=table["agent"] + ", T=" + table["horizon"].astype(str),
+        half=(Z95 * table["std"] / np.sqrt(table["count"]) / table["mean"]
+              * table["relative_to_random"]).fillna(0.0))
+    fig, ax = plt.subplots(figsize=(7.2, 4.6))
+    _errorbar_lines(ax, table, "agent.epsilon", "key", "relative_to_random", "half",
+                    _styles(list(dict.fromkeys(table["key"])), None))
+    ax.axhline(1.0, color=_FLOOR_COLOUR, lw=1, ls="--", label="uniform random")
+    ax.axhline(0.5, color=_FLOOR_COLOUR, lw=1, ls=":", label="half of uniform random")
+    ax.set_xscale("log")
+    ax.set_xlabel("epsilon")
+    ax.set_ylabel("final regret / uniform random")
+    ax.legend(fontsize=8)
     return _save(fig, path, svg)
 
 
 def plot_cost(summary: pd.DataFrame, path, *, svg: bool = False) -> list[Path]:
     """Wall time and peak memory per agent from a ``compare`` summary table."""
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.8))
-    sns.barplot(data=summary, x="agent", y="seconds", ax=axes[0])
+    names = summary["agent"].astype(str).tolist()
+    axes[0].bar(names, summary["seconds"])
     axes[0].set_ylabel("wall time [s]")
-    mem = summary.assign(peak_memory_mb=summary["peak_memory_mb"].fillna(np.nan))
-    sns.barplot(data=mem, x="agent", y="peak_memory_mb", ax=axes[1])
-    axes[1].set_ylabel("peak traced memory [MB]")
+    axes[1].bar(names, summary["peak_memory_mb"].astype(float))
+    axes[1].set_ylabel("peak memory [MB]")
     for ax in axes:
         ax.tick_params(axis="x", rotation=30)
     return _save(fig, path, svg)
