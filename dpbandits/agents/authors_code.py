@@ -13,7 +13,10 @@ accountant.
   arm's estimate is updated (no synthetic update), the global round index drives step sizes
   and noise, and the LMO adds Laplace noise of scale
   ``4 sqrt(log T log(1/delta)) / (epsilon sqrt(t+1))`` to the ``|d_t|`` coordinates — without
-  Algorithm 2's ``D (beta D + L)`` factor. Meant for l_1-normalized contexts.
+  Algorithm 2's ``D (beta D + L)`` factor. The warm-up alternates arms (round ``t``, 0-based,
+  pulls ``t mod K`` for ``t <= K t0``: ``K t0 + 1`` rounds, not Algorithm 3's ``t0`` rounds
+  per arm in blocks) and the forced-sampling estimates are every arm's estimate when the
+  warm-up ends. Meant for l_1-normalized contexts.
 * ``dp-ucb-authors-code``: fresh symmetrized Gaussian noise every round (no tree), no PSD
   shift, ``L = sqrt(dK)`` with no reward term in the scale, the upper-bound form of beta_t
   with the per-arm ``d``, and the squared-norm bonus ``beta x^T V^-1 x``.
@@ -94,8 +97,11 @@ class DPHDBAuthorsCode(Agent):
         self._delta = 1.0 / horizon if delta is None else check_delta(delta)
         self._t0 = default_t0(dim, horizon, self._eps, n_arms) if t0 is None else check_int(
             "t0", t0, low=1)
-        if n_arms * self._t0 >= horizon:
-            raise ValueError(f"t0 * n_arms must be < horizon, got t0={self._t0}")
+        #: rounds of the alternating warm-up: the code's ``t <= k t0`` with 0-based t
+        self.warmup_rounds = n_arms * self._t0 + 1
+        if self.warmup_rounds >= horizon:
+            raise ValueError(f"t0 * n_arms + 1 must be < horizon={horizon}, got t0={self._t0} "
+                             f"and n_arms={n_arms}")
         check_positive("radius", radius)
 
     @property
@@ -112,8 +118,9 @@ class DPHDBAuthorsCode(Agent):
 
     def act(self, contexts):
         x = self._check_contexts(contexts)
-        if self.t_ < self.n_arms * self._t0:
-            return np.full(x.shape[0], self.t_ // self._t0, dtype=np.int64)
+        if self.t_ < self.warmup_rounds:
+            # the code's decide(): round t (0-based) <= k t0 pulls arm t % k, alternating
+            return np.full(x.shape[0], self.t_ % self.n_arms, dtype=np.int64)
         fs = np.einsum("rd,rkd->rk", x, self._theta_fs)
         pre = fs > fs.max(axis=1, keepdims=True) - self.h_sub / 2.0
         cur = np.einsum("rd,rkd->rk", x, self._theta)
@@ -138,9 +145,9 @@ class DPHDBAuthorsCode(Agent):
         eta = 1.0 / (t + 1)
         self._prev[rows, arms] = th
         self._theta[rows, arms] = th + eta * (v - th)
-        if t <= self.n_arms * self._t0 and t % self._t0 == 0:
-            k = (t - 1) // self._t0
-            self._theta_fs[:, k] = self._theta[:, k]
+        if t == self.warmup_rounds:
+            # the code snapshots every arm's estimate when round k t0 + 1 (0-based) begins
+            self._theta_fs[:] = self._theta
 
 
 @register_agent("dp-ucb-authors-code")

@@ -26,19 +26,27 @@ Z95 = 1.959963984540054
 BANDS = ("se", "bootstrap", "none")
 _LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1)), (0, (3, 1, 1, 1, 1, 1)))
 _FLOOR_COLOUR = "0.45"
+#: rounds drawn per curve at most: a cumulative-regret curve is smooth, and drawing every
+#: round of a long run costs more than simulating it
+MAX_POINTS = 400
 
 
 def _save(fig, path, svg: bool) -> list[Path]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path.with_suffix(".png"), dpi=120)
+    fig.savefig(path.with_suffix(".png"), dpi=100)
     out = [path.with_suffix(".png")]
     if svg:
         fig.savefig(path.with_suffix(".svg"))
         out.append(path.with_suffix(".svg"))
     plt.close(fig)
     return out
+
+
+def _in_order(column: pd.Series) -> list:
+    """Distinct values in order of first appearance (fast on long columns)."""
+    return list(column.unique())
 
 
 def _check_band(band: str) -> str:
@@ -53,7 +61,8 @@ def privacy_label(privacy: dict | None, certified: dict | None) -> str:
     entry = privacy_entry("", privacy, certified)
     if not entry["private"]:
         return "non-private"
-    text = f"{entry['notion']} ε={entry['epsilon']:.3g}, δ={entry['delta']:.1g}"
+    delta = f"{entry['delta']:.0e}" if entry["delta"] else "0"
+    text = f"{entry['notion']} ε={entry['epsilon']:.3g}, δ={delta}"
     if entry["certified"]:
         return f"{text}, certified"
     return f"claimed {text}, NOT certified"
@@ -85,6 +94,21 @@ def normalize_by(frame: pd.DataFrame, reference: str, *, by: tuple = ()) -> pd.D
     return out
 
 
+def thin_rounds(frame: pd.DataFrame, *, log: bool = False,
+                max_points: int = MAX_POINTS) -> pd.DataFrame:
+    """Rows of at most ``max_points`` recorded rounds, evenly spaced in t (geometrically when
+    ``log``), always keeping the first and the last; statistics per kept round are exact."""
+    rounds = np.unique(frame["t"].to_numpy())
+    if rounds.size <= max_points:
+        return frame
+    if log:
+        grid = np.geomspace(rounds[0], rounds[-1], max_points)
+    else:
+        grid = np.linspace(rounds[0], rounds[-1], max_points)
+    keep = rounds[np.unique(np.clip(np.searchsorted(rounds, grid), 0, rounds.size - 1))]
+    return frame[frame["t"].isin(keep)]
+
+
 def _styles(keys, floor) -> dict:
     """Colour and line style per curve: distinct for agents, grey dashed for the floor."""
     colours = cycle(plt.rcParams["axes.prop_cycle"].by_key()["color"])
@@ -101,7 +125,7 @@ def _styles(keys, floor) -> dict:
 def _draw_curves(ax, data: pd.DataFrame, y: str, hue: str, band: str, labels: dict,
                  floor, styles: dict | None) -> int:
     """Draw one mean curve (and band) per ``hue`` value; returns the replication count."""
-    keys = list(dict.fromkeys(data[hue]))
+    keys = _in_order(data[hue])
     style = _styles(keys, floor)
     for key, given in (styles or {}).items():
         style.setdefault(key, {}).update(given)
@@ -136,11 +160,12 @@ def plot_regret_curves(frame: pd.DataFrame, path=None, *, log: bool = False,
     the curve drawn grey and dashed as the reference floor (uniform random). ``log`` puts both
     axes on a log scale; rounds with zero regret are masked, not clipped. ``normalize`` divides
     by the mean curve of that agent. With ``ax`` the curves go there and nothing is written.
+    At most ``MAX_POINTS`` rounds per curve are drawn (``thin_rounds``).
     """
     _check_band(band)
-    y, data = "cum_regret", frame
+    y, data = "cum_regret", thin_rounds(frame, log=log)
     if normalize is not None:
-        data, y = normalize_by(frame, normalize), "rel_regret"
+        data, y = normalize_by(data, normalize), "rel_regret"
     own = ax is None
     if own:
         fig, ax = plt.subplots(figsize=(7.2, 4.6))
@@ -155,7 +180,8 @@ def plot_regret_curves(frame: pd.DataFrame, path=None, *, log: bool = False,
                  "bootstrap": f"mean, bootstrap 95% CI over {n} replications",
                  "none": f"mean over {n} replications"}[band]
     ax.set_title(f"{title}\n{band_text}" if title else band_text, fontsize=10)
-    ax.legend(fontsize=8, loc="best")
+    # cumulative curves start at the origin: the upper left is free (and "best" is slow)
+    ax.legend(fontsize=8, loc="upper left")
     return _save(ax.figure, path, svg) if own else []
 
 
@@ -170,7 +196,7 @@ def plot_final_regret_distribution(frame: pd.DataFrame, path, *, svg: bool = Fal
     the y axis so long privacy labels stay readable)."""
     labels = labels or {}
     last = final_regret(frame)
-    agents = list(dict.fromkeys(frame["agent"]))
+    agents = _in_order(frame["agent"])
     values = [last.loc[last["agent"] == a, "cum_regret"].to_numpy() for a in agents]
     fig, ax = plt.subplots(figsize=(7.2, 1.2 + 0.55 * len(agents)))
     ax.boxplot(values, orientation="horizontal", showmeans=True)
@@ -201,7 +227,7 @@ def plot_regret_vs_epsilon(frame: pd.DataFrame, path, *, eps_col: str = "agent.e
     table["half"] = (Z95 * table["std"] / np.sqrt(table["count"])).fillna(0.0)
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     _errorbar_lines(ax, table, eps_col, hue, "mean", "half",
-                    _styles(list(dict.fromkeys(table[hue])), None))
+                    _styles(_in_order(table[hue]), None))
     ax.set_xscale("log")
     ax.set_xlabel("epsilon")
     ax.set_ylabel("final cumulative regret")
@@ -220,7 +246,7 @@ def plot_panel_a(frame: pd.DataFrame, path, *, svg: bool = False, labels: dict |
                        title="as the paper plots it (two context scales on one axis)")
     for ax, scale in zip(axes[1:], ["l1", "linf"], strict=True):
         sub = frame[frame["contexts"] == scale]
-        floor = next((a for a in dict.fromkeys(sub["agent"]) if a.startswith("uniform random")),
+        floor = next((a for a in _in_order(sub["agent"]) if a.startswith("uniform random")),
                      None)
         plot_regret_curves(sub, ax=ax, labels=labels, band=band, floor=floor,
                            title=f"{scale}-normalized contexts (as the authors' code runs it)")
@@ -238,7 +264,7 @@ def plot_panel_c(table: pd.DataFrame, path, *, svg: bool = False) -> list[Path]:
               * table["relative_to_random"]).fillna(0.0))
     fig, ax = plt.subplots(figsize=(7.2, 4.6))
     _errorbar_lines(ax, table, "agent.epsilon", "key", "relative_to_random", "half",
-                    _styles(list(dict.fromkeys(table["key"])), None))
+                    _styles(_in_order(table["key"]), None))
     ax.axhline(1.0, color=_FLOOR_COLOUR, lw=1, ls="--", label="uniform random")
     ax.axhline(0.5, color=_FLOOR_COLOUR, lw=1, ls=":", label="half of uniform random")
     ax.set_xscale("log")
