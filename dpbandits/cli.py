@@ -388,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["audit"]:  # its options belong to the audit runner; pass them through
         from dpbandits.audits.__main__ import main as audit_main
 
-        return audit_main(argv[1:])
+        return audit_main(argv[1:], prog="dpbandits audit")
     parser = build_parser()
     args = parser.parse_args(argv)
     _State.validated, _State.out, _State.resumable = False, None, False

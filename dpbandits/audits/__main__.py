@@ -12,7 +12,7 @@ import json
 import math
 import sys
 
-from dpbandits.audits import AUDITS, MISSING, format_table, run_audits
+from dpbandits.audits import AUDITS, MISSING, format_table, run_audits, select
 
 
 def _jsonable(value):
@@ -25,8 +25,8 @@ def _jsonable(value):
     return value
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dpbandits.audits",
+def main(argv=None, prog: str = "python -m dpbandits.audits") -> int:
+    parser = argparse.ArgumentParser(prog=prog,
                                      description="Empirical privacy audits of dpbandits.")
     parser.add_argument("components", nargs="*", help="audit names or patterns (default: all)")
     parser.add_argument("--thorough", action="store_true", help="thorough tier (slow)")
@@ -41,6 +41,11 @@ def main(argv=None) -> int:
         for name, reason in MISSING.items():
             print(f"{name:30s} MISSING: {reason}")
         return 0
+    try:
+        select(args.components or None)
+    except ValueError as exc:  # an unknown name: one line, not a traceback
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 2
     results = run_audits(args.components or None, "thorough" if args.thorough else "fast",
                          args.seed, power=args.power)
     if args.json:

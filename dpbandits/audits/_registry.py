@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -89,7 +90,10 @@ def select(names: Iterable[str] | None) -> list[str]:
             missing = [m for m in MISSING if fnmatch.fnmatchcase(m, pattern)]
             if missing:
                 extra = "; not available: " + ", ".join(f"{m} ({MISSING[m]})" for m in missing)
-            raise ValueError(f"unknown audit {pattern!r}; available: {sorted(AUDITS)}{extra}")
+            close = difflib.get_close_matches(pattern, list(AUDITS), n=3, cutoff=0.5)
+            hint = (f"; did you mean {' or '.join(repr(c) for c in close)}?" if close
+                    else "; see --list")
+            raise ValueError(f"unknown audit {pattern!r}{hint}{extra}")
         chosen += [h for h in hits if h not in chosen]
     return [n for n in AUDITS if n in chosen]
 
