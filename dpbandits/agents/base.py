@@ -19,17 +19,16 @@ The base class enforces the contract for every subclass, built-in or user-writte
 
 from __future__ import annotations
 
-import difflib
 import functools
-import inspect
 import sys
 import warnings
-from abc import ABCMeta, abstractmethod
+from abc import abstractmethod
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
+from dpbandits._params import Parameterized
 from dpbandits._validation import check_array, check_int, check_rng
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 
@@ -39,15 +38,6 @@ class LinkMismatchWarning(UserWarning):
 
 
 _WARNED_LINKS: set[tuple] = set()
-
-
-class _AgentMeta(ABCMeta):
-    """Freezes the constructor parameters once the most-derived ``__init__`` has returned."""
-
-    def __call__(cls, *args, **kwargs):
-        agent = super().__call__(*args, **kwargs)
-        object.__setattr__(agent, "_frozen_params", frozenset(cls._param_names()))
-        return agent
 
 
 def _checked_act(act):
@@ -62,7 +52,7 @@ def _checked_act(act):
     return act_checked
 
 
-class Agent(metaclass=_AgentMeta):
+class Agent(Parameterized):
     """Base class of every bandit agent.
 
     Subclasses implement ``_reset``, ``act``, ``_update`` and ``privacy``; the base class
@@ -132,49 +122,6 @@ class Agent(metaclass=_AgentMeta):
         """dp_accounting event of the agent's noise (None for non-private agents)."""
         return None
 
-    # -- parameters ------------------------------------------------------------------------
-    @classmethod
-    def _param_names(cls) -> list[str]:
-        sig = inspect.signature(cls.__init__)
-        return [k for k, p in sig.parameters.items() if k != "self" and p.kind in (
-            p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-
-    def get_params(self) -> dict:
-        """Constructor arguments as given (scikit-learn style)."""
-        return {k: getattr(self, k) for k in self._param_names() if hasattr(self, k)}
-
-    def __setattr__(self, key, value):
-        if key in self.__dict__.get("_frozen_params", ()):
-            raise AttributeError(
-                f"{type(self).__name__}.{key} is fixed at construction (noise and constants "
-                f"are calibrated from it in __init__); use agent.set_params({key}=...) to "
-                f"re-build the agent, or agent.clone({key}=...) for a new one")
-        super().__setattr__(key, value)
-
-    def _merged_params(self, changes: dict) -> dict:
-        known = self._param_names()
-        for key in changes:
-            if key not in known:
-                close = difflib.get_close_matches(key, known, n=1)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
-                raise ValueError(f"{type(self).__name__} has no parameter {key!r}{hint} "
-                                 f"(parameters: {', '.join(known)})")
-        return {**self.get_params(), **changes}
-
-    def clone(self, **changes) -> Agent:
-        """A new, unreset agent with the same parameters except ``changes``."""
-        return type(self)(**self._merged_params(changes))
-
-    def set_params(self, **changes) -> Agent:
-        """Re-build this agent with ``changes`` applied (all constants re-calibrated, the
-        guarantee re-derived); returns ``self``, which must be ``reset`` before use.
-        Validation happens first: on an error the agent is left unchanged."""
-        fresh = self.clone(**changes)
-        object.__setattr__(self, "_frozen_params", frozenset())
-        self.__dict__.clear()
-        self.__dict__.update(fresh.__dict__)
-        return self
-
     # -- reward model ----------------------------------------------------------------------
     def check_link(self, link: str | None, env_id: str = "the environment") -> None:
         """Warn (once per agent, environment and link) with ``LinkMismatchWarning`` when the
@@ -190,7 +137,7 @@ class Agent(metaclass=_AgentMeta):
             f"agent {self.name or type(self).__name__!r} is built for link(s) "
             f"{', '.join(supported)} but {env_id} uses the {link!r} link: its estimates and "
             "confidence bounds assume the wrong reward model"
-            + (" (pass link=... to the agent)" if "link" in self._param_names() else ""),
+            + (" (pass link=... to the agent)" if "link" in self._init_param_names() else ""),
             LinkMismatchWarning, stacklevel=2)
 
     # -- boundary checks -------------------------------------------------------------------

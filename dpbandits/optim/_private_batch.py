@@ -70,7 +70,3 @@ class PrivateBatchOptimizer(BatchOptimizer):
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({params})"
-
-    def get_params(self) -> dict:
-        """The constructor arguments, unchanged (scikit-learn style)."""
-        return {k: getattr(self, k) for k in self._param_names}

@@ -9,16 +9,17 @@ can be recomputed independently of the code that calibrated it.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from dataclasses import dataclass, field
 
 import dp_accounting
 import numpy as np
 
+from dpbandits._params import Parameterized
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 
 
-class StreamingOptimizer(ABC):
+class StreamingOptimizer(Parameterized):
     """One sample in, one released iterate out, for ``R`` independent replications.
 
     Subclasses take their hyper-parameters in ``__init__`` (stored unchanged and validated
@@ -63,7 +64,7 @@ class BatchResult:
     extra: dict = field(default_factory=dict)
 
 
-class BatchOptimizer(ABC):
+class BatchOptimizer(Parameterized):
     """Fits a data set privately: ``fit(loss, X, y, rng) -> BatchResult``.
 
     ``X`` is ``(n, d)`` (the same data for every replication; give ``n_reps``) or

@@ -149,8 +149,6 @@ class DPAccMD(PrivateBatchOptimizer):
     record_every : keep every k-th ``y_k`` in the history.
     """
 
-    _param_names = ("epsilon", "delta", "n_iters", "geometry", "radius", "clip_norm",
-                    "smoothness", "noise_std", "theta0", "record_every")
 
     def __init__(self, epsilon, delta, *, n_iters=50, geometry="l1", radius=1.0, clip_norm=1.0,
                  smoothness=None, noise_std=None, theta0=None, record_every=1):

@@ -104,8 +104,6 @@ class DPGD(PrivateBatchOptimizer):
     record_every : keep every k-th iterate in the history (plus the first and the last).
     """
 
-    _param_names = ("epsilon", "delta", "n_iters", "step_size", "output", "clip_norm", "reg",
-                    "reg_strength", "smoothness", "noise_std", "theta0", "record_every")
 
     def __init__(self, epsilon, delta, *, n_iters=100, step_size=None, output="last",
                  clip_norm=1.0, reg=None, reg_strength=0.0, smoothness=None, noise_std=None,

@@ -102,8 +102,6 @@ def svrg_theory_parameters(smoothness: float, strong_convexity: float,
 class _VarianceReduced(PrivateBatchOptimizer):
     """Shared implementation of DP-SVRG / DP-SVRG++."""
 
-    _param_names = ("epsilon", "delta", "n_epochs", "inner_steps", "step_size", "clip_norm",
-                    "reg", "reg_strength", "smoothness", "noise_std", "theta0")
     _restart_from_last = False
     _doubling = False
     _name = ""

@@ -123,8 +123,6 @@ class PrivateFTRL(PrivateBatchOptimizer):
     noise_std : use this ``sigma`` instead of calibrating the claim.
     """
 
-    _param_names = ("epsilon", "delta", "lipschitz", "radius", "p", "step_schedule", "noise",
-                    "step_size", "noise_std")
 
     def __init__(self, epsilon, delta, *, lipschitz=1.0, radius=1.0, p=2.0,
                  step_schedule="fixed", noise="all", step_size=None, noise_std=None):

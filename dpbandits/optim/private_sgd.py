@@ -86,8 +86,6 @@ class PrivateSGD(PrivateBatchOptimizer):
         accountant's figure at ``delta``.
     """
 
-    _param_names = ("epsilon", "delta", "lipschitz", "radius", "calibration", "step_size",
-                    "noise_std")
 
     def __init__(self, epsilon, delta, *, lipschitz=1.0, radius=1.0, calibration="theorem",
                  step_size=None, noise_std=None):

@@ -376,10 +376,6 @@ class _SCOBaseline(BatchOptimizer):
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({params})"
 
-    def get_params(self) -> dict:
-        """Constructor parameters as given (scikit-learn style)."""
-        return {k: getattr(self, k) for k in self._param_names}
-
 
 def _check_p_range(name_alg: str, low: float, low_open: bool, high: float):
     def check(p):
@@ -518,7 +514,6 @@ class NoisySFW(_SCOBaseline):
     """
 
     _name = "NoisySFW"
-    _param_names = ("p", "radius", "epsilon", "delta", "lipschitz", "smoothness", "lr_scale")
 
     def __init__(self, *, p=1.5, radius=1.0, epsilon=1.0, delta=None, lipschitz=1.0,
                  smoothness=1.0, lr_scale=1.0):
@@ -748,8 +743,6 @@ class LocalMD(_SCOBaseline):
     """
 
     _name = "LocalMD"
-    _param_names = ("p", "radius", "epsilon", "delta", "lipschitz", "lr_scale",
-                    "noise_constant")
 
     def __init__(self, *, p=1.5, radius=1.0, epsilon=1.0, delta=None, lipschitz=1.0,
                  lr_scale=1.0, noise_constant=100.0):
@@ -953,8 +946,6 @@ class NoisySGD(_SCOBaseline):
     """
 
     _name = "NoisySGD"
-    _param_names = ("p", "radius", "epsilon", "delta", "lipschitz", "lr_scale",
-                    "calibration", "n_steps", "n_history", "backend")
 
     def __init__(self, *, p=math.inf, radius=1.0, epsilon=1.0, delta=None, lipschitz=1.0,
                  lr_scale=1.0, calibration="theorem", n_steps=None, n_history=100,

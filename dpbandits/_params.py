@@ -1,0 +1,71 @@
+"""Constructor parameters, scikit-learn style, for agents and optimizers alike.
+
+``__init__`` stores every argument unchanged under its own name and validates it; the
+component then calibrates its noise from the validated values. ``Parameterized`` adds
+``get_params``, ``clone`` and ``set_params``, and makes the stored parameters read-only once
+the most-derived ``__init__`` has returned: assigning ``epsilon`` afterwards would leave the
+noise calibrated for the old value while ``get_params`` reported the new one.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from abc import ABCMeta
+from typing import Any, Self
+
+
+class _FreezeAfterInit(ABCMeta):
+    """Freezes the constructor parameters once the most-derived ``__init__`` has returned."""
+
+    def __call__(cls, *args, **kwargs):
+        obj = super().__call__(*args, **kwargs)
+        object.__setattr__(obj, "_frozen_params", frozenset(cls._init_param_names()))
+        return obj
+
+
+class Parameterized(metaclass=_FreezeAfterInit):
+    """Base of every component with constructor parameters (agents, optimizers)."""
+
+    @classmethod
+    def _init_param_names(cls) -> list[str]:
+        """Names of the keyword-capable parameters of ``__init__``."""
+        sig = inspect.signature(cls.__init__)
+        return [k for k, p in sig.parameters.items() if k != "self" and p.kind in (
+            p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+    def get_params(self) -> dict[str, Any]:
+        """Constructor arguments as given."""
+        return {k: getattr(self, k) for k in self._init_param_names() if hasattr(self, k)}
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        if key in self.__dict__.get("_frozen_params", ()):
+            raise AttributeError(
+                f"{type(self).__name__}.{key} is fixed at construction (noise and constants "
+                f"are calibrated from it in __init__); use .set_params({key}=...) to re-build "
+                f"it, or .clone({key}=...) for a new one")
+        super().__setattr__(key, value)
+
+    def _merged_params(self, changes: dict[str, Any]) -> dict[str, Any]:
+        known = self._init_param_names()
+        for key in changes:
+            if key not in known:
+                close = difflib.get_close_matches(key, known, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise ValueError(f"{type(self).__name__} has no parameter {key!r}{hint} "
+                                 f"(parameters: {', '.join(known)})")
+        return {**self.get_params(), **changes}
+
+    def clone(self, **changes: Any) -> Self:
+        """A new, unreset instance with the same parameters except ``changes``."""
+        return type(self)(**self._merged_params(changes))
+
+    def set_params(self, **changes: Any) -> Self:
+        """Re-build in place with ``changes`` applied (every constant re-calibrated, the
+        guarantee re-derived); returns ``self``, which must be reset before use. Validation
+        comes first: on an error nothing changes."""
+        fresh = self.clone(**changes)
+        object.__setattr__(self, "_frozen_params", frozenset())
+        self.__dict__.clear()
+        self.__dict__.update(fresh.__dict__)
+        return self
