@@ -7,7 +7,13 @@ import pytest
 from scipy.optimize import minimize
 from scipy.special import ndtr, ndtri
 
-from dpbandits.bo import DPGD, GPUCB, CallableObjective, HuberRegression, PrivateRandomSearch
+from dpbandits.bo import (
+    GPUCB,
+    CallableObjective,
+    ExactGradientDPGD,
+    HuberRegression,
+    PrivateRandomSearch,
+)
 from dpbandits.bo.baselines import gdp_mu_to_pure_dp, pure_dp_to_gdp_mu
 from dpbandits.privacy.accounting import epsilon_of, gdp_epsilon
 from dpbandits.privacy.mechanisms import exponential_mechanism_probabilities
@@ -23,7 +29,7 @@ def _huber(seed=0, n=100):
 def test_dpgd_non_private_converges_to_huber_minimizer():
     obj = _huber()
     ref = minimize(obj.value, np.zeros(4), jac=obj.gradient, method="BFGS", tol=1e-12).x
-    res = DPGD(mu=math.inf, n_iters=3000, clip_bound=math.inf, step_size=1.0).fit(
+    res = ExactGradientDPGD(mu=math.inf, n_iters=3000, clip_bound=math.inf, step_size=1.0).fit(
         obj, np.random.default_rng(0))
     np.testing.assert_allclose(res.theta[0], ref, atol=1e-6)
     assert not res.privacy.is_private
@@ -31,7 +37,8 @@ def test_dpgd_non_private_converges_to_huber_minimizer():
 
 def test_dpgd_noise_clipping_and_privacy():
     obj = _huber()
-    alg = DPGD(mu=1.0, n_iters=100, clip_bound=1.0, step_size=0.5, record_diagnostics=True)
+    alg = ExactGradientDPGD(mu=1.0, n_iters=100, clip_bound=1.0, step_size=0.5,
+                            record_diagnostics=True)
     assert alg.noise_std(100) == pytest.approx(2 * 1.0 * 10 / 100)
     res = alg.fit(obj, np.random.default_rng(1), n_reps=2)
     w = res.extra["nonprivate_noise"].ravel()
@@ -46,7 +53,7 @@ def test_dpgd_noise_clipping_and_privacy():
 def test_dpgd_requires_gradients():
     obj = CallableObjective(lambda th: np.zeros(3), dim=2, n_individuals=3)
     with pytest.raises(TypeError, match="gradients"):
-        DPGD(mu=1.0, n_iters=2, clip_bound=1.0).fit(obj, np.random.default_rng(0))
+        ExactGradientDPGD(mu=1.0, n_iters=2, clip_bound=1.0).fit(obj, np.random.default_rng(0))
 
 
 # ---------------------------------------------------------------- GDP conversion
@@ -134,8 +141,8 @@ def test_gp_ucb_finds_minimum_of_smooth_function_and_is_non_private():
 
 
 @pytest.mark.parametrize("cls, kwargs, match", [
-    (DPGD, dict(mu=1.0, n_iters=0, clip_bound=1.0), "n_iters"),
-    (DPGD, dict(mu=1.0, n_iters=3, clip_bound=math.inf), "clip_bound"),
+    (ExactGradientDPGD, dict(mu=1.0, n_iters=0, clip_bound=1.0), "n_iters"),
+    (ExactGradientDPGD, dict(mu=1.0, n_iters=3, clip_bound=math.inf), "clip_bound"),
     (PrivateRandomSearch, dict(mu=1.0, n_candidates=3, bounds=None, loss_bounds=(0, 1)),
      "bounds"),
     (PrivateRandomSearch, dict(mu=1.0, n_candidates=3, bounds=[[0, 1]], loss_bounds=(1, 0)),

@@ -6,7 +6,8 @@
   the gradient;
 * :mod:`~dpbandits.bo.acquisition` — the gradient-informative design of Algorithm 1;
 * :mod:`~dpbandits.bo.dp_gibo` — DP-GIBO (Algorithm 1, ``mu``-GDP by Theorem 3.1) and GIBO;
-* :mod:`~dpbandits.bo.baselines` — DP-GD, private random search, GP-UCB;
+* :mod:`~dpbandits.bo.baselines` — DP-GD on exact gradients (``ExactGradientDPGD``), private
+  random search, GP-UCB;
 * :mod:`~dpbandits.bo.objectives` — per-individual black-box objectives;
 * :mod:`~dpbandits.bo.adapter` — continuous hyper-parameters of any model (e.g. a bandit
   agent) as a DP-GIBO objective.
@@ -14,7 +15,7 @@
 
 from dpbandits.bo.acquisition import GradientDesigner
 from dpbandits.bo.adapter import HyperparameterObjective, HyperparameterSpace
-from dpbandits.bo.baselines import DPGD, GPUCB, PrivateRandomSearch
+from dpbandits.bo.baselines import GPUCB, ExactGradientDPGD, PrivateRandomSearch
 from dpbandits.bo.dp_gibo import DPGIBO, GIBO
 from dpbandits.bo.gp import ExactGP, GPDesign
 from dpbandits.bo.kernels import RBF, Kernel, Matern52, Polynomial, make_kernel
@@ -29,7 +30,7 @@ from dpbandits.bo.objectives import (
 )
 
 __all__ = [
-    "DPGIBO", "GIBO", "DPGD", "GPUCB", "PrivateRandomSearch", "GradientDesigner",
+    "DPGIBO", "GIBO", "ExactGradientDPGD", "GPUCB", "PrivateRandomSearch", "GradientDesigner",
     "ExactGP", "GPDesign", "Kernel", "RBF", "Matern52", "Polynomial", "make_kernel",
     "Objective", "CallableObjective", "NoisyObjective", "NormalLocation", "HuberRegression",
     "GPRegressionObjective", "as_objective", "HyperparameterSpace", "HyperparameterObjective",

@@ -45,12 +45,12 @@ from dpbandits.privacy.accounting import pure_dp_event
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 from dpbandits.privacy.mechanisms import exponential_mechanism, gaussian_noise
 
-__all__ = ["DPGD", "GIBO", "PrivateRandomSearch", "GPUCB", "pure_dp_to_gdp_mu",
+__all__ = ["ExactGradientDPGD", "GIBO", "PrivateRandomSearch", "GPUCB", "pure_dp_to_gdp_mu",
            "gdp_mu_to_pure_dp"]
 
 
 # ------------------------------------------------------------------------------ DP-GD
-class DPGD:
+class ExactGradientDPGD:
     """Noisy gradient descent with exact per-individual gradients (Appendix E.4's DP-GD).
 
     Each of ``T`` steps clips every ``grad L(theta, x_i)`` to l2 norm ``B`` (counted),
@@ -111,7 +111,8 @@ class DPGD:
         self._validate()
         obj = as_objective(objective)
         if not obj.has_gradients:
-            raise TypeError(f"DPGD needs per-individual gradients; {type(obj).__name__} has none")
+            raise TypeError(f"ExactGradientDPGD needs per-individual gradients; "
+                            f"{type(obj).__name__} has none")
         rng = check_rng(rng)
         R = check_int("n_reps", n_reps, low=1)
         d, n, T = obj.dim, obj.n_individuals, self._T

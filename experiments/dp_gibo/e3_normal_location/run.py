@@ -22,7 +22,7 @@ _shared.single_thread()
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from dpbandits.bo import DPGD, DPGIBO, GIBO, NormalLocation, Polynomial  # noqa: E402
+from dpbandits.bo import DPGIBO, GIBO, ExactGradientDPGD, NormalLocation, Polynomial  # noqa: E402
 from dpbandits.bo._common import clip_and_average  # noqa: E402
 
 
@@ -34,7 +34,7 @@ def run(cfg: dict) -> tuple[pd.DataFrame, dict]:
     mle = obj.mle
     B = cfg["clip_bound"]
     # fixed point of the clipped mean gradient (what any B = 1 method targets without noise)
-    fp = DPGD(mu=np.inf, n_iters=3000, clip_bound=B, step_size=0.5).fit(
+    fp = ExactGradientDPGD(mu=np.inf, n_iters=3000, clip_bound=B, step_size=0.5).fit(
         obj, np.random.default_rng(0)).theta[0]
     common = dict(n_iters=cfg["n_iters"], kernel=Polynomial(cfg["kernel_degree"]),
                   batch_size=cfg["batch_size"], step_rule=cfg["step_rule"],

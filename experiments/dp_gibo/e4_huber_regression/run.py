@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from scipy.optimize import minimize  # noqa: E402
 
-from dpbandits.bo import DPGD, DPGIBO, RBF, HuberRegression  # noqa: E402
+from dpbandits.bo import DPGIBO, RBF, ExactGradientDPGD, HuberRegression  # noqa: E402
 
 
 def run(cfg: dict):
@@ -40,8 +40,9 @@ def run(cfg: dict):
         f"DP-GIBO mu={mu:g}": DPGIBO(mu=mu, clip_bound=B, kernel=RBF(cfg["lengthscale"]),
                                      batch_size=cfg["batch_size"], record_diagnostics=True,
                                      **common),
-        f"DP-GD mu={mu:g}": DPGD(mu=mu, clip_bound=B, record_diagnostics=True, **common),
-        "GD (non-private)": DPGD(mu=np.inf, clip_bound=np.inf, **common),
+        f"DP-GD mu={mu:g}": ExactGradientDPGD(mu=mu, clip_bound=B, record_diagnostics=True,
+                                               **common),
+        "GD (non-private)": ExactGradientDPGD(mu=np.inf, clip_bound=np.inf, **common),
     }
     rows, privacy = [], {}
     for i, (name, alg) in enumerate(methods.items()):

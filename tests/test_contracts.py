@@ -1,0 +1,161 @@
+"""Every registered agent, optimizer and environment passes the contract checks of
+``dpbandits.testing`` (new ones are picked up automatically), and the checks catch broken
+components."""
+
+from __future__ import annotations
+
+import dp_accounting
+import gymnasium
+import numpy as np
+import pytest
+
+import dpbandits  # noqa: F401  (registers the environments)
+from dpbandits.agents import Agent, available_agents, make_agent
+from dpbandits.losses import LogisticLoss, SquaredLoss
+from dpbandits.optim import OPTIMIZERS
+from dpbandits.optim._extra_losses import AbsoluteLoss
+from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.testing import ContractError, check_agent, check_env, check_optimizer
+
+R, T, D = 3, 60, 5
+
+
+@pytest.mark.parametrize("name", available_agents())
+def test_every_registered_agent_passes(name):
+    check_agent(make_agent(name, n_arms=2, dim=D, horizon=300), n_reps=R)
+
+
+def _problems():
+    rng = np.random.default_rng(0)
+    stream = (rng.uniform(-1, 1, (T, R, D)), rng.uniform(-1, 1, (T, R)))
+    X = rng.uniform(-1, 1, (64, D))
+    X /= np.abs(X).sum(axis=1, keepdims=True)
+    y = rng.uniform(-1, 1, 64)
+    labels = (rng.uniform(size=64) < 0.5).astype(float)
+    return stream, (SquaredLoss(), X, y), (LogisticLoss(), X, labels), (AbsoluteLoss(), X, y)
+
+
+STREAM, SQUARED, LOGISTIC, ABSOLUTE = _problems()
+#: one small private configuration and problem per optimizer
+EXAMPLES = {
+    "dp-tofw": (lambda c: c("squared", dim=D, p=1.5, radius=1.0, horizon=T, epsilon=1.0,
+                            delta=1e-3), STREAM),
+    "dp-pofw": (lambda c: c("squared", dim=D, radius=1.0, horizon=T, epsilon=1.0,
+                            delta=1e-3), STREAM),
+    "noisy-sfw": (lambda c: c(p=1.5, epsilon=1.0, delta=1e-3), SQUARED),
+    "local-md": (lambda c: c(p=1.5, epsilon=1.0, delta=1e-3), SQUARED),
+    "noisy-sgd": (lambda c: c(epsilon=1.0, delta=1e-3), SQUARED),
+    "dp-svrg": (lambda c: c(1.0, 1e-3, n_epochs=3, inner_steps=5), LOGISTIC),
+    "dp-svrg++": (lambda c: c(1.0, 1e-3, n_epochs=3, inner_steps=5), LOGISTIC),
+    "dp-gd": (lambda c: c(1.0, 1e-3, n_iters=20), LOGISTIC),
+    "dp-accmd": (lambda c: c(1.0, 1e-3, n_iters=20), LOGISTIC),
+    "private-sgd": (lambda c: c(1.0, 1e-3, calibration="accountant"), ABSOLUTE),
+    "private-ftrl": (lambda c: c(1.0, 1e-3), ABSOLUTE),
+}
+
+
+def test_every_optimizer_has_an_example():
+    assert set(EXAMPLES) == set(OPTIMIZERS)
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_every_optimizer_passes(name):
+    build, problem = EXAMPLES[name]
+    check_optimizer(build(OPTIMIZERS[name]), problem, n_reps=R)
+
+
+@pytest.mark.parametrize("env_id", sorted(e for e in gymnasium.registry
+                                          if e.startswith("dpbandits/")))
+def test_every_registered_environment_passes(env_id):
+    check_env(env_id, n_reps=R)
+
+
+# -- the checks can fail ------------------------------------------------------------------
+class _Base(Agent):
+    def _reset(self, n_reps, rng):
+        self.rng = rng
+
+    def act(self, contexts):
+        return self.rng.integers(0, self.n_arms, len(contexts))
+
+    def _update(self, contexts, arms, rewards):
+        pass
+
+    @property
+    def privacy(self):
+        return None
+
+
+class GlobalRandom(_Base):
+    """Draws from numpy's global state instead of the rng it was given."""
+
+    def act(self, contexts):
+        return np.random.randint(0, self.n_arms, len(contexts))  # noqa: NPY002 (the bug)
+
+
+class Sticky(_Base):
+    """Keeps a round counter across reset: the second run starts where the first ended."""
+
+    seen = 0
+
+    def act(self, contexts):
+        return np.full(len(contexts), (self.seen // 3) % 2)
+
+    def _update(self, contexts, arms, rewards):
+        self.seen += 1
+
+
+class SeedBlind(_Base):
+    """Claims privacy but its 'noise' ignores the seed."""
+
+    def act(self, contexts):
+        return (contexts[:, 0] > 0).astype(np.int64)
+
+    @property
+    def privacy(self):
+        return PrivacyGuarantee(1.0, 1e-3, notion="JDP", basis="a theorem")
+
+
+class Overclaimed(SeedBlind):
+    """Its ledger supports far more than the epsilon it claims."""
+
+    def act(self, contexts):
+        return self.rng.integers(0, self.n_arms, len(contexts))
+
+    @property
+    def ledger(self):
+        return dp_accounting.LaplaceDpEvent(noise_multiplier=0.1)
+
+
+class NoBasis(Overclaimed):
+    @property
+    def ledger(self):
+        return None
+
+    @property
+    def privacy(self):
+        return PrivacyGuarantee(1.0, 1e-3, notion="JDP", basis=" ")
+
+
+@pytest.mark.parametrize("cls, words", [
+    (GlobalRandom, "same seed must reproduce"),
+    (Sticky, "same seed must reproduce"),
+    (SeedBlind, "must depend on its seed"),
+    (Overclaimed, "above the claimed epsilon"),
+    (NoBasis, "basis must name"),
+])
+def test_check_agent_catches_broken_agents(cls, words):
+    with pytest.raises(ContractError, match=words):
+        check_agent(cls(n_arms=2, dim=D, horizon=40))
+
+
+def test_check_optimizer_catches_a_seed_blind_optimizer():
+    from dpbandits.optim import DPPOFW
+
+    class Frozen(DPPOFW):
+        def reset(self, n_reps, rng):
+            return super().reset(n_reps, np.random.default_rng(0))  # ignores rng
+
+    build, problem = EXAMPLES["dp-pofw"]
+    with pytest.raises(ContractError, match="must depend on its seed"):
+        check_optimizer(build(Frozen), problem, n_reps=R)
