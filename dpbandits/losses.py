@@ -98,7 +98,10 @@ class Loss:
     constants. ``value``/``gradient`` handle validation and broadcasting.
     """
 
-    name = "loss"
+    @property
+    def name(self) -> str:
+        """Short name of the loss (e.g. ``"squared"``)."""
+        return "loss"
 
     def value(self, theta, X, y) -> np.ndarray:
         """Loss per sample, shape = broadcast of ``theta[..., 0]``, ``X[..., 0]`` and ``y``."""

@@ -5,4 +5,5 @@ source "$(dirname "${BASH_SOURCE[0]}")/_env.sh" test
 # 2-core machine is 10-100x slower; it also makes float results independent of thread count.
 export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}" OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 .venv/bin/python -m ruff check dpbandits tests benchmarks experiments
+.venv/bin/python -m mypy  # the files listed under [tool.mypy] in pyproject.toml
 exec .venv/bin/python -m pytest "$@"

@@ -706,7 +706,7 @@ def calibrate(
     if lo_b is not None and hi_b is not None and not lo_b < hi_b:
         raise ValueError(f"lower must be < upper, got lower={lo_b}, upper={hi_b}")
 
-    last = {"x": None, "eps": None}
+    last: dict[str, float | None] = {"x": None, "eps": None}
 
     def meets(x: float) -> bool:
         event = event_of_noise(x)
@@ -744,6 +744,7 @@ def calibrate(
             bad = 1.0
 
     while good is None:  # expand toward more noise until the target is met
+        assert bad is not None  # one of the two ends is set above
         x = bad * more_noise
         if out_of_range(x):
             raise ValueError(

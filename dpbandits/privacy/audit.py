@@ -383,7 +383,8 @@ def audit(
         # rules whose counts are too small to certify are not preferred.
         a_score = a_total / (2 * cand.size * len(orients))
         picks = []  # (route, threshold, orientation)
-        best = {"eps": (-np.inf, None, None), "mu": (-np.inf, None, None)}
+        best: dict[str, tuple[float, float | None, str | None]] = {
+            "eps": (-np.inf, None, None), "mu": (-np.inf, None, None)}
         for o in orients:
             e_lb, m_lb = lower_bounds_from_counts(k0, selection_runs, k1, selection_runs,
                                                   dlt, a_score, o)
@@ -396,7 +397,10 @@ def audit(
         picks.append(("eps", best["eps"][1], best["eps"][2]))
         if mu_claim is not None:
             picks.append(("mu", best["mu"][1], best["mu"][2]))
-        rules = [(tau, o) for _, tau, o in picks]
+        rules = []
+        for _, tau, orient in picks:
+            assert tau is not None and orient is not None  # a candidate scored above -inf
+            rules.append((tau, orient))
     else:
         rules = [(float(t), o) for t in np.unique(np.asarray(thresholds, float)) for o in orients]
 
@@ -429,6 +433,7 @@ def audit(
         else:
             eps_lb_gdp = 0.0
     violation = eps_lb > eps or (mu_claim is not None and mu_lb > mu_claim)
+    assert best_rule is not None  # the loop over rules ran at least once
     return AuditResult(
         component=component,
         epsilon=eps,
