@@ -67,15 +67,23 @@ def test_custom_agent_plugs_in_and_compare_uses_common_contexts():
     r2 = simulate(ENV, two, n_reps=2, seed=3, env_params=SMALL)
     assert not np.array_equal(r1.arms, r2.arms)
     np.testing.assert_array_equal(np.stack(one.seen), np.stack(two.seen))
+    # dense theta*: with s = d = 4 the sparse default gives every arm the same theta*
+    distinct_arms = {**SMALL, "theta": "gaussian"}
     frame, summary, results = compare({"rand": "random", "lin": ("linucb", {"reg": 2.0})},
-                                      ENV, n_reps=2, seed=3, env_params=SMALL)
+                                      ENV, n_reps=2, seed=3, env_params=distinct_arms)
     assert set(frame["agent"]) == {"rand", "lin"}
     assert list(summary["agent"]) == ["rand", "lin"]
     assert {"mean", "std", "ci95_low", "ci95_high", "epsilon", "delta",
             "certified_epsilon"} <= set(summary.columns)
-    # same instances: the expected reward of the optimal arm is the same for both agents
-    opt_r = results["rand"].regret + 0.0
-    assert opt_r.shape == results["lin"].regret.shape
+    # common random numbers: same instance, contexts and reward noise for every agent, so
+    # wherever the two agents pull the same arm they see the same reward and regret, and
+    # wherever they differ the regrets differ (the arms are not interchangeable)
+    rand, lin = results["rand"], results["lin"]
+    same = rand.arms == lin.arms
+    assert 0 < same.mean() < 1
+    np.testing.assert_array_equal(rand.rewards[same], lin.rewards[same])
+    np.testing.assert_array_equal(rand.regret[same], lin.regret[same])
+    assert (rand.regret[~same] != lin.regret[~same]).all()
 
 
 def test_simulate_rejects_bad_input():

@@ -90,3 +90,44 @@ def test_readme_read_results_example_runs_on_compare_and_sweep_outputs(tmp_path,
         assert privacy["certified"].any() and not privacy["certified"].all()
         if "sweep" in out:
             assert len(privacy) == 3 * 2 and (summary["n"] == 4).all()
+
+
+def test_readme_imports_only_public_names():
+    """Every ``from dpbandits.X import a, b`` in the README names a public package whose
+    ``__all__`` lists a and b (users never need an underscore or implementation module)."""
+    import importlib
+
+    imports = re.findall(r"^from (dpbandits[\w.]*) import ([^\n(]+)$", README.read_text(),
+                         flags=re.M)
+    assert len(imports) >= 5
+    for module_name, names in imports:
+        module = importlib.import_module(module_name)
+        assert module.__file__.endswith("__init__.py") or module_name == "dpbandits.testing", (
+            f"README imports from the implementation module {module_name}")
+        for name in (n.strip() for n in names.split(",")):
+            assert name in module.__all__, f"{name} is not in {module_name}.__all__"
+            assert getattr(module, name) is not None
+
+
+def test_harness_public_names_resolve_lazily():
+    import importlib
+    import subprocess
+    import sys
+
+    import dpbandits.harness as harness
+
+    for module in ("simulate", "compare", "sweep"):  # a submodule import must not shadow
+        importlib.import_module(f"dpbandits.harness.{module}")
+    for name in harness.__all__:
+        assert getattr(harness, name).__name__ == name
+    code = ("import sys, dpbandits.harness; "
+            "print('dpbandits.harness.plots' in sys.modules, 'matplotlib' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["False", "False"]
+    try:
+        harness.no_such_name  # noqa: B018
+    except AttributeError as exc:
+        assert "no_such_name" in str(exc)
+    else:
+        raise AssertionError("an unknown name must raise AttributeError")

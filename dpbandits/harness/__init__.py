@@ -1,1 +1,42 @@
-"""dpbandits.harness"""
+"""What a researcher runs: simulations, comparisons, sweeps, results, plots and tuning.
+
+Public names (import them from here, not from the submodules):
+
+* :func:`simulate` — one agent on one environment, R replications, -> :class:`SimulationResult`;
+* :func:`compare` — several agents on common random numbers, -> (frame, summary, results);
+* :func:`sweep` over a :class:`SweepSpec` (parallel, resumable);
+* :func:`save_results`, :func:`load_results`, :func:`summarize` — tidy frames on disk;
+* :func:`plot_regret_curves` — cumulative-regret curves with analytic 95% bands;
+* :class:`AgentTuningObjective` — an agent's hyper-parameters as a DP-GIBO objective.
+
+Plots and tuning load on first use, so ``import dpbandits.harness`` does not pull in
+matplotlib or the Bayesian-optimization layer. The functions named like their modules are
+imported here, so the package attribute is the function, never the module.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from dpbandits.harness.compare import compare, summary_table
+from dpbandits.harness.results import SimulationResult, load_results, save_results, summarize
+from dpbandits.harness.simulate import simulate
+from dpbandits.harness.sweep import SweepSpec, sweep
+
+_LAZY = {"plot_regret_curves": "plots", "AgentTuningObjective": "tuning"}
+
+__all__ = ["AgentTuningObjective", "SimulationResult", "SweepSpec", "compare", "load_results",
+           "plot_regret_curves", "save_results", "simulate", "summarize", "summary_table",
+           "sweep"]
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'dpbandits.harness' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"dpbandits.harness.{_LAZY[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
