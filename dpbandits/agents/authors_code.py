@@ -28,9 +28,9 @@ import math
 
 import numpy as np
 
-from dpbandits._validation import check_delta, check_epsilon, check_int, check_positive
-from dpbandits.agents.base import Agent, register_agent
-from dpbandits.agents.dp_hdb import default_t0
+from dpbandits._validation import check_positive
+from dpbandits.agents.base import PrivateAgent, register_agent
+from dpbandits.agents.dp_hdb import preselected_greedy, resolve_t0
 from dpbandits.agents.dp_ucb import tree_depth
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 
@@ -79,7 +79,7 @@ _CAVEAT_UCB = ("reconstruction of the authors' code: fresh noise every round (ea
 
 
 @register_agent("dp-hdb-authors-code")
-class DPHDBAuthorsCode(Agent):
+class DPHDBAuthorsCode(PrivateAgent):
     """DP-HDB as the authors' code runs it (module docstring). Not certified."""
 
     supported_links = ("identity",)
@@ -87,16 +87,11 @@ class DPHDBAuthorsCode(Agent):
     def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,
                  delta: float | None = None, t0: int | None = None, h_sub: float = 1.0,
                  radius: float = 1.0):
-        super().__init__(n_arms=n_arms, dim=dim, horizon=horizon)
-        self.epsilon = epsilon
-        self.delta = delta
+        super().__init__(n_arms=n_arms, dim=dim, horizon=horizon, epsilon=epsilon, delta=delta)
         self.t0 = t0
         self.h_sub = h_sub
         self.radius = radius
-        self._eps = check_epsilon(epsilon)
-        self._delta = 1.0 / horizon if delta is None else check_delta(delta)
-        self._t0 = default_t0(dim, horizon, self._eps, n_arms) if t0 is None else check_int(
-            "t0", t0, low=1)
+        self._t0 = resolve_t0(t0, dim, horizon, self._eps, n_arms)
         #: rounds of the alternating warm-up: the code's ``t <= k t0`` with 0-based t
         self.warmup_rounds = n_arms * self._t0 + 1
         if self.warmup_rounds >= horizon:
@@ -117,14 +112,10 @@ class DPHDBAuthorsCode(Agent):
         self._d = np.zeros((n_reps, self.dim))
 
     def act(self, contexts):
-        x = self._check_contexts(contexts)
         if self.t_ < self.warmup_rounds:
             # the code's decide(): round t (0-based) <= k t0 pulls arm t % k, alternating
-            return np.full(x.shape[0], self.t_ % self.n_arms, dtype=np.int64)
-        fs = np.einsum("rd,rkd->rk", x, self._theta_fs)
-        pre = fs > fs.max(axis=1, keepdims=True) - self.h_sub / 2.0
-        cur = np.einsum("rd,rkd->rk", x, self._theta)
-        return np.argmax(np.where(pre, cur, -np.inf), axis=1)
+            return np.full(contexts.shape[0], self.t_ % self.n_arms, dtype=np.int64)
+        return preselected_greedy(contexts, self._theta_fs, self._theta, self.h_sub)
 
     def _update(self, contexts, arms, rewards):
         t = self.t_ + 1  # global round index
@@ -134,7 +125,7 @@ class DPHDBAuthorsCode(Agent):
         g = (np.einsum("rd,rd->r", contexts, th) - rewards)[:, None] * contexts
         g_prev = (np.einsum("rd,rd->r", contexts, prev) - rewards)[:, None] * contexts
         self._d = g + (1.0 - 1.0 / (t + 1)) * (self._d - g_prev) if t > 1 else g
-        if math.isfinite(self._eps):
+        if self._private:
             b = authors_dphdb_scale(self.horizon, self._eps, self._delta, t)
             noisy = np.abs(self._d) + self._rng.laplace(0.0, b, size=self._d.shape)
         else:
@@ -151,25 +142,21 @@ class DPHDBAuthorsCode(Agent):
 
 
 @register_agent("dp-ucb-authors-code")
-class DPUCBAuthorsCode(Agent):
+class DPUCBAuthorsCode(PrivateAgent):
     """DP-UCB as the authors' code of seed 000 runs it (module docstring). Not certified."""
 
     supported_links = ("identity",)
 
     def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,
                  delta: float | None = None, noise_std: float = 0.05, theta_bound: float = 1.0):
-        super().__init__(n_arms=n_arms, dim=dim, horizon=horizon)
-        self.epsilon = epsilon
-        self.delta = delta
+        super().__init__(n_arms=n_arms, dim=dim, horizon=horizon, epsilon=epsilon, delta=delta)
         self.noise_std = noise_std
         self.theta_bound = theta_bound
-        self._eps = check_epsilon(epsilon)
-        self._delta = 1.0 / horizon if delta is None else check_delta(delta)
         D = dim * n_arms
         m = tree_depth(horizon)
         alpha = 1.0 / horizon
         self._sigma = (math.sqrt(16 * m) * D * math.log(4 / self._delta) / self._eps
-                       if math.isfinite(self._eps) else 0.0)
+                       if self._private else 0.0)
         lt = math.log(2 * horizon / alpha)
         self._ups = self._sigma * math.sqrt(2 * m) * (4 * math.sqrt(D) + 2 * lt)
         self._gamma = (math.sqrt(m / self._ups) * self._sigma * (math.sqrt(D) + math.sqrt(2 * lt))
@@ -188,7 +175,7 @@ class DPUCBAuthorsCode(Agent):
         self._u = np.zeros((n_reps, D))
 
     def act(self, contexts):
-        x = self._check_contexts(contexts)
+        x = contexts
         R, d, K = x.shape[0], self.dim, self.n_arms
         D = d * K
         if self._sigma > 0:

@@ -20,6 +20,7 @@ The base class enforces the contract for every subclass, built-in or user-writte
 from __future__ import annotations
 
 import functools
+import math
 import sys
 import warnings
 from abc import abstractmethod
@@ -29,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from dpbandits._params import Parameterized
-from dpbandits._validation import check_array, check_int, check_rng
+from dpbandits._validation import check_array, check_delta, check_epsilon, check_int, check_rng
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 
 
@@ -171,6 +172,27 @@ class Agent(Parameterized):
             raise ValueError(f"{owner}: {what} must lie in [0, {self.n_arms - 1}], got values "
                              f"in [{a.min()}, {a.max()}]")
         return a.astype(np.int64, copy=False)
+
+
+class PrivateAgent(Agent):
+    """Base class of an agent with a privacy target ``(epsilon, delta)``.
+
+    Stores ``epsilon`` and ``delta`` (as given) and their validated values ``_eps``,
+    ``_delta`` and ``_private``: ``epsilon = inf`` is the non-private twin (no noise),
+    ``delta`` defaults to ``1/horizon`` and must lie in (0, 1) for a private run. Subclasses
+    calibrate their noise from ``_eps`` and ``_delta`` in their own ``__init__``.
+    """
+
+    def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,
+                 delta: float | None = None):
+        super().__init__(n_arms=n_arms, dim=dim, horizon=horizon)
+        self.epsilon = epsilon
+        self.delta = delta
+        self._eps = check_epsilon(epsilon)
+        self._private = math.isfinite(self._eps)
+        self._delta = 1.0 / horizon if delta is None else check_delta(delta)
+        if self._private and not 0.0 < self._delta < 1.0:
+            raise ValueError(f"delta must lie in (0, 1) for a private run, got {self._delta}")
 
 
 _REGISTRY: dict[str, type[Agent]] = {}

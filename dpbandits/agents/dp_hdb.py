@@ -40,15 +40,8 @@ import math
 
 import numpy as np
 
-from dpbandits._validation import (
-    check_choice,
-    check_delta,
-    check_epsilon,
-    check_int,
-    check_positive,
-    check_real,
-)
-from dpbandits.agents.base import Agent, register_agent
+from dpbandits._validation import check_choice, check_int, check_positive, check_real
+from dpbandits.agents.base import PrivateAgent, register_agent
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 
 LINK_LOSS = {"identity": "squared", "logistic": "logistic"}
@@ -66,14 +59,33 @@ def default_t0(dim: int, horizon: int, epsilon: float, n_arms: int = 2) -> int:
     return min(cap, max(1, int(math.log(dim * horizon) * math.log(horizon) / epsilon**2)))
 
 
+def resolve_t0(t0: int | None, dim: int, horizon: int, epsilon: float, n_arms: int) -> int:
+    """``t0`` as given (an int >= 1), or :func:`default_t0` when None."""
+    return default_t0(dim, horizon, epsilon, n_arms) if t0 is None else check_int("t0", t0,
+                                                                                    low=1)
+
+
 def _zeta(z, link):
     if link == "identity":
         return z
     return 0.5 * (1.0 + np.tanh(0.5 * z))
 
 
+def preselected_greedy(x, theta_fs, theta, h_sub: float, zeta=None) -> np.ndarray:
+    """Lines 11-15 of Algorithm 3: among the arms whose forced-sampling value
+    ``zeta(x' theta_fs_i)`` is within ``h_sub / 2`` of the best, the greedy arm of the current
+    estimates ``theta`` (ties to the lowest index). ``x`` (R, d), estimates (R, K, d) ->
+    arms (R,); ``zeta`` is the link (None: identity)."""
+    fs = np.einsum("rd,rkd->rk", x, theta_fs)
+    cur = np.einsum("rd,rkd->rk", x, theta)
+    if zeta is not None:
+        fs, cur = zeta(fs), zeta(cur)
+    preselected = fs > fs.max(axis=1, keepdims=True) - h_sub / 2.0
+    return np.argmax(np.where(preselected, cur, -np.inf), axis=1)
+
+
 @register_agent("dp-hdb")
-class DPHDB(Agent):
+class DPHDB(PrivateAgent):
     """Private high-dimensional bandit (Algorithm 3 of seed 000), batched over replications.
 
     Parameters (beyond ``n_arms, dim, horizon``):
@@ -99,9 +111,7 @@ class DPHDB(Agent):
                  reward_bound: float = 1.0, calibration: str = "theorem",
                  optimizer: str = "dp-pofw", optimizer_params: dict | None = None,
                  privacy_split: str = "two-arms"):
-        super().__init__(n_arms=n_arms, dim=dim, horizon=horizon)
-        self.epsilon = epsilon
-        self.delta = delta
+        super().__init__(n_arms=n_arms, dim=dim, horizon=horizon, epsilon=epsilon, delta=delta)
         self.t0 = t0
         self.h_sub = h_sub
         self.radius = radius
@@ -113,13 +123,7 @@ class DPHDB(Agent):
         self.optimizer_params = optimizer_params
         self.privacy_split = privacy_split
 
-        self._eps = check_epsilon(epsilon)
-        self._private = math.isfinite(self._eps)
-        self._delta = 1.0 / horizon if delta is None else check_delta(delta)
-        if self._private and not 0.0 < self._delta < 1.0:
-            raise ValueError(f"delta must lie in (0, 1) for a private run, got {self._delta}")
-        self._t0 = default_t0(dim, horizon, self._eps, n_arms) if t0 is None else check_int(
-            "t0", t0, low=1)
+        self._t0 = resolve_t0(t0, dim, horizon, self._eps, n_arms)
         if n_arms * self._t0 >= horizon:
             raise ValueError(f"t0 * n_arms must be < horizon: t0={self._t0}, n_arms={n_arms}, "
                              f"horizon={horizon} (forced sampling would fill the horizon)")
@@ -218,13 +222,10 @@ class DPHDB(Agent):
         return np.stack([opt.n_clipped for opt in self._opts], axis=1)
 
     def act(self, contexts):
-        x = self._check_contexts(contexts)
         if self.t_ < self.forced_steps:
-            return np.full(x.shape[0], self.t_ // self._t0, dtype=np.int64)
-        fs = _zeta(np.einsum("rd,rkd->rk", x, self._theta_fs), self.link)
-        preselected = fs > fs.max(axis=1, keepdims=True) - self.h_sub / 2.0
-        current = _zeta(np.einsum("rd,rkd->rk", x, self._theta), self.link)
-        return np.argmax(np.where(preselected, current, -np.inf), axis=1)
+            return np.full(contexts.shape[0], self.t_ // self._t0, dtype=np.int64)
+        return preselected_greedy(contexts, self._theta_fs, self._theta, self.h_sub,
+                                  lambda z: _zeta(z, self.link))
 
     def _update(self, contexts, arms, rewards):
         t = self.t_

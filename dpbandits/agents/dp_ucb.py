@@ -48,12 +48,10 @@ from scipy.linalg.lapack import dpotrs as _potrs
 
 from dpbandits._validation import (
     check_choice,
-    check_delta,
-    check_epsilon,
     check_positive,
     check_real,
 )
-from dpbandits.agents.base import Agent, register_agent
+from dpbandits.agents.base import PrivateAgent, register_agent
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 from dpbandits.privacy.tree import TreeAggregator, tree_levels
 
@@ -137,7 +135,7 @@ def wishart_noise(rng, size: tuple, dim: int, df: int, scale: float) -> np.ndarr
 
 
 @register_agent("dp-ucb")
-class DPUCB(Agent):
+class DPUCB(PrivateAgent):
     """Jointly differentially private LinUCB of Shariff & Sheffet (2018), disjoint model.
 
     Parameters (beyond ``n_arms, dim, horizon``): ``epsilon`` (inf = no noise), ``delta``
@@ -158,9 +156,7 @@ class DPUCB(Agent):
                  reward_bound: float = 1.0, noise_std: float = 0.05,
                  theta_bound: float | None = None, alpha: float | None = None,
                  reg: float = 1.0, wishart_shift: bool = True):
-        super().__init__(n_arms=n_arms, dim=dim, horizon=horizon)
-        self.epsilon = epsilon
-        self.delta = delta
+        super().__init__(n_arms=n_arms, dim=dim, horizon=horizon, epsilon=epsilon, delta=delta)
         self.noise = noise
         self.calibration = calibration
         self.context_bound = context_bound
@@ -171,10 +167,6 @@ class DPUCB(Agent):
         self.reg = reg
         self.wishart_shift = wishart_shift
 
-        self._eps = check_epsilon(epsilon)
-        self._delta = 1.0 / horizon if delta is None else check_delta(delta)
-        if math.isfinite(self._eps) and not 0 < self._delta < 1:
-            raise ValueError(f"delta must lie in (0, 1) for a private run, got {self._delta}")
         check_choice("noise", noise, {"gaussian", "wishart"})
         check_choice("calibration", calibration, {"theorem", "accountant"})
         if noise == "wishart" and calibration != "theorem":
@@ -198,7 +190,7 @@ class DPUCB(Agent):
     # -- calibration -----------------------------------------------------------------------
     def _constants(self) -> dict:
         T, D = self.horizon, self.feature_dim
-        if not math.isfinite(self._eps):
+        if not self._private:
             return {"m": tree_depth(T), "shift": self.reg, "rho_min": self.reg,
                     "rho_max": self.reg, "gamma": 0.0, "node_sigma": 0.0}
         if self.noise == "gaussian":
@@ -215,7 +207,7 @@ class DPUCB(Agent):
 
     @property
     def privacy(self) -> PrivacyGuarantee:
-        if not math.isfinite(self._eps):
+        if not self._private:
             return PrivacyGuarantee.non_private("DP-UCB with noise off (OFUL, constant reg)")
         if self.noise == "gaussian" and self.calibration == "accountant":
             basis = ("Claim 7 (JDP by post-processing), Shariff & Sheffet 2018; Gaussian tree "
@@ -231,7 +223,7 @@ class DPUCB(Agent):
     @property
     def ledger(self):
         """Gaussian tree as one Gaussian mechanism (noise multiplier s/(sqrt(levels) L~^2))."""
-        if not math.isfinite(self._eps) or self.noise != "gaussian":
+        if not self._private or self.noise != "gaussian":
             return None
         from dpbandits.privacy.accounting import gaussian_event
 
@@ -243,7 +235,7 @@ class DPUCB(Agent):
     def _reset(self, n_reps, rng):
         D = self.feature_dim
         self._rng = rng
-        if not math.isfinite(self._eps):
+        if not self._private:
             node = None
         elif self.noise == "gaussian":
             node = symmetric_gaussian_noise(self.constants["node_sigma"])
@@ -351,7 +343,7 @@ class DPUCB(Agent):
         v[np.arange(R)[:, None], cols] = x
         v[:, D] = y
         self._release = self._tree.add(v[:, :, None] * v[:, None, :])
-        if math.isfinite(self._eps) and self.noise == "wishart":
+        if self._private and self.noise == "wishart":
             missing = self.constants["m"] - self._tree.last_node_count
             self._topup = (wishart_noise(self._rng, (R,), D + 1, missing * self.constants["k"],
                                          self.l_tilde**2) if missing > 0

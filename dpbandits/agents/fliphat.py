@@ -84,14 +84,12 @@ import numpy as np
 from dpbandits._validation import (
     check_array,
     check_choice,
-    check_delta,
-    check_epsilon,
     check_int,
     check_positive,
     check_real,
 )
 from dpbandits.agents import _niht
-from dpbandits.agents.base import Agent, register_agent
+from dpbandits.agents.base import PrivateAgent, register_agent
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 from dpbandits.privacy.peeling import (
     peeling_event,
@@ -118,7 +116,7 @@ def episode_schedule(horizon: int) -> list[tuple[int, int]]:
 
 
 @register_agent("fliphat")
-class FLIPHAT(Agent):
+class FLIPHAT(PrivateAgent):
     """Jointly differentially private sparse linear bandit (module docstring).
 
     Parameters (beyond ``n_arms, dim, horizon``)
@@ -150,9 +148,7 @@ class FLIPHAT(Agent):
                  step: float = 1.0, n_iter: int | None = None, iter_scale: float = 0.16,
                  context_bound: float = 1.0, theta_bound: float = 1.0,
                  reward_bound: float | None = None, noise_std: float = 0.05):
-        super().__init__(n_arms=n_arms, dim=dim, horizon=horizon)
-        self.epsilon = epsilon
-        self.delta = delta
+        super().__init__(n_arms=n_arms, dim=dim, horizon=horizon, epsilon=epsilon, delta=delta)
         self.sparsity = sparsity
         self.feature_model = feature_model
         self.calibration = calibration
@@ -164,10 +160,6 @@ class FLIPHAT(Agent):
         self.reward_bound = reward_bound
         self.noise_std = noise_std
 
-        self._eps = check_epsilon(epsilon)
-        self._delta = 1.0 / horizon if delta is None else check_delta(delta)
-        if math.isfinite(self._eps) and not 0 < self._delta < 1:
-            raise ValueError(f"delta must lie in (0, 1) for a private run, got {self._delta}")
         check_choice("feature_model", feature_model, set(FEATURE_MODELS))
         check_choice("calibration", calibration, set(CALIBRATIONS))
         if feature_model == "disjoint":
@@ -221,7 +213,7 @@ class FLIPHAT(Agent):
         return self._x_max * self._C + self._noise_std * math.sqrt(2.0 * math.log1p(n))
 
     def _multiplier(self, m: int) -> float:
-        if not math.isfinite(self._eps):
+        if not self._private:
             return 0.0
         if self.calibration == "authors":
             return peeling_scale_theorem(self._eps / m, self._delta / m, self._s, 1.0)
@@ -256,7 +248,7 @@ class FLIPHAT(Agent):
             row = {"episode": idx, "start": start, "length": n, "n_iter": m,
                    "delta_per_iteration": self._delta / m, "noise_multiplier": c,
                    "truncation": self.truncation(n)}
-            if not math.isfinite(self._eps):
+            if not self._private:
                 row["epsilon_per_iteration"] = math.inf
             elif self.calibration == "accountant":
                 from dpbandits.privacy.peeling import peeling_epsilon
@@ -270,7 +262,7 @@ class FLIPHAT(Agent):
     # -- privacy -----------------------------------------------------------------------------
     @property
     def privacy(self) -> PrivacyGuarantee:
-        if not math.isfinite(self._eps):
+        if not self._private:
             return PrivacyGuarantee.non_private("FLIPHAT with noise off (exact IHT)")
         common = ("; parallel composition across episodes (forgetting: each round enters one "
                   "N-IHT call); billboard lemma for the actions (FLIPHAT, Chakraborty, Roy & "
@@ -296,7 +288,7 @@ class FLIPHAT(Agent):
     def episode_ledger(self, n: int):
         """dp_accounting event of the N-IHT call of one ``n``-round episode (its ``M``
         peeling calls, each relative to the worst-case sensitivity)."""
-        if not math.isfinite(self._eps):
+        if not self._private:
             return None
         m, c = self.iterations(n), self.noise_multiplier(n)
         if self.calibration != "authors":
@@ -313,7 +305,7 @@ class FLIPHAT(Agent):
     @property
     def ledger(self):
         """Event of the worst episode (largest epsilon at ``delta``): parallel composition."""
-        if not math.isfinite(self._eps):
+        if not self._private:
             return None
         if getattr(self, "_ledger", None) is None:
             from dpbandits.privacy.accounting import epsilon_of
