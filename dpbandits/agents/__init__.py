@@ -3,14 +3,15 @@
 from dpbandits.agents.base import (
     Agent,
     LinkMismatchWarning,
+    PrivateAgent,
     agent_class,
     available_agents,
     make_agent,
     register_agent,
 )
 
-__all__ = ["Agent", "LinkMismatchWarning", "agent_class", "available_agents", "make_agent",
-           "register_agent"]
+__all__ = ["Agent", "LinkMismatchWarning", "PrivateAgent", "agent_class", "available_agents",
+           "make_agent", "register_agent"]
 
 from dpbandits.agents import authors_code as _authors_code  # noqa: E402,F401  (registers)
 from dpbandits.agents import dp_hdb as _dp_hdb  # noqa: E402,F401
