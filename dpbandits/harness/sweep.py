@@ -1,38 +1,27 @@
 """Parallel, resumable sweeps over agents x agent params x env params x seeds.
 
-Each cell of the grid is one ``simulate`` call. A finished cell is written atomically to
-``<out_dir>/cells/<cell_id>.parquet`` (temporary file + rename), so a killed sweep never
-leaves a partial file that reads as complete, and a re-run skips the cells already on disk.
-Cells run on local processes through joblib, or on a Dask cluster through joblib's dask
-backend when ``scheduler`` (an address or a ``dask.distributed.Client``) is given. Beside each
-cell's Parquet file, ``<cell_id>.json`` holds the cell's privacy record entry (written first:
-the Parquet file marks the cell finished). Workers import the sweep's ``plugins`` before their
-first cell, so agents registered by a user's module or file run in parallel sweeps too, and a
-local worker exits by itself within a second of its parent process dying.
+Each cell of the grid is one ``simulate`` call, run by :func:`dpbandits.harness.grid.run_grid`
+into ``<out_dir>/cells/``: ``<cell_id>.parquet`` (the cell's frame; it marks the cell finished)
+and ``<cell_id>.json`` (its privacy record entry, written first), each written atomically, so
+a re-run skips the cells already on disk. Cells run on local processes through joblib, or on
+a Dask cluster when ``scheduler`` (an address or a ``dask.distributed.Client``) is given.
+Workers import the sweep's ``plugins`` before their first cell, so agents registered by a
+user's module or file run in parallel sweeps too.
 """
 
 from __future__ import annotations
 
-import hashlib
-import itertools
 import json
-import os
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
 
 from dpbandits._validation import check_int
-from dpbandits.harness.results import (
-    atomic_write_bytes,
-    dumps_json,
-    save_results,
-    summarize,
-    write_csv_atomic,
-    write_frame_atomic,
-)
+from dpbandits.harness.grid import CellFiles, cell_digest, product, run_grid
+from dpbandits.harness.results import save_results, summarize, write_csv_atomic
 
 
 @dataclass(frozen=True)
@@ -58,23 +47,16 @@ class Cell:
 
     @property
     def cell_id(self) -> str:
-        blob = json.dumps(self.spec(), sort_keys=True, default=str).encode()
-        return hashlib.sha1(blob).hexdigest()[:16]
+        return cell_digest(self.spec())
+
+    @property
+    def key(self) -> str:  # the name run_grid stores the cell under
+        return self.cell_id
 
 
 def _grid(params: Mapping[str, Sequence] | None) -> list[tuple]:
     """Cartesian product of ``{name: [values...]}`` as sorted (name, value) tuples."""
-    if not params:
-        return [()]
-    names = sorted(params)
-    for name in names:
-        if isinstance(params[name], (str, bytes)) or not isinstance(params[name], Sequence):
-            raise TypeError(f"sweep grid entry {name!r} must be a list of values, "
-                            f"got {params[name]!r}")
-        if len(params[name]) == 0:
-            raise ValueError(f"sweep grid entry {name!r} is an empty list")
-    return [tuple(zip(names, combo, strict=True))
-            for combo in itertools.product(*(params[n] for n in names))]
+    return [tuple(combo.items()) for combo in product(params)]
 
 
 @dataclass
@@ -143,41 +125,16 @@ def run_cell(cell: Cell, *, with_record: bool = False):
     return frame, entry
 
 
-def _run_and_store(cell: Cell, cells_dir: str, fail_on: str | None = None,
-                   plugins: tuple = (), local_worker: bool = False) -> str:
-    _worker_setup(plugins, local_worker)
+def _run_cell_stored(cell: Cell, fail_on: str | None = None):
     if fail_on is not None and cell.cell_id == fail_on:  # test hook: simulate a crash
         raise RuntimeError(f"injected failure in cell {cell.cell_id}")
-    frame, entry = run_cell(cell, with_record=True)
-    atomic_write_bytes(Path(cells_dir) / f"{cell.cell_id}.json", dumps_json(entry))
-    write_frame_atomic(frame, Path(cells_dir) / f"{cell.cell_id}.parquet")
-    return cell.cell_id
+    return run_cell(cell, with_record=True)
 
 
-_PARENT_PID: int | None = None
-
-
-def _worker_setup(plugins: tuple, local_worker: bool) -> None:
-    """Import the sweep's plugins; in a local worker process, start the orphan watchdog once
-    (not in Dask workers, which belong to a cluster that outlives any one client)."""
-    global _PARENT_PID
+def _load_plugins(plugins: tuple) -> None:
     from dpbandits.plugins import load_plugins
 
     load_plugins(plugins)
-    if local_worker and _PARENT_PID is None:
-        _PARENT_PID = os.getppid()
-        threading.Thread(target=_exit_when_orphaned, args=(_PARENT_PID,), daemon=True,
-                         name="dpbandits-orphan-watchdog").start()
-
-
-def _exit_when_orphaned(parent: int, interval: float = 0.5) -> None:
-    """Exit this worker as soon as its parent process is gone (a killed sweep must not
-    leave workers simulating for minutes): the parent pid changes when it dies."""
-    import time
-
-    while os.getppid() == parent:
-        time.sleep(interval)
-    os._exit(1)
 
 
 def sweep(spec: SweepSpec, out_dir, *, n_jobs: int = 1, scheduler=None, progress: bool = True,
@@ -190,34 +147,15 @@ def sweep(spec: SweepSpec, out_dir, *, n_jobs: int = 1, scheduler=None, progress
     (grid order), so it does not depend on which cells ran in which session. ``plugins``
     (module names or ``.py`` paths) are imported by every worker before its first cell.
     """
-    from joblib import Parallel, delayed, parallel_config
-
     cells = spec.cells()
-    cells_dir = Path(out_dir) / "cells"
-    cells_dir.mkdir(parents=True, exist_ok=True)
-    todo = [c for c in cells if not (cells_dir / f"{c.cell_id}.parquet").exists()]
+    store = CellFiles(Path(out_dir) / "cells")
+    store.directory.mkdir(parents=True, exist_ok=True)
     (Path(out_dir) / "sweep.json").write_text(json.dumps(
         {"cells": [c.spec() | {"cell_id": c.cell_id} for c in cells]}, indent=2, default=str))
-
-    if todo:
-        plugins = tuple(str(p) for p in plugins)
-        from joblib import effective_n_jobs
-
-        local = scheduler is None and effective_n_jobs(n_jobs) != 1
-        jobs = (delayed(_run_and_store)(c, str(cells_dir), _fail_on, plugins, local)
-                for c in todo)
-        if scheduler is not None:
-            client = _dask_client(scheduler)
-            with parallel_config(backend="dask", wait_for_workers_timeout=60):
-                results = Parallel(return_as="generator_unordered")(jobs)
-                _consume(results, len(todo), progress)
-            if isinstance(scheduler, str):
-                client.close()
-        else:
-            results = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(jobs)
-            _consume(results, len(todo), progress)
-
-    frames = [pd.read_parquet(cells_dir / f"{c.cell_id}.parquet") for c in cells]
+    frames = run_grid(cells, partial(_run_cell_stored, fail_on=_fail_on), store,
+                      n_jobs=n_jobs, scheduler=scheduler,
+                      setup=partial(_load_plugins, tuple(str(p) for p in plugins)),
+                      progress=progress, desc="sweep cells")
     return pd.concat(frames, ignore_index=True)
 
 
@@ -245,24 +183,3 @@ def write_sweep_results(spec: SweepSpec, frame: pd.DataFrame, out_dir, record: M
     summary = summarize(frame)
     write_csv_atomic(summary, out / "summary.csv")
     return summary
-
-
-def _consume(results, total: int, progress: bool) -> None:
-    from tqdm.auto import tqdm
-
-    for _ in tqdm(results, total=total, disable=not progress, desc="sweep cells"):
-        pass
-
-
-def _dask_client(scheduler):
-    try:
-        from dask.distributed import Client
-    except ImportError as exc:  # pragma: no cover - depends on the optional extra
-        raise ImportError("a Dask scheduler needs the 'dist' extra: "
-                          "pip install 'dpbandits[dist]'") from exc
-    if isinstance(scheduler, Client):
-        return scheduler
-    if not isinstance(scheduler, str):
-        raise TypeError(f"scheduler must be an address string or a dask Client, "
-                        f"got {type(scheduler).__name__}")
-    return Client(scheduler)

@@ -1,0 +1,280 @@
+"""One resumable grid runner: cells (parameter dicts) x seeds, each finished cell stored alone.
+
+``run_grid(cells, compute, store)`` calls ``compute(cell)`` for every cell whose result is not
+in ``store`` yet and stores the result as soon as the cell is done, so an interrupted run
+(Ctrl-C, a crash, a killed worker) keeps every finished cell and a re-run computes only the
+missing ones. Cells run in this process, on local worker processes (joblib/loky) or on a Dask
+cluster (joblib's dask backend). ``sweep`` and the scripts under ``experiments/`` use it.
+
+A cell is any picklable object with a string ``key`` (the name of its stored result);
+:class:`GridCell` is a dict of parameters and a seed, keyed by a digest of both unless named.
+``compute`` returns a ``pandas.DataFrame``, a ``(frame, record)`` pair (the JSON-able record
+is stored beside the frame) or ``None`` (the cell is skipped: nothing is stored).
+Stores: :class:`CellFiles` (one Parquet or CSV file per cell) and :class:`CsvTable` (the rows
+of every cell in one CSV, keyed by columns; one writer only).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import pandas as pd
+
+from dpbandits.harness.results import (
+    atomic_write_bytes,
+    dumps_json,
+    write_csv_atomic,
+    write_frame_atomic,
+)
+
+
+def cell_digest(spec: Mapping) -> str:
+    """16 hex digits of the SHA-1 of ``spec`` as sorted JSON: the same spec, the same key."""
+    blob = json.dumps(dict(spec), sort_keys=True, default=str).encode()
+    return hashlib.sha1(blob).hexdigest()[:16]
+
+
+def product(grid: Mapping[str, Sequence] | None) -> list[dict]:
+    """Cartesian product of ``{name: [values, ...]}``: one dict per combination, names sorted,
+    the last name varying fastest. An empty or missing grid is one empty combination."""
+    if not grid:
+        return [{}]
+    names = sorted(grid)
+    for name in names:
+        values = grid[name]
+        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+            raise TypeError(f"grid entry {name!r} must be a list of values, got {values!r}")
+        if len(values) == 0:
+            raise ValueError(f"grid entry {name!r} is an empty list")
+    return [dict(zip(names, combo, strict=True))
+            for combo in itertools.product(*(grid[n] for n in names))]
+
+
+@dataclass(frozen=True)
+class GridCell:
+    """One cell: ``params`` (a dict of parameters) and a ``seed``; stored under ``name`` if
+    given, else under the digest of ``{**params, "seed": seed}``."""
+
+    params: Mapping[str, Any] = field(default_factory=dict)
+    seed: int = 0
+    name: str | None = None
+
+    def __getitem__(self, item: str) -> Any:
+        return self.params[item]
+
+    def spec(self) -> dict:
+        return {**self.params, "seed": self.seed}
+
+    @property
+    def key(self) -> str:
+        return self.name if self.name is not None else cell_digest(self.spec())
+
+
+def grid_cells(params: Mapping[str, Sequence] | Iterable[Mapping], seeds: Sequence[int] = (0,),
+               name: Callable[[dict, int], str] | None = None) -> list[GridCell]:
+    """Cells for every parameter combination x every seed (seeds vary fastest).
+
+    ``params`` is a grid ``{name: [values]}`` (see :func:`product`) or a list of parameter
+    dicts; ``name(params, seed)``, if given, names each cell's stored result.
+    """
+    combos = product(params) if isinstance(params, Mapping) else [dict(p) for p in params]
+    if len(seeds) == 0:
+        raise ValueError("seeds is an empty list; give at least one seed")
+    return [GridCell(combo, seed, None if name is None else name(combo, seed))
+            for combo in combos for seed in seeds]
+
+
+class Store(Protocol):
+    """Where finished cells live: ``done(key)``, ``save(key, result)``, ``load(key)``."""
+
+    def done(self, key: str) -> bool: ...
+
+    def save(self, key: str, result: Any) -> None: ...
+
+    def load(self, key: str) -> pd.DataFrame: ...
+
+
+def _split(result: Any) -> tuple[pd.DataFrame, dict | None]:
+    if isinstance(result, tuple):
+        frame, record = result
+        return frame, record
+    return result, None
+
+
+class CellFiles:
+    """One file per finished cell in ``directory``: ``<key><suffix>`` (``.parquet`` or
+    ``.csv``) holds the cell's frame and marks the cell finished; ``<key>.json``, written
+    first, its record if ``compute`` returned one. Every file is written atomically
+    (temporary file + rename), so a killed run never leaves a partial file that reads as
+    finished; workers on other processes (or machines sharing the directory) write directly.
+    """
+
+    def __init__(self, directory, suffix: str = ".parquet"):
+        if suffix not in (".parquet", ".csv"):
+            raise ValueError(f"suffix must be '.parquet' or '.csv', got {suffix!r}")
+        self.directory = Path(directory)
+        self.suffix = suffix
+
+    def path(self, key: str) -> Path:
+        return self.directory / f"{key}{self.suffix}"
+
+    def done(self, key: str) -> bool:
+        return self.path(key).exists()
+
+    def save(self, key: str, result: Any) -> None:
+        frame, record = _split(result)
+        if record is not None:
+            atomic_write_bytes(self.directory / f"{key}.json", dumps_json(record))
+        if self.suffix == ".csv":
+            write_csv_atomic(frame, self.path(key))
+        else:
+            write_frame_atomic(frame, self.path(key))
+
+    def load(self, key: str) -> pd.DataFrame:
+        path = self.path(key)
+        return pd.read_csv(path) if self.suffix == ".csv" else pd.read_parquet(path)
+
+    def record(self, key: str) -> dict:
+        """The record stored beside cell ``key`` (``FileNotFoundError`` if there is none)."""
+        return json.loads((self.directory / f"{key}.json").read_text())
+
+
+class CsvTable:
+    """The rows of every finished cell in one CSV file (``path``, rewritten atomically after
+    each cell). A cell's key is its values of ``key_columns`` joined by ``|``, each as
+    ``str`` gives it for the values pandas reads back; a cell is finished when rows with its
+    key exist. Only the process running the grid writes: use it with ``n_jobs=1``."""
+
+    single_writer = True
+
+    def __init__(self, path, key_columns: Sequence[str]):
+        self.path = Path(path)
+        self.key_columns = list(key_columns)
+        self.frame = pd.read_csv(self.path) if self.path.exists() else pd.DataFrame()
+        self._keys = self._row_keys(self.frame)
+
+    def _row_keys(self, frame: pd.DataFrame) -> pd.Series:
+        if frame.empty:
+            return pd.Series([], dtype=object)
+        return frame[self.key_columns].astype(str).agg("|".join, axis=1)
+
+    def done(self, key: str) -> bool:
+        return bool((self._keys == key).any())
+
+    def save(self, key: str, result: Any) -> None:
+        rows, _ = _split(result)
+        self.frame = pd.concat([self.frame, rows], ignore_index=True)
+        self._keys = pd.concat([self._keys, pd.Series([key] * len(rows), dtype=object)],
+                               ignore_index=True)
+        write_csv_atomic(self.frame, self.path)
+
+    def load(self, key: str) -> pd.DataFrame:
+        return self.frame[(self._keys == key).to_numpy()].reset_index(drop=True)
+
+
+def run_grid(cells: Sequence, compute: Callable[[Any], Any], store: Store, *, n_jobs: int = 1,
+             scheduler=None, setup: Callable[[], None] | None = None, progress: bool = False,
+             desc: str = "cells") -> list[pd.DataFrame | None]:
+    """Compute every cell of ``cells`` whose ``key`` is not done in ``store``; return every
+    cell's stored frame in grid order (``None`` for a cell ``compute`` skipped).
+
+    ``n_jobs`` local processes (joblib/loky; 1 runs the cells here, in order) unless
+    ``scheduler`` is a Dask scheduler address or ``dask.distributed.Client``. ``setup()``
+    runs in each worker before each cell (it must be cheap when repeated, e.g. importing
+    plugins); ``compute`` and ``setup`` must be picklable to run on workers. A local worker
+    exits by itself within a second of its parent process dying.
+    """
+    todo = [c for c in cells if not store.done(c.key)]
+    from joblib import effective_n_jobs
+
+    parallel = scheduler is not None or effective_n_jobs(n_jobs) != 1
+    if parallel and getattr(store, "single_writer", False):
+        raise ValueError(f"{type(store).__name__} takes one writer: run with n_jobs=1 and "
+                         f"no scheduler, got n_jobs={n_jobs!r}, scheduler={scheduler!r}")
+    if todo and not parallel:
+        from tqdm.auto import tqdm
+
+        for cell in tqdm(todo, disable=not progress, desc=desc):
+            _compute_and_store(cell, compute, store, setup, False)
+    elif todo:
+        _run_parallel(todo, compute, store, setup, n_jobs, scheduler, progress, desc)
+    return [store.load(c.key) if store.done(c.key) else None for c in cells]
+
+
+def _compute_and_store(cell, compute, store, setup, local_worker: bool) -> str:
+    if local_worker:
+        _start_orphan_watchdog()
+    if setup is not None:
+        setup()
+    result = compute(cell)
+    if result is not None:
+        store.save(cell.key, result)
+    return cell.key
+
+
+def _run_parallel(todo, compute, store, setup, n_jobs, scheduler, progress, desc) -> None:
+    from joblib import Parallel, delayed, parallel_config
+    from tqdm.auto import tqdm
+
+    local = scheduler is None
+    jobs = (delayed(_compute_and_store)(c, compute, store, setup, local) for c in todo)
+
+    def consume(results) -> None:
+        for _ in tqdm(results, total=len(todo), disable=not progress, desc=desc):
+            pass
+
+    if local:
+        consume(Parallel(n_jobs=n_jobs, return_as="generator_unordered")(jobs))
+        return
+    client = _dask_client(scheduler)
+    try:
+        with parallel_config(backend="dask", wait_for_workers_timeout=60):
+            consume(Parallel(return_as="generator_unordered")(jobs))
+    finally:
+        if isinstance(scheduler, str):
+            client.close()
+
+
+_PARENT_PID: int | None = None
+
+
+def _start_orphan_watchdog() -> None:
+    """In a local worker process, start (once) a thread that exits the worker when its
+    parent is gone (not in Dask workers: they belong to a cluster that outlives a client)."""
+    global _PARENT_PID
+    if _PARENT_PID is None:
+        _PARENT_PID = os.getppid()
+        threading.Thread(target=_exit_when_orphaned, args=(_PARENT_PID,), daemon=True,
+                         name="dpbandits-orphan-watchdog").start()
+
+
+def _exit_when_orphaned(parent: int, interval: float = 0.5) -> None:
+    """Exit this worker as soon as its parent process is gone (a killed run must not leave
+    workers computing for minutes): the parent pid changes when it dies."""
+    import time
+
+    while os.getppid() == parent:
+        time.sleep(interval)
+    os._exit(1)
+
+
+def _dask_client(scheduler):
+    try:
+        from dask.distributed import Client
+    except ImportError as exc:  # pragma: no cover - depends on the optional extra
+        raise ImportError("a Dask scheduler needs the 'dist' extra: "
+                          "pip install 'dpbandits[dist]'") from exc
+    if isinstance(scheduler, Client):
+        return scheduler
+    if not isinstance(scheduler, str):
+        raise TypeError(f"scheduler must be an address string or a dask Client, "
+                        f"got {type(scheduler).__name__}")
+    return Client(scheduler)
