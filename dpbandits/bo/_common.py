@@ -1,5 +1,6 @@
-"""Pieces shared by DP-GIBO and its gradient baselines: the private gradient release
-(clip, average, Gaussian noise), the GDP guarantee, the update rules and argument checks."""
+"""Pieces shared by DP-GIBO and its baselines: the private gradient release (clip, average,
+Gaussian noise), the GDP guarantee, the base class of the two private-gradient methods, the
+update rules and argument checks."""
 
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ from dpbandits._validation import (
     check_array,
     check_choice,
     check_delta,
+    check_int,
     check_positive,
+    check_rng,
 )
+from dpbandits.bo.objectives import Objective, as_objective
 from dpbandits.geometry import clip_to_norm
 from dpbandits.privacy.accounting import gaussian_event, gdp_epsilon
 from dpbandits.privacy.guarantee import PrivacyGuarantee
@@ -74,6 +78,71 @@ def private_gradient(per_individual: np.ndarray, clip_bound: float, noise_std: f
     clean, was = clip_and_average(per_individual, clip_bound)
     noise = gaussian_noise(rng, noise_std, clean.shape)
     return clean + noise, clean, was, noise
+
+
+class GDPGradientMethod:
+    """Base of DP-GIBO and :class:`~dpbandits.bo.baselines.ExactGradientDPGD`: ``n_iters``
+    releases of a clipped mean gradient plus ``N(0, (2 B sqrt(T) / (n mu))^2 I)``, each a
+    step of the rule ``step_rule``, ``mu``-GDP in total (Theorem 3.1 of seed 003).
+
+    Stores the shared parameters unchanged; ``_validate`` re-checks them at every use (they
+    may be changed after construction) and sets ``_mu``, ``_T``, ``_B``, ``_bounds`` and
+    ``_delta``. Subclasses set ``_basis`` (the theorem their guarantee rests on) and ``fit``.
+    """
+
+    _basis: str
+
+    def __init__(self, *, mu, n_iters, clip_bound, step_size: float = 0.1,
+                 step_rule: str = "sgd", adagrad_eps: float = 1e-10, theta0=None, bounds=None,
+                 delta: float = 1e-5, record_diagnostics: bool = False):
+        self.mu = mu
+        self.n_iters = n_iters
+        self.clip_bound = clip_bound
+        self.step_size = step_size
+        self.step_rule = step_rule
+        self.adagrad_eps = adagrad_eps
+        self.theta0 = theta0
+        self.bounds = bounds
+        self.delta = delta
+        self.record_diagnostics = record_diagnostics
+        self._validate()
+
+    def _validate(self) -> None:
+        self._mu = check_mu(self.mu)
+        self._T = check_int("n_iters", self.n_iters, low=1)
+        self._B = check_clip(self.clip_bound, self._mu)
+        check_step(self.step_rule, self.step_size, self.adagrad_eps)
+        self._bounds = check_bounds(self.bounds)
+        self._delta = check_delta_open(self.delta)
+        if not isinstance(self.record_diagnostics, bool):
+            raise TypeError(f"record_diagnostics must be a bool, got {self.record_diagnostics!r}")
+
+    def noise_std(self, n: int) -> float:
+        """Per-coordinate noise std ``2 B sqrt(T) / (n mu)`` for ``n`` individuals."""
+        self._validate()
+        return gdp_noise_std(self._B, self._T, check_int("n", n, low=1), self._mu)
+
+    @property
+    def privacy(self) -> PrivacyGuarantee:
+        """``mu``-GDP for the whole trajectory, with its (epsilon, delta) at ``delta``."""
+        self._validate()
+        return gdp_guarantee(self._mu, self._delta, self._basis)
+
+    @property
+    def ledger(self) -> dp_accounting.DpEvent:
+        """``T`` Gaussian mechanisms, noise multiplier ``sqrt(T)/mu`` each."""
+        self._validate()
+        return gdp_ledger(self._mu, self._T)
+
+
+def fit_inputs(objective, rng, n_reps, bounds) -> tuple[Objective, np.random.Generator, int]:
+    """The checked ``(objective, rng, n_reps)`` of a ``fit`` call; ``bounds`` (validated,
+    or None) must match the objective's dimension."""
+    obj = as_objective(objective)
+    rng = check_rng(rng)
+    R = check_int("n_reps", n_reps, low=1)
+    check_bounds_dim(bounds, obj.dim)
+    return obj, rng, R
 
 
 class Stepper:

@@ -23,13 +23,12 @@ from dpbandits._validation import (
     check_rng,
 )
 from dpbandits.bo._common import (
+    GDPGradientMethod,
     Stepper,
     check_bounds,
-    check_bounds_dim,
-    check_clip,
     check_delta_open,
     check_mu,
-    check_step,
+    fit_inputs,
     gdp_guarantee,
     gdp_ledger,
     gdp_noise_std,
@@ -39,7 +38,6 @@ from dpbandits.bo._common import (
 from dpbandits.bo.dp_gibo import GIBO
 from dpbandits.bo.gp import ExactGP
 from dpbandits.bo.kernels import RBF, Kernel
-from dpbandits.bo.objectives import as_objective
 from dpbandits.optim.base import BatchResult
 from dpbandits.privacy.accounting import pure_dp_event
 from dpbandits.privacy.guarantee import PrivacyGuarantee
@@ -50,7 +48,7 @@ __all__ = ["ExactGradientDPGD", "GIBO", "PrivateRandomSearch", "GPUCB", "pure_dp
 
 
 # ------------------------------------------------------------------------------ DP-GD
-class ExactGradientDPGD:
+class ExactGradientDPGD(GDPGradientMethod):
     """Noisy gradient descent with exact per-individual gradients (Appendix E.4's DP-GD).
 
     Each of ``T`` steps clips every ``grad L(theta, x_i)`` to l2 norm ``B`` (counted),
@@ -64,59 +62,16 @@ class ExactGradientDPGD:
     ``delta``, ``record_diagnostics``.
     """
 
-    def __init__(self, *, mu, n_iters, clip_bound, step_size: float = 0.1,
-                 step_rule: str = "sgd", adagrad_eps: float = 1e-10, theta0=None, bounds=None,
-                 delta: float = 1e-5, record_diagnostics: bool = False):
-        self.mu = mu
-        self.n_iters = n_iters
-        self.clip_bound = clip_bound
-        self.step_size = step_size
-        self.step_rule = step_rule
-        self.adagrad_eps = adagrad_eps
-        self.theta0 = theta0
-        self.bounds = bounds
-        self.delta = delta
-        self.record_diagnostics = record_diagnostics
-        self._validate()
-
-    def _validate(self):
-        self._mu = check_mu(self.mu)
-        self._T = check_int("n_iters", self.n_iters, low=1)
-        self._B = check_clip(self.clip_bound, self._mu)
-        check_step(self.step_rule, self.step_size, self.adagrad_eps)
-        self._bounds = check_bounds(self.bounds)
-        self._delta = check_delta_open(self.delta)
-        if not isinstance(self.record_diagnostics, bool):
-            raise TypeError(f"record_diagnostics must be a bool, got "
-                            f"{self.record_diagnostics!r}")
-
-    def noise_std(self, n: int) -> float:
-        """``2 B sqrt(T) / (n mu)``."""
-        self._validate()
-        return gdp_noise_std(self._B, self._T, check_int("n", n, low=1), self._mu)
-
-    @property
-    def privacy(self) -> PrivacyGuarantee:
-        self._validate()
-        return gdp_guarantee(self._mu, self._delta,
-                             "Gaussian mechanism (sensitivity 2B/n) + GDP composition; "
-                             "as Theorem 3.1, seed 003")
-
-    @property
-    def ledger(self) -> dp_accounting.DpEvent:
-        self._validate()
-        return gdp_ledger(self._mu, self._T)
+    _basis = ("Gaussian mechanism (sensitivity 2B/n) + GDP composition; as Theorem 3.1, "
+              "seed 003")
 
     def fit(self, objective, rng: np.random.Generator, n_reps: int = 1) -> BatchResult:
         self._validate()
-        obj = as_objective(objective)
+        obj, rng, R = fit_inputs(objective, rng, n_reps, self._bounds)
         if not obj.has_gradients:
             raise TypeError(f"ExactGradientDPGD needs per-individual gradients; "
                             f"{type(obj).__name__} has none")
-        rng = check_rng(rng)
-        R = check_int("n_reps", n_reps, low=1)
         d, n, T = obj.dim, obj.n_individuals, self._T
-        check_bounds_dim(self._bounds, d)
         sigma = gdp_noise_std(self._B, T, n, self._mu)
         children = [c.spawn(2) for c in rng.spawn(R)]
         starts = rep_starts(self.theta0, self._bounds, d, R, [c[0] for c in children])
@@ -249,11 +204,8 @@ class PrivateRandomSearch:
         return int(idx), n_clipped
 
     def fit(self, objective, rng: np.random.Generator, n_reps: int = 1) -> BatchResult:
-        obj = as_objective(objective)
-        rng = check_rng(rng)
-        R = check_int("n_reps", n_reps, low=1)
+        obj, rng, R = fit_inputs(objective, rng, n_reps, self._bounds)
         d = obj.dim
-        check_bounds_dim(self._bounds, d)
         lo, hi = self._bounds[:, 0], self._bounds[:, 1]
         theta = np.empty((R, d))
         n_clip = np.zeros(R, dtype=np.int64)
@@ -344,11 +296,8 @@ class GPUCB:
         return mean - sb * sd, dmean - sb * dvar / (2.0 * sd)
 
     def fit(self, objective, rng: np.random.Generator, n_reps: int = 1) -> BatchResult:
-        obj = as_objective(objective)
-        rng = check_rng(rng)
-        R = check_int("n_reps", n_reps, low=1)
+        obj, rng, R = fit_inputs(objective, rng, n_reps, self._bounds)
         d = obj.dim
-        check_bounds_dim(self._bounds, d)
         lo, hi = self._bounds[:, 0], self._bounds[:, 1]
         box = list(zip(lo, hi, strict=True))
         hist = np.empty((R, self._N, d))

@@ -26,20 +26,13 @@ from __future__ import annotations
 import math
 import warnings
 
-import dp_accounting
 import numpy as np
 
-from dpbandits._validation import check_int, check_nonnegative, check_real, check_rng
+from dpbandits._validation import check_int, check_nonnegative, check_real
 from dpbandits.bo._common import (
+    GDPGradientMethod,
     Stepper,
-    check_bounds,
-    check_bounds_dim,
-    check_clip,
-    check_delta_open,
-    check_mu,
-    check_step,
-    gdp_guarantee,
-    gdp_ledger,
+    fit_inputs,
     gdp_noise_std,
     private_gradient,
     rep_starts,
@@ -47,16 +40,11 @@ from dpbandits.bo._common import (
 from dpbandits.bo.acquisition import GradientDesigner
 from dpbandits.bo.gp import GPDesign
 from dpbandits.bo.kernels import RBF, Kernel
-from dpbandits.bo.objectives import as_objective
 from dpbandits.optim.base import BatchResult
-from dpbandits.privacy.guarantee import PrivacyGuarantee
 
 __all__ = ["DPGIBO", "GIBO"]
 
-_BASIS = "Theorem 3.1, seed 003"
-
-
-class DPGIBO:
+class DPGIBO(GDPGradientMethod):
     """Algorithm 1 of seed 003.
 
     Parameters
@@ -115,6 +103,8 @@ class DPGIBO:
         with ``nonprivate_``. These are NOT private; for analysis only.
     """
 
+    _basis = "Theorem 3.1, seed 003"
+
     def __init__(self, *, mu, n_iters, clip_bound, kernel: Kernel | None = None,
                  noise_var: float = 0.0, tolerance=None, batch_size=None, max_batch=None,
                  min_batch: int = 1, step_size: float = 0.1, step_rule: str = "sgd",
@@ -122,32 +112,22 @@ class DPGIBO:
                  designer: GradientDesigner | None = None, jitter: float = 1e-10,
                  prior_mean: float = 0.0, delta: float = 1e-5,
                  record_diagnostics: bool = False):
-        self.mu = mu
-        self.n_iters = n_iters
-        self.clip_bound = clip_bound
         self.kernel = kernel
         self.noise_var = noise_var
         self.tolerance = tolerance
         self.batch_size = batch_size
         self.max_batch = max_batch
         self.min_batch = min_batch
-        self.step_size = step_size
-        self.step_rule = step_rule
-        self.adagrad_eps = adagrad_eps
-        self.theta0 = theta0
-        self.bounds = bounds
         self.designer = designer
         self.jitter = jitter
         self.prior_mean = prior_mean
-        self.delta = delta
-        self.record_diagnostics = record_diagnostics
-        self._validate()
+        super().__init__(mu=mu, n_iters=n_iters, clip_bound=clip_bound, step_size=step_size,
+                         step_rule=step_rule, adagrad_eps=adagrad_eps, theta0=theta0,
+                         bounds=bounds, delta=delta, record_diagnostics=record_diagnostics)
 
     # ---------------------------------------------------------------- checks
     def _validate(self):
-        self._mu = check_mu(self.mu)
-        self._T = check_int("n_iters", self.n_iters, low=1)
-        self._B = check_clip(self.clip_bound, self._mu)
+        super()._validate()
         if self.kernel is not None and not isinstance(self.kernel, Kernel):
             raise TypeError(f"kernel must be a dpbandits.bo.kernels.Kernel, got "
                             f"{type(self.kernel).__name__}")
@@ -164,8 +144,6 @@ class DPGIBO:
         check_int("min_batch", self.min_batch, low=0)
         if self.max_batch is not None:
             check_int("max_batch", self.max_batch, low=max(1, self.min_batch))
-        check_step(self.step_rule, self.step_size, self.adagrad_eps)
-        self._bounds = check_bounds(self.bounds)
         if self.designer is not None and not isinstance(self.designer, GradientDesigner):
             raise TypeError(f"designer must be a GradientDesigner, got "
                             f"{type(self.designer).__name__}")
@@ -177,28 +155,6 @@ class DPGIBO:
                                  f"{self.prior_mean!r}")
         else:
             check_real("prior_mean", self.prior_mean)
-        self._delta = check_delta_open(self.delta)
-        if not isinstance(self.record_diagnostics, bool):
-            raise TypeError(f"record_diagnostics must be a bool, got {self.record_diagnostics!r}")
-
-    # --------------------------------------------------------------- privacy
-    def noise_std(self, n: int) -> float:
-        """Per-coordinate noise std ``2 B sqrt(T) / (n mu)`` for ``n`` individuals."""
-        self._validate()
-        n = check_int("n", n, low=1)
-        return gdp_noise_std(self._B, self._T, n, self._mu)
-
-    @property
-    def privacy(self) -> PrivacyGuarantee:
-        """``mu``-GDP for the whole trajectory (Theorem 3.1), with its (epsilon, delta)."""
-        self._validate()
-        return gdp_guarantee(self._mu, self._delta, _BASIS)
-
-    @property
-    def ledger(self) -> dp_accounting.DpEvent:
-        """``T`` Gaussian mechanisms, noise multiplier ``sqrt(T)/mu`` each."""
-        self._validate()
-        return gdp_ledger(self._mu, self._T)
 
     # ------------------------------------------------------------------- fit
     def fit(self, objective, rng: np.random.Generator, n_reps: int = 1) -> BatchResult:
@@ -210,11 +166,8 @@ class DPGIBO:
         ``n_reps``), split into independent streams for the start, the design and the noise.
         """
         self._validate()  # attributes may have been changed since __init__
-        obj = as_objective(objective)
-        rng = check_rng(rng)
-        R = check_int("n_reps", n_reps, low=1)
+        obj, rng, R = fit_inputs(objective, rng, n_reps, self._bounds)
         d, n = obj.dim, obj.n_individuals
-        check_bounds_dim(self._bounds, d)
         T = self._T
         max_batch = self.max_batch if self.max_batch is not None else 4 * (d + 1)
         sigma = gdp_noise_std(self._B, T, n, self._mu)
