@@ -256,7 +256,8 @@ class BanditEnvBase(gymnasium.Env):
 
     metadata = {"render_modes": []}
 
-    def _setup(self, core: BanditCore, obs_low, obs_high) -> None:
+    def _setup(self, core: BanditCore, obs_low, obs_high, render_mode=None) -> None:
+        check_render_mode(render_mode)
         self._core = core
         self.n_arms = core.n_arms
         self.dim = core.dim
@@ -317,7 +318,9 @@ class BanditVectorEnvBase(VectorEnv):
     the first axis, each with Gymnasium's ``"_key"`` mask.
     """
 
-    def _setup(self, core: BanditCore, obs_low, obs_high, autoreset_mode) -> None:
+    def _setup(self, core: BanditCore, obs_low, obs_high, autoreset_mode,
+               render_mode=None) -> None:
+        check_render_mode(render_mode)
         self._core = core
         self.num_envs = core.n_reps
         self.n_arms = core.n_arms

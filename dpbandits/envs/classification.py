@@ -26,7 +26,6 @@ from dpbandits.envs._core import (
     BanditVectorEnvBase,
     check_noise_std,
     check_normalization,
-    check_render_mode,
     normalize_rows,
 )
 from dpbandits.envs._iris import load_iris
@@ -128,12 +127,12 @@ class ClassificationBanditEnv(BanditEnvBase):
 
     def __init__(self, dataset=None, *, X=None, y=None, horizon=None, standardize=True,
                  normalization="linf", noise_std=0.0, chunk_size=None, render_mode=None):
-        check_render_mode(render_mode)
         self.config = cfg = _ClassificationConfig(
             dataset=dataset, X=X, y=y, horizon=horizon, standardize=standardize,
             normalization=normalization, noise_std=noise_std)
         self.classes = cfg.classes
-        self._setup(_ClassificationCore(cfg, 1, chunk_size), cfg.obs_low, cfg.obs_high)
+        self._setup(_ClassificationCore(cfg, 1, chunk_size), cfg.obs_low, cfg.obs_high,
+                    render_mode)
 
 
 class ClassificationBanditVectorEnv(BanditVectorEnvBase):
@@ -145,11 +144,10 @@ class ClassificationBanditVectorEnv(BanditVectorEnvBase):
     def __init__(self, num_envs: int = 1, dataset=None, *, X=None, y=None, horizon=None,
                  standardize=True, normalization="linf", noise_std=0.0, chunk_size=None,
                  autoreset_mode="NextStep", render_mode=None):
-        check_render_mode(render_mode)
         R = check_int("num_envs", num_envs, low=1)
         self.config = cfg = _ClassificationConfig(
             dataset=dataset, X=X, y=y, horizon=horizon, standardize=standardize,
             normalization=normalization, noise_std=noise_std)
         self.classes = cfg.classes
         self._setup(_ClassificationCore(cfg, R, chunk_size), cfg.obs_low, cfg.obs_high,
-                    autoreset_mode)
+                    autoreset_mode, render_mode)

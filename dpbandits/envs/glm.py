@@ -24,7 +24,6 @@ from dpbandits.envs._core import (
     BanditVectorEnvBase,
     check_noise_std,
     check_normalization,
-    check_render_mode,
     check_scale,
     normalize_rows,
 )
@@ -293,10 +292,9 @@ class GLMBanditEnv(BanditEnvBase):
                  context_low=None, context_high=None, normalization="linf",
                  theta="sparse", sparsity=None, theta_scale=None, instance_seed=None,
                  chunk_size=None, render_mode=None):
-        check_render_mode(render_mode)
         self.config = _GLMConfig(**_config_kwargs(locals()))
         cfg = self.config
-        self._setup(_GLMCore(cfg, 1, chunk_size), cfg.obs_low, cfg.obs_high)
+        self._setup(_GLMCore(cfg, 1, chunk_size), cfg.obs_low, cfg.obs_high, render_mode)
 
     @property
     def theta(self) -> np.ndarray | None:
@@ -321,11 +319,11 @@ class GLMBanditVectorEnv(BanditVectorEnvBase):
                  context_cov=None, context_low=None, context_high=None, normalization="linf",
                  theta="sparse", sparsity=None, theta_scale=None, instance_seed=None,
                  chunk_size=None, autoreset_mode="NextStep", render_mode=None):
-        check_render_mode(render_mode)
         R = check_int("num_envs", num_envs, low=1)
         self.config = _GLMConfig(**_config_kwargs(locals()))
         cfg = self.config
-        self._setup(_GLMCore(cfg, R, chunk_size), cfg.obs_low, cfg.obs_high, autoreset_mode)
+        self._setup(_GLMCore(cfg, R, chunk_size), cfg.obs_low, cfg.obs_high, autoreset_mode,
+                    render_mode)
 
     @property
     def theta(self) -> np.ndarray | None:
