@@ -71,6 +71,16 @@ def check_delta(value, name: str = "delta") -> float:
     return check_real(name, value, low=0.0, high=1.0, high_open=True)
 
 
+def check_delta_open(value, name: str = "delta", why: str = "") -> float:
+    """Privacy parameter delta in the open interval (0, 1), for the mechanisms, conversions
+    and private runs that need ``delta > 0``; ``why`` (e.g. "for the Gaussian mechanism")
+    completes the error message."""
+    d = check_delta(value, name)
+    if d == 0.0:
+        raise ValueError(f"{name} must be in (0, 1){' ' + why if why else ''}, got {d}")
+    return d
+
+
 def check_p(name: str, value, *, low=1.0, low_open=False) -> float:
     """An l_p exponent in [1, inf] (``low``/``low_open`` can tighten the lower end)."""
     return check_real(name, value, low=low, low_open=low_open, allow_inf=True)

@@ -30,7 +30,14 @@ from pathlib import Path
 import numpy as np
 
 from dpbandits._params import Parameterized
-from dpbandits._validation import check_array, check_delta, check_epsilon, check_int, check_rng
+from dpbandits._validation import (
+    check_array,
+    check_delta,
+    check_delta_open,
+    check_epsilon,
+    check_int,
+    check_rng,
+)
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 
 
@@ -191,8 +198,8 @@ class PrivateAgent(Agent):
         self._eps = check_epsilon(epsilon)
         self._private = math.isfinite(self._eps)
         self._delta = 1.0 / horizon if delta is None else check_delta(delta)
-        if self._private and not 0.0 < self._delta < 1.0:
-            raise ValueError(f"delta must lie in (0, 1) for a private run, got {self._delta}")
+        if self._private:
+            check_delta_open(self._delta, why="for a private run")
 
 
 _REGISTRY: dict[str, type[Agent]] = {}

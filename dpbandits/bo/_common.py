@@ -12,7 +12,7 @@ import numpy as np
 from dpbandits._validation import (
     check_array,
     check_choice,
-    check_delta,
+    check_delta_open,
     check_int,
     check_positive,
     check_rng,
@@ -113,7 +113,7 @@ class GDPGradientMethod:
         self._B = check_clip(self.clip_bound, self._mu)
         check_step(self.step_rule, self.step_size, self.adagrad_eps)
         self._bounds = check_bounds(self.bounds)
-        self._delta = check_delta_open(self.delta)
+        self._delta = check_gdp_delta(self.delta)
         if not isinstance(self.record_diagnostics, bool):
             raise TypeError(f"record_diagnostics must be a bool, got {self.record_diagnostics!r}")
 
@@ -199,12 +199,9 @@ def check_bounds(bounds):
     return b
 
 
-def check_delta_open(delta) -> float:
-    d = check_delta(delta)
-    if d <= 0:
-        raise ValueError(f"delta must be in (0, 1) for the GDP -> (epsilon, delta) conversion, "
-                         f"got {delta}")
-    return d
+def check_gdp_delta(delta) -> float:
+    """``delta`` of the GDP -> (epsilon, delta) conversion, in (0, 1)."""
+    return check_delta_open(delta, why="for the GDP -> (epsilon, delta) conversion")
 
 
 def resolve_theta0(theta0, bounds, d: int, n_reps: int, rng: np.random.Generator):

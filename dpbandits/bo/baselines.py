@@ -26,7 +26,7 @@ from dpbandits.bo._common import (
     GDPGradientMethod,
     Stepper,
     check_bounds,
-    check_delta_open,
+    check_gdp_delta,
     check_mu,
     fit_inputs,
     gdp_guarantee,
@@ -158,7 +158,7 @@ class PrivateRandomSearch:
                              f"{self.loss_bounds!r}")
         self._lb = lb
         check_choice("selection", self.selection, {"exponential", "gaussian"})
-        self._delta = check_delta_open(self.delta)
+        self._delta = check_gdp_delta(self.delta)
 
     @property
     def privacy(self) -> PrivacyGuarantee:

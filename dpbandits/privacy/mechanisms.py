@@ -42,7 +42,7 @@ from scipy.optimize import brentq
 
 from dpbandits._validation import (
     check_array,
-    check_delta,
+    check_delta_open,
     check_epsilon,
     check_int,
     check_nonnegative,
@@ -74,14 +74,6 @@ def _check_size(size, name: str = "size") -> tuple[int, ...]:
     if isinstance(size, tuple | list):
         return tuple(check_int(f"{name}[{i}]", s, low=0) for i, s in enumerate(size))
     raise TypeError(f"{name} must be an int or a tuple of ints, got {size!r}")
-
-
-def _check_delta_open(delta, name: str = "delta") -> float:
-    """delta in the open interval (0, 1) (the Gaussian mechanism needs delta > 0)."""
-    d = check_delta(delta, name)
-    if d == 0.0:
-        raise ValueError(f"{name} must be in (0, 1) for the Gaussian mechanism, got {d}")
-    return d
 
 
 def _check_scores(scores, name: str = "scores") -> np.ndarray:
@@ -162,17 +154,21 @@ def generalized_gaussian_noise(rng: np.random.Generator, sigma, q_plus, d, size=
 
 
 # ----------------------------------------------------------------------------- selection
+def _laplace_noisy_scores(rng, scores, scale) -> np.ndarray:
+    """Checked ``scores`` (R, m) plus independent Laplace(``scale``) noise on every entry."""
+    rng = check_rng(rng)
+    s = _check_scores(scores)
+    b = check_nonnegative("scale", scale)
+    return s + rng.laplace(0.0, b, s.shape)
+
+
 def report_noisy_argmax(rng: np.random.Generator, scores, scale) -> np.ndarray:
     """Index of the largest ``score + Laplace(scale)`` per row.
 
     ``scores`` has shape ``(R, m)`` (finite); returns ``(R,)`` int64. Independent noise for
     every entry. ``scale = 0`` is the non-private argmax (first index on ties).
     """
-    rng = check_rng(rng)
-    s = _check_scores(scores)
-    b = check_nonnegative("scale", scale)
-    noisy = s + rng.laplace(0.0, b, s.shape)
-    return np.argmax(noisy, axis=1).astype(np.int64)
+    return np.argmax(_laplace_noisy_scores(rng, scores, scale), axis=1).astype(np.int64)
 
 
 def report_noisy_argmin(rng: np.random.Generator, scores, scale) -> np.ndarray:
@@ -180,11 +176,7 @@ def report_noisy_argmin(rng: np.random.Generator, scores, scale) -> np.ndarray:
 
     Same law as ``report_noisy_argmax(rng, -scores, scale)`` (Laplace noise is symmetric).
     """
-    rng = check_rng(rng)
-    s = _check_scores(scores)
-    b = check_nonnegative("scale", scale)
-    noisy = s + rng.laplace(0.0, b, s.shape)
-    return np.argmin(noisy, axis=1).astype(np.int64)
+    return np.argmin(_laplace_noisy_scores(rng, scores, scale), axis=1).astype(np.int64)
 
 
 def exponential_mechanism(rng: np.random.Generator, scores, scale) -> np.ndarray:
@@ -271,7 +263,7 @@ def gaussian_sigma_classical(epsilon, delta, sensitivity) -> float:
             f"epsilon must be < 1 for the classical Gaussian mechanism (Dwork & Roth, "
             f"Theorem A.1), got {eps}; use gaussian_sigma_analytic"
         )
-    dlt = _check_delta_open(delta)
+    dlt = check_delta_open(delta, why="for the Gaussian mechanism")
     delta_f = check_nonnegative("sensitivity", sensitivity)
     return math.sqrt(2.0 * math.log(1.25 / dlt)) * delta_f / eps
 
@@ -318,7 +310,7 @@ def gaussian_sigma_analytic(epsilon, delta, sensitivity) -> float:
     ``epsilon > 0`` (no ``ε < 1`` restriction); ``epsilon = inf`` gives 0.
     """
     eps = check_epsilon(epsilon)
-    dlt = _check_delta_open(delta)
+    dlt = check_delta_open(delta, why="for the Gaussian mechanism")
     delta_f = check_nonnegative("sensitivity", sensitivity)
     if delta_f == 0.0 or math.isinf(eps):
         return 0.0
