@@ -7,13 +7,14 @@ import warnings
 
 import numpy as np
 import pytest
+from _agents import RandomArms
 
-from dpbandits.agents import Agent, LinkMismatchWarning, make_agent, register_agent
+from dpbandits.agents import LinkMismatchWarning, make_agent, register_agent
 from dpbandits.agents.base import _REGISTRY, _WARNED_LINKS
 from dpbandits.harness.simulate import simulate
 
 
-class ZeroAgent(Agent):
+class ZeroAgent(RandomArms):
     """Always arm 0; records the contexts it was given."""
 
     def _reset(self, n_reps, rng):
@@ -22,13 +23,6 @@ class ZeroAgent(Agent):
     def act(self, contexts):
         self.seen = contexts
         return np.zeros(len(contexts), dtype=np.int64)
-
-    def _update(self, contexts, arms, rewards):
-        pass
-
-    @property
-    def privacy(self):
-        return None
 
 
 class BadArms(ZeroAgent):
@@ -160,7 +154,7 @@ def test_identity_agents_run_silently_on_linear_envs():
 def test_reregistering_the_same_class_replaces_it_and_another_class_is_refused():
     source = '''
 from dpbandits.agents import register_agent
-from tests.test_agent_contract import ZeroAgent
+from test_agent_contract import ZeroAgent
 
 @register_agent("contract-test-agent")
 class Registered(ZeroAgent):

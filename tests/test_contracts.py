@@ -8,9 +8,10 @@ import dp_accounting
 import gymnasium
 import numpy as np
 import pytest
+from _agents import RandomArms
 
 import dpbandits  # noqa: F401  (registers the environments)
-from dpbandits.agents import Agent, available_agents, make_agent
+from dpbandits.agents import available_agents, make_agent
 from dpbandits.losses import LogisticLoss, SquaredLoss
 from dpbandits.optim import OPTIMIZERS
 from dpbandits.optim._extra_losses import AbsoluteLoss
@@ -71,29 +72,14 @@ def test_every_registered_environment_passes(env_id):
 
 
 # -- the checks can fail ------------------------------------------------------------------
-class _Base(Agent):
-    def _reset(self, n_reps, rng):
-        self.rng = rng
-
-    def act(self, contexts):
-        return self.rng.integers(0, self.n_arms, len(contexts))
-
-    def _update(self, contexts, arms, rewards):
-        pass
-
-    @property
-    def privacy(self):
-        return None
-
-
-class GlobalRandom(_Base):
+class GlobalRandom(RandomArms):
     """Draws from numpy's global state instead of the rng it was given."""
 
     def act(self, contexts):
         return np.random.randint(0, self.n_arms, len(contexts))  # noqa: NPY002 (the bug)
 
 
-class Sticky(_Base):
+class Sticky(RandomArms):
     """Keeps a round counter across reset: the second run starts where the first ended."""
 
     seen = 0
@@ -105,7 +91,7 @@ class Sticky(_Base):
         self.seen += 1
 
 
-class SeedBlind(_Base):
+class SeedBlind(RandomArms):
     """Claims privacy but its 'noise' ignores the seed."""
 
     def act(self, contexts):
