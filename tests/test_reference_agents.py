@@ -121,12 +121,7 @@ def test_agent_bad_input():
     with pytest.raises(RuntimeError, match="reset"):
         agent.act(np.zeros((1, 3)))
     agent.reset(2, np.random.default_rng(0))
-    with pytest.raises(ValueError, match="contexts"):
-        agent.act(np.zeros((2, 4)))
-    with pytest.raises(ValueError, match="contexts"):
-        agent.act(np.array([[np.nan, 0, 0], [0, 0, 0]]))
-    with pytest.raises(ValueError, match="arms"):
-        agent.update(np.zeros((2, 3)), np.array([0, 2]), np.zeros(2))
+    # bad contexts and arms: every registered agent is checked in test_contracts.py
     with pytest.raises(ValueError, match="rewards"):
         agent.update(np.zeros((2, 3)), np.array([0, 1]), np.zeros(3))
     agent.update(np.zeros((2, 3)), np.array([0, 1]), np.zeros(2))
