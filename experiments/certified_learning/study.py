@@ -13,12 +13,12 @@ Parts (each resumable: one Parquet file per finished cell under ``runs/<part>/``
 
 Usage (from the repository root)::
 
-    python experiments/certified_learning/study.py target --reps 4
-    python experiments/certified_learning/study.py grid --horizon 10000 --reps 4
-    python experiments/certified_learning/study.py grid --horizon 100000 --reps 4 \
+    python -m experiments.certified_learning.study target --reps 4
+    python -m experiments.certified_learning.study grid --horizon 10000 --reps 4
+    python -m experiments.certified_learning.study grid --horizon 100000 --reps 4 \
         --agents random linucb fliphat-acc fliphat-tight
-    python experiments/certified_learning/study.py setting1 --reps 6
-    python experiments/certified_learning/study.py report
+    python -m experiments.certified_learning.study setting1 --reps 6
+    python -m experiments.certified_learning.study report
 
 All agents of a part share the environment seed (common random numbers): replication r faces
 the same theta*, contexts and reward noise for every agent.

@@ -12,7 +12,7 @@ This script replays that setting with our reconstruction of the code's DP-UCB
 cumulative regret, their ratio per replication, and how often a support has fewer than s
 coordinates because of the draws with replacement.
 
-Usage: ``python experiments/fig5_1/authors_logged_regret.py [--horizon T] [--reps R] [--seed S]``
+Usage: ``python -m experiments.fig5_1.authors_logged_regret [--horizon T] [--reps R] [--seed S]``
 """
 
 from __future__ import annotations

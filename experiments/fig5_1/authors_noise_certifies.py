@@ -1,6 +1,6 @@
 """What (epsilon, delta) the authors' noise scales actually certify at the Figure 5.1 setting.
 
-Run: ``.venv/bin/python experiments/fig5_1/authors_noise_certifies.py``
+Run: ``.venv/bin/python -m experiments.fig5_1.authors_noise_certifies``
 Both numbers are computed with dpbandits.privacy.accounting (dp_accounting PLD).
 """
 

@@ -1,7 +1,7 @@
 """Panel C at T = 1e5 on a reduced epsilon grid (the full grid is
 ``dpbandits reproduce fig5.1 --size full --panels C``, several CPU-hours on 2 cores).
 
-Run: ``.venv/bin/python experiments/fig5_1/panel_c_long.py [--reps N] [--jobs J]``; resumable
+Run: ``.venv/bin/python -m experiments.fig5_1.panel_c_long [--reps N] [--jobs J]``; resumable
 (finished cells are kept in ``results-T1e5/cells``).
 """
 

@@ -3,8 +3,8 @@
 non-smooth problem with a known minimizer, swept over n and epsilon, against the stated
 rates; and the empirical privacy audit of Private FTRL's claimed guarantee.
 
-    .venv/bin/python experiments/seed002_004_nonsmooth/run.py           # ~5 min
-    .venv/bin/python experiments/seed002_004_nonsmooth/run.py --quick   # ~1 min
+    .venv/bin/python -m experiments.seed002_004_nonsmooth.run           # ~5 min
+    .venv/bin/python -m experiments.seed002_004_nonsmooth.run --quick   # ~1 min
 
 Problem: least absolute deviations ``f(w; x, y) = |<x, w> - y|`` with ``x`` uniform on the
 unit sphere of R^d and ``y = <x, theta*> + U[-b, b]``; for ``||w - theta*|| <= b`` the
@@ -54,7 +54,7 @@ from dpbandits.optim._extra_losses import AbsoluteLoss  # noqa: E402
 from dpbandits.optim.private_ftrl import PrivateFTRL  # noqa: E402
 from dpbandits.optim.private_sgd import PrivateSGD, expected_stopping_time  # noqa: E402
 from dpbandits.privacy import accounting as acc  # noqa: E402
-from dpbandits.privacy.audit import audit  # noqa: E402
+from dpbandits.privacy.audit import AuditSpec, audit  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 LOSS = AbsoluteLoss()
@@ -228,8 +228,8 @@ def run_audit(conf, quick, out):
                   "violation")]
         for name, opt, kind, expected in cases:
             res = audit(lambda w, m, r, opt=opt, T=T, kind=kind: ftrl_stat(opt, T, w, m, r, kind),
-                        seed=ac["seed"] + T, component="PrivateFTRL", variant=name,
-                        expected=expected, **common)
+                        AuditSpec(seed=ac["seed"] + T, component="PrivateFTRL", variant=name,
+                                  expected=expected, **common))
             cert = opt.certified_privacy_for(T)
             rows.append({"component": "Private FTRL", "case": name, "T": T,
                          "claimed_epsilon": opt.privacy_for(T).epsilon, "delta": delta,
@@ -241,8 +241,9 @@ def run_audit(conf, quick, out):
                   f"valid={cert.epsilon:.3g} -> {res.verdict}", flush=True)
     n = ac["sgd_n"]
     opt = PrivateSGD(eps, delta, calibration="accountant")
-    res = audit(lambda w, m, r: sgd_stat(opt, n, w, m, r), seed=ac["seed"], component="PrivateSGD",
-                variant="accountant calibration", expected="consistent", **common)
+    res = audit(lambda w, m, r: sgd_stat(opt, n, w, m, r),
+                AuditSpec(seed=ac["seed"], component="PrivateSGD",
+                          variant="accountant calibration", expected="consistent", **common))
     rows.append({"component": "Private SGD", "case": "f=|w|, canary last row", "T": n,
                  "claimed_epsilon": eps, "delta": delta, "eps_lb": res.eps_lb, "tpr": res.tpr,
                  "fpr": res.fpr, "valid_epsilon": eps, "verdict": res.verdict,

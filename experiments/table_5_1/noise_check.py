@@ -2,7 +2,7 @@
 """How much noise does the authors' generalized-Gaussian sampler add, relative to the
 distribution seed 000's Lemma 2.1 / Algorithm 4 asks for?  (Table 5.1 discussion, README.)
 
-    .venv/bin/python experiments/table_5_1/noise_check.py
+    .venv/bin/python -m experiments.table_5_1.noise_check
 
 The authors' code (liangzp/DP-Streaming-SCO, ``utils.GGPlus``) draws, for the p = 1.5
 algorithms, ``r^2 ~ Gamma(d/2, scale 2 sigma^2)``, ``x_i = s_i (e_i + 1/k)`` with ``e_i`` from

@@ -4,21 +4,20 @@ paper reports for OFW?  Runs DP-TOFW (Theorem 3.1 calibration) with epsilon mult
 (the noise divided by about k; for k > 1 these runs are NOT (1, 1/T)-DP) on the Table 5.1
 problem, best of the authors' learning-rate scales.
 
-    .venv/bin/python experiments/table_5_1/ofw_noise_sweep.py
+    .venv/bin/python -m experiments.table_5_1.ofw_noise_sweep
 
 Writes ``results/ofw_noise_sweep.csv``.
 """
 
 import math
-import sys
 import tomllib
 from pathlib import Path
 
 import pandas as pd
 
+from experiments.table_5_1 import run as E
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import run as E  # noqa: E402
 
 
 def main():

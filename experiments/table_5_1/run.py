@@ -1,9 +1,9 @@
 #!/usr/bin/env python
 """Reproduce Table 5.1 and Figure 5.3 of seed 000 (DP-TOFW vs DP-SCO baselines).
 
-    .venv/bin/python experiments/table_5_1/run.py --reduced      # a few minutes
-    .venv/bin/python experiments/table_5_1/run.py                # full grid (hours: NoisySGD)
-    .venv/bin/python experiments/table_5_1/run.py --methods OFW NoisySFW --no-figure
+    .venv/bin/python -m experiments.table_5_1.run --reduced      # a few minutes
+    .venv/bin/python -m experiments.table_5_1.run                # full grid (hours: NoisySGD)
+    .venv/bin/python -m experiments.table_5_1.run --methods OFW NoisySFW --no-figure
 
 Writes into ``experiments/table_5_1/results/<tag>/`` (tag ``reduced`` or ``full``):
 

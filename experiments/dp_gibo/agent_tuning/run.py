@@ -3,7 +3,9 @@
 and the agent's defaults. Also maps the loss surface on a grid, for the tuned agent and for
 the certified epsilon = 1 agent.
 
-    .venv/bin/python experiments/dp_gibo/agent_tuning/run.py [--quick] [--out DIR] [--plot-only]
+    python -m experiments.dp_gibo.agent_tuning.run [--quick] [--out DIR] [--plot-only]
+
+(from the repository root).
 
 Writes landscape.csv, results.csv, summary.csv, figure.png and run_meta.json.
 """
@@ -12,32 +14,17 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 import time
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
+from dpbandits.bo import DPGIBO, HyperparameterSpace, PrivateRandomSearch
+from dpbandits.harness import AgentTuningObjective, simulate
+from experiments.dp_gibo import common
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-import _shared  # noqa: E402
-
-_shared.single_thread()
-
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from dpbandits.bo import (  # noqa: E402
-    DPGIBO,
-    RBF,
-    GradientDesigner,
-    HyperparameterSpace,
-    PrivateRandomSearch,
-)
-from dpbandits.harness.simulate import simulate  # noqa: E402
-from dpbandits.harness.tuning import AgentTuningObjective  # noqa: E402
-
-
-def as_float(v):
-    return math.inf if v == "inf" else float(v)
 
 
 def make_space(cfg) -> HyperparameterSpace:
@@ -46,7 +33,7 @@ def make_space(cfg) -> HyperparameterSpace:
 
 
 def objective(cfg, space, seeds, epsilon) -> AgentTuningObjective:
-    fixed = {**cfg["agent_params"], "epsilon": as_float(epsilon)}
+    fixed = {**cfg["agent_params"], "epsilon": common.as_number(epsilon)}
     return AgentTuningObjective(cfg["agent"], cfg["env"], space, user_seeds=seeds,
                                 horizon=cfg["horizon"], fixed_params=fixed,
                                 agent_seed=cfg["seed"] % 2**31)
@@ -80,10 +67,10 @@ def run_gibo(cfg, space, val_obj, test_obj, start):
         private = math.isfinite(mu)
         alg = DPGIBO(mu=mu, n_iters=c["n_iters"],
                      clip_bound=c["clip_bound"] if private else math.inf,
-                     kernel=RBF(c["surrogate_lengthscale"]), noise_var=c["noise_var"],
+                     **common.surrogate(c), noise_var=c["noise_var"],
                      batch_size=c["batch_size"], step_rule=c["step_rule"],
                      step_size=c["step_size"], theta0=start, bounds=space.bounds,
-                     designer=GradientDesigner(**c["designer"]), delta=c["delta"])
+                     delta=c["delta"])
         t0 = time.time()
         res = alg.fit(val_obj, np.random.default_rng([cfg["seed"], 1, int(private)]),
                       n_reps=c["n_reps"])
@@ -146,7 +133,7 @@ def main(argv=None):
                     help="redraw figure.png from the CSVs in --out")
     args = ap.parse_args(argv)
     started = time.time()
-    cfg = _shared.load_config(HERE / "config.toml", args.quick)
+    cfg = common.load_config(HERE / "config.toml", args.quick)
     space = make_space(cfg)
     start = space.from_params(dict(zip(space.names, cfg["space"]["start"], strict=True)))
     if args.plot_only:
@@ -183,13 +170,13 @@ def main(argv=None):
     summ.to_csv(args.out / "summary.csv", index=False)
     print(summ.to_string(index=False))
     plot(land, df, space, start, args.out / "figure.png")
-    _shared.write_meta(args.out, cfg, priv, started, {"diagnostics": diag,
+    common.write_meta(args.out, cfg, priv, started, {"diagnostics": diag,
                                                       "references": refs.to_dict("records")})
     print(f"done in {time.time() - started:.0f} s")
 
 
 def plot(land, df, space, start, path):
-    _shared.plot_style()
+    common.plot_style()
     import matplotlib.pyplot as plt
     import seaborn as sns
 

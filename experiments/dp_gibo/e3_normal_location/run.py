@@ -1,6 +1,6 @@
 """Appendix E.3 of seed 003 (Figure 3): DP-GIBO on the location of a Normal model.
 
-    .venv/bin/python experiments/dp_gibo/e3_normal_location/run.py [--quick]
+    python -m experiments.dp_gibo.e3_normal_location.run [--quick]   (from the repository root)
 
 Writes results.csv (one row per method x replication x iteration), summary.csv,
 figure.png and run_meta.json next to this script.
@@ -9,21 +9,17 @@ figure.png and run_meta.json next to this script.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
+from dpbandits.bo import DPGIBO, GIBO, ExactGradientDPGD, NormalLocation, Polynomial
+from dpbandits.bo._common import clip_and_average
+from experiments.dp_gibo import common
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-import _shared  # noqa: E402
-
-_shared.single_thread()
-
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from dpbandits.bo import DPGIBO, GIBO, ExactGradientDPGD, NormalLocation, Polynomial  # noqa: E402
-from dpbandits.bo._common import clip_and_average  # noqa: E402
 
 
 def run(cfg: dict) -> tuple[pd.DataFrame, dict]:
@@ -92,7 +88,7 @@ def summarize(df: pd.DataFrame, n: int) -> pd.DataFrame:
 
 
 def plot(df: pd.DataFrame, path: Path) -> None:
-    _shared.plot_style()
+    common.plot_style()
     import matplotlib.pyplot as plt
     import seaborn as sns
 
@@ -125,7 +121,7 @@ def main(argv=None) -> None:
     ap.add_argument("--out", type=Path, default=HERE)
     args = ap.parse_args(argv)
     started = time.time()
-    cfg = _shared.load_config(HERE / "config.toml", args.quick)
+    cfg = common.load_config(HERE / "config.toml", args.quick)
     df, meta = run(cfg)
     df.attrs["mle_1"] = meta["info"]["mle"][0]
     df.attrs["bias_method"] = f"DP-GIBO mu={min(cfg['mus']):g}"
@@ -134,7 +130,7 @@ def main(argv=None) -> None:
     summ = summarize(df, cfg["n"])
     summ.to_csv(args.out / "summary.csv", index=False)
     plot(df, args.out / "figure.png")
-    _shared.write_meta(args.out, cfg, meta["privacy"], started, {"info": meta["info"]})
+    common.write_meta(args.out, cfg, meta["privacy"], started, {"info": meta["info"]})
     with np.printoptions(precision=3):
         print(summ.to_string(index=False))
         print(meta["info"])

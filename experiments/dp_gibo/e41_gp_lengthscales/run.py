@@ -3,10 +3,12 @@ lengthscales of a GP regression on private validation data; sweeps over the bias
 epsilon, the privacy level mu (against private random search and non-private GP-UCB) and the
 evaluation noise sigma.
 
-    .venv/bin/python experiments/dp_gibo/e41_gp_lengthscales/run.py [--quick]
-        [--only eps|mu|sigma|mean ...]
+    python -m experiments.dp_gibo.e41_gp_lengthscales.run [--quick] [--only eps|mu|sigma|mean ...]
 
-Writes results_<sweep>.csv, summary.csv, fig_<sweep>.png and run_meta.json here.
+(from the repository root). Every DP-GIBO run (and the mu sweep's baselines) is one cell of
+:func:`dpbandits.harness.grid.run_grid`, stored in ``cells/`` as it finishes: an interrupted
+run resumes (delete ``cells/`` to start over). Writes results_<sweep>.csv, summary.csv,
+fig_<sweep>.png and run_meta.json here.
 """
 
 from __future__ import annotations
@@ -14,39 +16,31 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 import time
+from functools import partial
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-import _shared  # noqa: E402
+import numpy as np
+import pandas as pd
 
-_shared.single_thread()
-
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from dpbandits.bo import (  # noqa: E402
+from dpbandits.bo import (
     DPGIBO,
     GPUCB,
     RBF,
     GPRegressionObjective,
-    GradientDesigner,
     NoisyObjective,
     PrivateRandomSearch,
 )
-from dpbandits.bo.objectives import sample_gp_regression_data  # noqa: E402
+from dpbandits.bo.objectives import sample_gp_regression_data
+from dpbandits.harness.grid import CellFiles, GridCell, run_grid
+from experiments.dp_gibo import common
 
-
-def as_mu(v):
-    return math.inf if v == "inf" else float(v)
-
-
-def surrogate(cfg):
-    """DP-GIBO's surrogate kernel and acquisition-optimizer settings from the config."""
-    return dict(kernel=RBF(cfg["surrogate_lengthscale"]),
-                designer=GradientDesigner(**cfg.get("designer", {})))
+HERE = Path(__file__).resolve().parent
+#: per sweep: the salt of its start points and the first entry of its generators' seeds
+#: (fixed: they seed the committed runs)
+STREAMS = {"eps": (1, 1), "mu": (2, 2), "mean": (2, 8), "sigma": (3, 6)}
+#: the evaluation-noise salt of a sweep's i-th run is NOISE_SALT[sweep] + i
+NOISE_SALT = {"eps": 100, "mu": 200, "sigma": 300, "mean": 400}
 
 
 def problem(cfg):
@@ -75,6 +69,60 @@ def noisy(obj, sigma, cfg, salt):
     return NoisyObjective(obj, sigma, np.random.default_rng([cfg["seed"], 11, salt]))
 
 
+def runs(cfg, sweep):
+    """The DP-GIBO runs of ``sweep``, one dict each: ``setting`` (label), ``value`` (plotted),
+    ``privacy`` (its key in run_meta.json), ``index`` (its stream), the evaluation ``noise``
+    and the DP-GIBO arguments beyond the common ones (``args``)."""
+    c = cfg[f"{sweep}_sweep"]
+    out = []
+    if sweep == "eps":
+        for i, tol in enumerate(c["tolerances"]):
+            out.append(dict(setting=f"eps={tol:g}", value=tol, privacy=f"eps={tol}", index=i,
+                            noise=c["eval_noise"], args=dict(
+                                mu=c["mu"], clip_bound=c["clip_bound"],
+                                noise_var=c["eval_noise"] ** 2, tolerance=tol)))
+    elif sweep in ("mu", "mean"):
+        for pm in c.get("prior_means", [None]):
+            for i, mu in enumerate(map(common.as_number, c["mus"])):
+                args = dict(mu=mu, clip_bound=c["clip_bound"] if math.isfinite(mu) else math.inf,
+                            noise_var=c["eval_noise"] ** 2, tolerance=c["tolerance"])
+                setting = f"mu={mu:g}"
+                if pm is not None:
+                    args["prior_mean"] = pm
+                    setting += f", prior mean {pm}"
+                out.append(dict(setting=setting, value=mu, index=i, noise=c["eval_noise"],
+                                privacy=setting if pm is not None else f"DP-GIBO {setting}",
+                                args=args))
+    else:
+        for i, sigma in enumerate(c["sigmas"]):
+            out.append(dict(setting=f"sigma={sigma:g}", value=sigma, privacy=f"sigma={sigma}",
+                            index=i, noise=sigma, args=dict(
+                                mu=c["mu"], clip_bound=c["clip_bound"], noise_var=sigma**2,
+                                batch_size=c["batch_size"], jitter=1e-8)))
+    return out
+
+
+def dpgibo(cfg, sweep, run, bounds):
+    c = cfg[f"{sweep}_sweep"]
+    x0 = starts(cfg, bounds, c["n_reps"], STREAMS[sweep][0])
+    return DPGIBO(n_iters=c["n_iters"], **common.surrogate(cfg), step_rule=cfg["step_rule"],
+                  step_size=cfg["step_size"], theta0=x0, bounds=bounds, delta=cfg["delta"],
+                  **run["args"])
+
+
+def cells(cfg, sweep):
+    """The grid cells of ``sweep``: one per DP-GIBO run, and for the mu sweep one more for the
+    baselines (random search and GP-UCB share one noisy objective, so they are one cell). A
+    cell's key covers the config of its sweep, so a changed config never reuses a cell."""
+    config = {k: v for k, v in cfg.items() if not k.endswith("_sweep")}
+    config[f"{sweep}_sweep"] = cfg[f"{sweep}_sweep"]
+    out = [GridCell({"sweep": sweep, "setting": r["setting"], "config": config})
+           for r in runs(cfg, sweep)]
+    if sweep == "mu":
+        out.append(GridCell({"sweep": sweep, "setting": "baselines", "config": config}))
+    return out
+
+
 def gibo_rows(obj, res, sweep, setting, value):
     R, T1, _ = res.history.shape
     vals = obj.values(res.history.reshape(R * T1, -1)).reshape(R, T1)
@@ -90,41 +138,30 @@ def gibo_rows(obj, res, sweep, setting, value):
     return rows
 
 
-def eps_sweep(cfg, obj, bounds):
-    c = cfg["eps_sweep"]
-    rows, priv = [], {}
-    x0 = starts(cfg, bounds, c["n_reps"], 1)
-    for i, tol in enumerate(c["tolerances"]):
-        alg = DPGIBO(mu=c["mu"], n_iters=c["n_iters"], clip_bound=c["clip_bound"],
-                     **surrogate(cfg), noise_var=c["eval_noise"] ** 2,
-                     tolerance=tol, step_rule=cfg["step_rule"], step_size=cfg["step_size"],
-                     theta0=x0, bounds=bounds, delta=cfg["delta"])
-        res = alg.fit(noisy(obj, c["eval_noise"], cfg, 100 + i),
-                      np.random.default_rng([cfg["seed"], 1, i]), n_reps=c["n_reps"])
-        priv[f"eps={tol}"] = alg.privacy.to_dict()
-        rows += gibo_rows(obj, res, "eps", f"eps={tol:g}", tol)
-        print(f"  eps={tol}: final loss {rows[-1]['loss']:.4f}", flush=True)
-    return pd.DataFrame(rows), priv
+def run_cell(cfg, obj, bounds, cell):
+    """One cell's rows (and its seconds, as the cell's record)."""
+    t0 = time.time()
+    sweep = cell["sweep"]
+    if cell["setting"] == "baselines":
+        rows = baselines(cfg, obj, bounds)
+    else:
+        run = next(r for r in runs(cfg, sweep) if r["setting"] == cell["setting"])
+        i = run["index"]
+        res = dpgibo(cfg, sweep, run, bounds).fit(
+            noisy(obj, run["noise"], cfg, NOISE_SALT[sweep] + i),
+            np.random.default_rng([cfg["seed"], STREAMS[sweep][1], i]),
+            n_reps=cfg[f"{sweep}_sweep"]["n_reps"])
+        rows = gibo_rows(obj, res, sweep, run["setting"], run["value"])
+        print(f"  {sweep} sweep, {run['setting']}: final loss {rows[-1]['loss']:.4f}",
+              flush=True)
+    return pd.DataFrame(rows), {"seconds": round(time.time() - t0, 1)}
 
 
-def mu_sweep(cfg, obj, bounds):
+def baselines(cfg, obj, bounds):
+    """Private random search (one candidate stream per replication; each budget, a prefix, is
+    a separate mu-GDP release) and non-private GP-UCB, on one noisy objective."""
     c = cfg["mu_sweep"]
-    rows, priv = [], {}
-    x0 = starts(cfg, bounds, c["n_reps"], 2)
-    for i, mu in enumerate(map(as_mu, c["mus"])):
-        private = math.isfinite(mu)
-        alg = DPGIBO(mu=mu, n_iters=c["n_iters"], clip_bound=c["clip_bound"] if private
-                     else math.inf, **surrogate(cfg),
-                     noise_var=c["eval_noise"] ** 2, tolerance=c["tolerance"],
-                     step_rule=cfg["step_rule"], step_size=cfg["step_size"], theta0=x0,
-                     bounds=bounds, delta=cfg["delta"])
-        res = alg.fit(noisy(obj, c["eval_noise"], cfg, 200 + i),
-                      np.random.default_rng([cfg["seed"], 2, i]), n_reps=c["n_reps"])
-        priv[f"DP-GIBO mu={mu:g}"] = alg.privacy.to_dict()
-        rows += gibo_rows(obj, res, "mu", f"mu={mu:g}", mu)
-        print(f"  DP-GIBO mu={mu}: final loss {rows[-1]['loss']:.4f}", flush=True)
-    # private random search: one candidate stream per replication, each budget (prefix) is
-    # a separate mu-GDP release
+    rows = []
     budgets = c["rs_budgets"]
     nmax = max(budgets)
     lo, hi = bounds[:, 0], bounds[:, 1]
@@ -134,19 +171,16 @@ def mu_sweep(cfg, obj, bounds):
         C = lo + (hi - lo) * cand_rng.random((nmax, bounds.shape[0]))
         L = eval_obj.losses(C)
         clean = obj.values(C)
-        for j, mu in enumerate(map(as_mu, c["mus"])):
-            rs = PrivateRandomSearch(mu=mu, n_candidates=nmax, bounds=bounds,
-                                     loss_bounds=c["rs_loss_bounds"], delta=cfg["delta"])
-            priv[f"random search mu={mu:g}"] = rs.privacy.to_dict()
+        for j, mu in enumerate(map(common.as_number, c["mus"])):
+            rs = random_search(cfg, mu, bounds)
             for b in budgets:
                 idx, ncl = rs.select(L[:b], np.random.default_rng([cfg["seed"], 4, r, j, b]))
                 rows.append(dict(sweep="mu", method="private random search", setting=f"mu={mu:g}",
                                  value=mu, rep=r, t=-1, n_evals=b, loss=clean[idx],
                                  n_clipped=ncl, tol_met_frac=np.nan))
     print("  random search done", flush=True)
-    ucb = GPUCB(n_evals=c["ucb_evals"], bounds=bounds, kernel=RBF(cfg["surrogate_lengthscale"]))
-    res = ucb.fit(eval_obj, np.random.default_rng([cfg["seed"], 5]), n_reps=c["ucb_reps"])
-    priv["GP-UCB"] = ucb.privacy.to_dict()
+    res = gp_ucb(cfg, bounds).fit(eval_obj, np.random.default_rng([cfg["seed"], 5]),
+                                  n_reps=c["ucb_reps"])
     R, N, _ = res.history.shape
     vals = obj.values(res.history.reshape(R * N, -1)).reshape(R, N)
     for r in range(R):
@@ -155,47 +189,29 @@ def mu_sweep(cfg, obj, bounds):
                              value=math.inf, rep=r, t=j, n_evals=j + 1, loss=vals[r, j],
                              n_clipped=0, tol_met_frac=np.nan))
     print(f"  GP-UCB final loss {vals[:, -1].mean():.4f}", flush=True)
-    return pd.DataFrame(rows), priv
+    return rows
 
 
-def mean_sweep(cfg, obj, bounds):
-    """Zero prior mean (seed 003) against the per-individual estimated constant mean."""
-    c = cfg["mean_sweep"]
-    rows, priv = [], {}
-    x0 = starts(cfg, bounds, c["n_reps"], 2)  # the mu sweep's starts
-    for pm in c["prior_means"]:
-        for i, mu in enumerate(map(as_mu, c["mus"])):
-            private = math.isfinite(mu)
-            alg = DPGIBO(mu=mu, n_iters=c["n_iters"], clip_bound=c["clip_bound"] if private
-                         else math.inf, **surrogate(cfg),
-                         noise_var=c["eval_noise"] ** 2, tolerance=c["tolerance"],
-                         step_rule=cfg["step_rule"], step_size=cfg["step_size"], theta0=x0,
-                         bounds=bounds, prior_mean=pm, delta=cfg["delta"])
-            res = alg.fit(noisy(obj, c["eval_noise"], cfg, 400 + i),
-                          np.random.default_rng([cfg["seed"], 8, i]), n_reps=c["n_reps"])
-            setting = f"mu={mu:g}, prior mean {pm}"
-            priv[setting] = alg.privacy.to_dict()
-            rows += gibo_rows(obj, res, "mean", setting, mu)
-            print(f"  {setting}: final loss {rows[-1]['loss']:.4f}", flush=True)
-    return pd.DataFrame(rows), priv
+def random_search(cfg, mu, bounds):
+    c = cfg["mu_sweep"]
+    return PrivateRandomSearch(mu=mu, n_candidates=max(c["rs_budgets"]), bounds=bounds,
+                               loss_bounds=c["rs_loss_bounds"], delta=cfg["delta"])
 
 
-def sigma_sweep(cfg, obj, bounds):
-    c = cfg["sigma_sweep"]
-    rows, priv = [], {}
-    x0 = starts(cfg, bounds, c["n_reps"], 3)
-    for i, sigma in enumerate(c["sigmas"]):
-        alg = DPGIBO(mu=c["mu"], n_iters=c["n_iters"], clip_bound=c["clip_bound"],
-                     **surrogate(cfg), noise_var=sigma**2,
-                     batch_size=c["batch_size"], step_rule=cfg["step_rule"],
-                     step_size=cfg["step_size"], theta0=x0, bounds=bounds,
-                     jitter=1e-8, delta=cfg["delta"])
-        res = alg.fit(noisy(obj, sigma, cfg, 300 + i),
-                      np.random.default_rng([cfg["seed"], 6, i]), n_reps=c["n_reps"])
-        priv[f"sigma={sigma}"] = alg.privacy.to_dict()
-        rows += gibo_rows(obj, res, "sigma", f"sigma={sigma:g}", sigma)
-        print(f"  sigma={sigma}: final loss {rows[-1]['loss']:.4f}", flush=True)
-    return pd.DataFrame(rows), priv
+def gp_ucb(cfg, bounds):
+    return GPUCB(n_evals=cfg["mu_sweep"]["ucb_evals"], bounds=bounds,
+                 kernel=RBF(cfg["surrogate_lengthscale"]))
+
+
+def privacy(cfg, sweep, bounds) -> dict:
+    """The guarantee of every run of ``sweep`` (each follows from the run's parameters)."""
+    out = {r["privacy"]: dpgibo(cfg, sweep, r, bounds).privacy.to_dict()
+           for r in runs(cfg, sweep)}
+    if sweep == "mu":
+        for mu in map(common.as_number, cfg["mu_sweep"]["mus"]):
+            out[f"random search mu={mu:g}"] = random_search(cfg, mu, bounds).privacy.to_dict()
+        out["GP-UCB"] = gp_ucb(cfg, bounds).privacy.to_dict()
+    return out
 
 
 def summarize(dfs, refs):
@@ -227,7 +243,7 @@ def summarize(dfs, refs):
 
 
 def plot(dfs, refs, out_dir):
-    _shared.plot_style()
+    common.plot_style()
     import matplotlib.pyplot as plt
     import seaborn as sns
 
@@ -304,18 +320,18 @@ def plot(dfs, refs, out_dir):
         plt.close(fig)
 
 
-SWEEPS = {"eps": eps_sweep, "mu": mu_sweep, "sigma": sigma_sweep, "mean": mean_sweep}
+SWEEPS = ("eps", "mu", "sigma", "mean")
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", choices=list(SWEEPS), action="append",
-                    help="run only these sweeps (repeatable); the others' CSVs are reused")
+    ap.add_argument("--only", choices=SWEEPS, action="append",
+                    help="run only these sweeps (repeatable); the others' results are reused")
     ap.add_argument("--out", type=Path, default=HERE)
     args = ap.parse_args(argv)
     started = time.time()
-    cfg = _shared.load_config(HERE / "config.toml", args.quick)
+    cfg = common.load_config(HERE / "config.toml", args.quick)
     obj, bounds, refs = problem(cfg)
     print("reference losses:", refs, flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -323,23 +339,31 @@ def main(argv=None):
     old = json.loads(meta_path.read_text()) if meta_path.exists() else {}
     priv = old.get("privacy", {})
     timing = old.get("seconds_per_sweep", {})
+    store = CellFiles(args.out / "cells")
     dfs = {}
-    for name in args.only or list(SWEEPS):
-        t0 = time.time()
+    for name in args.only or SWEEPS:
         print(f"sweep {name}", flush=True)
-        dfs[name], priv[name] = SWEEPS[name](cfg, obj, bounds)
-        timing[name] = round(time.time() - t0, 1)
+        grid = cells(cfg, name)
+        dfs[name] = pd.concat(run_grid(grid, partial(run_cell, cfg, obj, bounds), store),
+                              ignore_index=True)
+        priv[name] = privacy(cfg, name, bounds)
+        timing[name] = round(sum(store.record(c.key)["seconds"] for c in grid), 1)
         dfs[name].to_csv(args.out / f"results_{name}.csv", index=False)
-    for name in SWEEPS:  # reuse earlier results of sweeps not rerun now
-        f = args.out / f"results_{name}.csv"
-        if name not in dfs and f.exists():
+    for name in SWEEPS:  # reuse earlier results of sweeps not run now: cells, else the CSV
+        grid, f = cells(cfg, name), args.out / f"results_{name}.csv"
+        if name in dfs:
+            continue
+        if all(store.done(c.key) for c in grid):
+            dfs[name] = pd.concat([store.load(c.key) for c in grid], ignore_index=True)
+        elif f.exists():
             dfs[name] = pd.read_csv(f)
+    dfs = {name: dfs[name] for name in SWEEPS if name in dfs}
     summ = summarize(dfs, refs)
     summ.to_csv(args.out / "summary.csv", index=False)
     print(summ.to_string(index=False))
     plot(dfs, refs, args.out)
-    _shared.write_meta(args.out, cfg, priv, started, {"references": refs,
-                                                       "seconds_per_sweep": timing})
+    common.write_meta(args.out, cfg, priv, started, {"references": refs,
+                                                      "seconds_per_sweep": timing})
     print(f"done in {time.time() - started:.0f} s")
 
 

@@ -3,7 +3,9 @@
 kernel ridge regression on a real image shipped with matplotlib (see config.toml and
 README.md for why this replaces the UCI CT-slice SVM task).
 
-    .venv/bin/python experiments/dp_gibo/e42_mri_kernel_regression/run.py [--quick] [--plot-only]
+    python -m experiments.dp_gibo.e42_mri_kernel_regression.run [--quick] [--plot-only]
+
+(from the repository root).
 
 Writes results.csv, summary.csv, figure.png and run_meta.json next to this script.
 """
@@ -13,27 +15,17 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 import time
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+from matplotlib import cbook
+
+from dpbandits.bo import DPGIBO, GPRegressionObjective, PrivateRandomSearch
+from experiments.dp_gibo import common
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-import _shared  # noqa: E402
-
-_shared.single_thread()
-
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib import cbook  # noqa: E402
-
-from dpbandits.bo import (  # noqa: E402
-    DPGIBO,
-    RBF,
-    GPRegressionObjective,
-    GradientDesigner,
-    PrivateRandomSearch,
-)
 
 
 def load_mri() -> np.ndarray:
@@ -54,12 +46,6 @@ def patch_regression(im: np.ndarray, threshold: float):
     ii, jj = ii[keep], jj[keep]
     X = np.stack([im[ii + di, jj + dj] for di, dj in offs], axis=1)
     return X, im[ii, jj]
-
-
-def surrogate(cfg):
-    """DP-GIBO's surrogate kernel and acquisition-optimizer settings from the config."""
-    return dict(kernel=RBF(cfg["surrogate_lengthscale"]),
-                designer=GradientDesigner(**cfg.get("designer", {})))
 
 
 def problem(cfg):
@@ -90,7 +76,7 @@ def main(argv=None):
         plot(pd.read_csv(args.out / "results.csv"), meta["problem"], args.out / "figure.png")
         return
     started = time.time()
-    cfg = _shared.load_config(HERE / "config.toml", args.quick)
+    cfg = common.load_config(HERE / "config.toml", args.quick)
     obj, bounds, refs = problem(cfg)
     print("problem:", refs, flush=True)
     d = obj.dim
@@ -98,13 +84,13 @@ def main(argv=None):
     x0 = bounds[:, 0] + (bounds[:, 1] - bounds[:, 0]) * np.random.default_rng(
         [cfg["seed"], 1]).random((R, d))
     rows, priv = [], {}
-    mus = [math.inf if m == "inf" else float(m) for m in cfg["mus"]]
+    mus = [common.as_number(m) for m in cfg["mus"]]
     variants = [(mu, pm) for pm in cfg["prior_means"] for mu in mus]
     for mu, pm in variants:
         private = math.isfinite(mu)
         alg = DPGIBO(mu=mu, n_iters=cfg["n_iters"],
                      clip_bound=cfg["clip_bound"] if private else math.inf,
-                     **surrogate(cfg),
+                     **common.surrogate(cfg),
                      batch_size=d + cfg["batch_size_offset"], step_rule=cfg["step_rule"],
                      step_size=cfg["step_size"], theta0=x0, bounds=bounds, jitter=1e-8,
                      prior_mean=pm, delta=cfg["delta"])
@@ -153,12 +139,12 @@ def main(argv=None):
     summ.to_csv(args.out / "summary.csv", index=False)
     print(summ.to_string(index=False))
     plot(df, refs, args.out / "figure.png")
-    _shared.write_meta(args.out, cfg, priv, started, {"problem": refs})
+    common.write_meta(args.out, cfg, priv, started, {"problem": refs})
     print(f"done in {time.time() - started:.0f} s")
 
 
 def plot(df, refs, path):
-    _shared.plot_style()
+    common.plot_style()
     import matplotlib.pyplot as plt
     import seaborn as sns
 

@@ -1,7 +1,7 @@
 """Appendix E.4 of seed 003 (Figure 4): DP-GIBO vs DP-GD (and non-private GD) on a
 weighted Huber linear regression.
 
-    .venv/bin/python experiments/dp_gibo/e4_huber_regression/run.py [--quick]
+    python -m experiments.dp_gibo.e4_huber_regression.run [--quick]   (from the repository root)
 
 Writes results.csv, summary.csv, figure.png and run_meta.json next to this script.
 """
@@ -9,21 +9,17 @@ Writes results.csv, summary.csv, figure.png and run_meta.json next to this scrip
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+from scipy.optimize import minimize
+
+from dpbandits.bo import DPGIBO, RBF, ExactGradientDPGD, HuberRegression
+from experiments.dp_gibo import common
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-import _shared  # noqa: E402
-
-_shared.single_thread()
-
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from scipy.optimize import minimize  # noqa: E402
-
-from dpbandits.bo import DPGIBO, RBF, ExactGradientDPGD, HuberRegression  # noqa: E402
 
 
 def run(cfg: dict):
@@ -76,7 +72,7 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot(df: pd.DataFrame, path: Path, erm1: float) -> None:
-    _shared.plot_style()
+    common.plot_style()
     import matplotlib.pyplot as plt
     import seaborn as sns
 
@@ -107,14 +103,14 @@ def main(argv=None) -> None:
     ap.add_argument("--out", type=Path, default=HERE)
     args = ap.parse_args(argv)
     started = time.time()
-    cfg = _shared.load_config(HERE / "config.toml", args.quick)
+    cfg = common.load_config(HERE / "config.toml", args.quick)
     df, meta = run(cfg)
     args.out.mkdir(parents=True, exist_ok=True)
     df.to_csv(args.out / "results.csv", index=False)
     summ = summarize(df)
     summ.to_csv(args.out / "summary.csv", index=False)
     plot(df, args.out / "figure.png", meta["info"]["erm"][0])
-    _shared.write_meta(args.out, cfg, meta["privacy"], started, {"info": meta["info"]})
+    common.write_meta(args.out, cfg, meta["privacy"], started, {"info": meta["info"]})
     print(summ.to_string(index=False))
     print(meta["info"])
     print(f"done in {time.time() - started:.0f} s")

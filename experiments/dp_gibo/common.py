@@ -1,24 +1,18 @@
-"""Helpers shared by the DP-GIBO experiment scripts (config, records, plotting style).
+"""Helpers shared by the DP-GIBO experiment scripts: config, parameters, records, plot style.
 
-Import after ``sys.path`` points at this folder; call :func:`single_thread` before numpy is
-imported (the experiments run many small linear-algebra calls, for which multi-threaded BLAS
-spin-waiting is slower, and the machine is shared).
+Import as ``from experiments.dp_gibo import common`` (scripts run with ``python -m`` from the
+repository root; the package sets one BLAS thread before numpy is imported).
 """
 
 from __future__ import annotations
 
 import json
-import os
+import math
 import platform
 import sys
 import time
 import tomllib
 from pathlib import Path
-
-
-def single_thread() -> None:
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(var, "1")
 
 
 def load_config(path: Path, quick: bool) -> dict:
@@ -33,6 +27,19 @@ def load_config(path: Path, quick: bool) -> dict:
             else:
                 cfg[key] = value
     return cfg
+
+
+def as_number(value) -> float:
+    """A config number; the configs write infinity as the string ``"inf"``."""
+    return math.inf if value == "inf" else float(value)
+
+
+def surrogate(cfg: dict) -> dict:
+    """DP-GIBO's surrogate kernel and acquisition-optimizer settings from the config."""
+    from dpbandits.bo import RBF, GradientDesigner
+
+    return dict(kernel=RBF(cfg["surrogate_lengthscale"]),
+                designer=GradientDesigner(**cfg.get("designer", {})))
 
 
 def write_meta(out_dir: Path, cfg: dict, privacy: dict, started: float, extra=None) -> None:
