@@ -13,7 +13,7 @@ from dpbandits.agents import _niht, make_agent
 from dpbandits.agents.fliphat import FLIPHAT, episode_schedule
 from dpbandits.harness.simulate import simulate
 from dpbandits.privacy.accounting import epsilon_of
-from dpbandits.privacy.audit import audit
+from dpbandits.privacy.audit import AuditSpec, audit
 from dpbandits.privacy.peeling import hard_threshold
 
 
@@ -398,9 +398,10 @@ def _agent_audit(runs, broken_clipping, monkeypatch=None):
             ag.update(np.tile(x, (n, 1)), np.full(n, a), np.full(n, r))
         return ag.theta_[:, 0]
 
-    return audit(sampler, epsilon=1.0, delta=1e-5, runs=runs, seed=3, confidence=0.999,
-                 orientation="both", component="fliphat",
-                 canary="one replaced round with entries 50 x_max", statistic="theta[0]")
+    return audit(sampler, AuditSpec(epsilon=1.0, delta=1e-5, runs=runs, seed=3,
+                                    confidence=0.999, orientation="both", component="fliphat",
+                                    canary="one replaced round with entries 50 x_max",
+                                    statistic="theta[0]"))
 
 
 def test_agent_audit_consistent_and_fails_without_context_clipping(monkeypatch):

@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from dpbandits.privacy.accounting import epsilon_of
-from dpbandits.privacy.audit import audit
+from dpbandits.privacy.audit import AuditSpec, audit
 from dpbandits.privacy.mechanisms import report_noisy_argmax_probabilities
 from dpbandits.privacy.peeling import (
     hard_threshold,
@@ -201,9 +201,10 @@ def _peel_audit(scale_factor: float, runs: int):
         v = np.tile(v1 if world else v0, (n, 1))
         return peel(rng, v, s, scale_factor * c * lam).values[:, 0]
 
-    return audit(sampler, epsilon=claim, delta=delta, runs=runs, seed=11, confidence=0.999,
-                 component="peeling", canary="l_inf shift of every coordinate by lambda",
-                 statistic="released value of the leading coordinate")
+    return audit(sampler, AuditSpec(epsilon=claim, delta=delta, runs=runs, seed=11,
+                                    confidence=0.999, component="peeling",
+                                    canary="l_inf shift of every coordinate by lambda",
+                                    statistic="released value of the leading coordinate"))
 
 
 def test_peeling_audit_consistent_and_detects_undercalibration():

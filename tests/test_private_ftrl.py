@@ -19,7 +19,7 @@ from dpbandits.optim.private_ftrl import (
     generalized_gaussian_coordinates,
 )
 from dpbandits.privacy import accounting as acc
-from dpbandits.privacy.audit import audit
+from dpbandits.privacy.audit import AuditSpec, audit
 
 ABS = AbsoluteLoss()
 
@@ -158,9 +158,10 @@ def test_audit_refutes_the_claim_for_a_nonsmooth_loss():
     def sampler(world, n, rng):
         return _ftrl_runs(opt, T, world, n, rng, "abs")
 
-    res = audit(sampler, epsilon=opt.privacy_for(T).epsilon, delta=delta, runs=runs, seed=3,
-                confidence=0.99, selection="bonferroni", thresholds=[0.0],
-                orientation="greater", component="PrivateFTRL", expected="violation")
+    res = audit(sampler, AuditSpec(epsilon=opt.privacy_for(T).epsilon, delta=delta, runs=runs,
+                                   seed=3, confidence=0.99, selection="bonferroni",
+                                   thresholds=[0.0], orientation="greater",
+                                   component="PrivateFTRL", expected="violation"))
     assert res.verdict == "violation" and res.eps_lb > 1.5 * eps
     # the same conclusion from a self-contained Clopper-Pearson computation
     rng0, rng1 = np.random.default_rng(100), np.random.default_rng(101)

@@ -13,14 +13,15 @@ from dpbandits.audits._registry import (
     AUDITS,
     CONFIDENCE,
     MISSING,
-    AuditSpec,
+    AuditContext,
+    RegisteredAudit,
     run_audits,
     select,
 )
 from dpbandits.privacy.audit import AuditResult, format_table
 
-__all__ = ["AUDITS", "CONFIDENCE", "MISSING", "AuditResult", "AuditSpec", "format_table",
-           "run_audits", "select"]
+__all__ = ["AUDITS", "CONFIDENCE", "MISSING", "AuditContext", "AuditResult", "RegisteredAudit",
+           "format_table", "run_audits", "select"]
 
 #: catalogue modules, in the order of the report (each registers its audits on import)
 CATALOGUE = ("mechanisms", "peeling", "tree", "streaming", "sco", "batch", "agents", "bo")

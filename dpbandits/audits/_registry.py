@@ -1,4 +1,12 @@
-"""The audit registry: one :class:`AuditSpec` per audited component (name -> callable)."""
+"""The audit registry: one :class:`RegisteredAudit` per audited component (name -> callable),
+and the :class:`AuditContext` every registered audit receives.
+
+A registered audit states only what is specific to its component -- the sampler on the
+canary pair, the claim and the labels of its statistic -- and hands them to
+:meth:`AuditContext.audit`, which fills in what every audit shares (runs, seed, confidence,
+the component name, the broken flag, the expected verdict and the variant label) and runs
+the generic auditor :func:`dpbandits.privacy.audit.audit`.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +18,7 @@ from dataclasses import dataclass
 from threadpoolctl import threadpool_limits
 
 from dpbandits._validation import check_choice, check_int
-from dpbandits.privacy.audit import AuditResult
+from dpbandits.privacy.audit import AuditResult, AuditSpec, Sampler, audit
 
 #: Per-audit confidence: a correct component is reported as a violation with probability
 #: at most 1e-3 (the per-test failure probability recommended for CI).
@@ -18,18 +26,49 @@ CONFIDENCE = 0.999
 
 
 @dataclass(frozen=True)
-class AuditSpec:
-    """A registered audit: ``spec(runs, seed, broken=False) -> AuditResult``.
+class AuditContext:
+    """One call of a registered audit: ``runs`` per world, ``seed``, ``broken`` (run the
+    broken variant) and the registration ``entry``."""
+
+    entry: RegisteredAudit
+    runs: int
+    seed: int
+    broken: bool
+
+    def factor(self, value: float) -> float:
+        """``value`` for the broken variant, 1 for the correct component (a noise divisor)."""
+        return value if self.broken else 1.0
+
+    def spec(self, **fields) -> AuditSpec:
+        """The :class:`AuditSpec` of this call: ``fields`` (the claim, the statistic, the
+        canary, ...) plus what every audit shares; ``variant`` defaults to the entry's
+        label."""
+        entry = self.entry
+        fields.setdefault("variant", f"broken: {entry.label}" if self.broken
+                          else "as implemented")
+        return AuditSpec(runs=self.runs, seed=self.seed, confidence=CONFIDENCE,
+                         component=entry.name, broken=self.broken,
+                         expected="violation" if self.broken else entry.expected, **fields)
+
+    def audit(self, sampler: Sampler, **fields) -> AuditResult:
+        """Audit ``sampler`` against ``self.spec(**fields)``."""
+        return audit(sampler, self.spec(**fields))
+
+
+@dataclass(frozen=True)
+class RegisteredAudit:
+    """A registered audit: ``entry(runs, seed, broken=False) -> AuditResult``.
 
     ``fast_runs``/``thorough_runs`` are the certification runs per neighbouring input of the
     two tiers (the fast tier still detects the broken variant). ``expected`` is the verdict a
     correct implementation gives (``"violation"`` for deliberate sanity checks and for
     published claims known to be false). ``has_broken`` is False for audits without a
-    power check of their own (sanity checks that already expect a violation).
+    power check of their own (sanity checks that already expect a violation). ``label`` is
+    the short name of the broken variant in results (default ``broken_variant``).
     """
 
     name: str
-    func: Callable[[int, int, bool], AuditResult]
+    func: Callable[[AuditContext], AuditResult]
     fast_runs: int
     thorough_runs: int
     component: str
@@ -39,6 +78,12 @@ class AuditSpec:
     cannot_show: str
     expected: str = "consistent"
     has_broken: bool = True
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        check_choice("expected", self.expected, {"consistent", "violation"})
+        if not self.label:
+            object.__setattr__(self, "label", self.broken_variant)
 
     def __call__(self, runs: int | None = None, seed: int = 0, broken: bool = False
                  ) -> AuditResult:
@@ -48,28 +93,28 @@ class AuditSpec:
         # Single-threaded BLAS: the components do many tiny linear-algebra calls, which
         # threaded BLAS slows down by 10-100x on shared cores.
         with threadpool_limits(1):
-            return self.func(runs, seed, broken)
+            return self.func(AuditContext(self, runs, seed, broken))
 
 
-#: name -> AuditSpec (callable ``(runs, seed, broken=False) -> AuditResult``)
-AUDITS: dict[str, AuditSpec] = {}
+#: name -> RegisteredAudit (callable ``(runs, seed, broken=False) -> AuditResult``)
+AUDITS: dict[str, RegisteredAudit] = {}
 #: components whose audit could not be registered (module missing), name -> reason
 MISSING: dict[str, str] = {}
 
 
 def register(name: str, *, fast_runs: int, thorough_runs: int, component: str, canary: str,
              broken_variant: str, shows: str, cannot_show: str, expected: str = "consistent",
-             has_broken: bool = True):
-    """Decorator registering ``func(runs, seed, broken) -> AuditResult`` under ``name``."""
+             has_broken: bool = True, label: str = ""):
+    """Decorator registering ``func(ctx: AuditContext) -> AuditResult`` under ``name``."""
 
     def deco(func):
         if name in AUDITS:
             raise ValueError(f"audit {name!r} is already registered")
-        AUDITS[name] = AuditSpec(name=name, func=func, fast_runs=fast_runs,
-                                 thorough_runs=thorough_runs, component=component,
-                                 canary=canary, broken_variant=broken_variant, shows=shows,
-                                 cannot_show=cannot_show, expected=expected,
-                                 has_broken=has_broken)
+        AUDITS[name] = RegisteredAudit(name=name, func=func, fast_runs=fast_runs,
+                                       thorough_runs=thorough_runs, component=component,
+                                       canary=canary, broken_variant=broken_variant,
+                                       shows=shows, cannot_show=cannot_show,
+                                       expected=expected, has_broken=has_broken, label=label)
         return func
 
     return deco

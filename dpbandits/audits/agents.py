@@ -24,9 +24,9 @@ import math
 import numpy as np
 
 from dpbandits.agents import make_agent
-from dpbandits.audits._registry import CONFIDENCE, register
+from dpbandits.audits._registry import AuditContext, register
+from dpbandits.audits._scaffold import pofw_step_score, shrink_calibration, signed, tree_read_rounds
 from dpbandits.privacy.accounting import gdp_mu
-from dpbandits.privacy.audit import audit
 from dpbandits.privacy.tree import tree_levels
 
 EPS, DELTA = 1.0, 1e-5
@@ -48,12 +48,10 @@ _UCB_BROKEN = {
 }
 
 
-def _dp_ucb(calibration: str, horizon: int, broken: bool):
+def _dp_ucb(calibration: str, horizon: int, factor: float | None = None):
+    """DP-UCB on the canary's parameters; ``factor`` divides its node sigma (broken)."""
     agent = make_agent("dp-ucb", horizon=horizon, calibration=calibration, **UCB_PARAMS)
-    if broken:
-        _, factor = _UCB_BROKEN[calibration]
-        if factor is None:
-            factor = math.sqrt(tree_levels(horizon))
+    if factor is not None:
         # instance-level monkeypatch: _reset draws node noise with constants["node_sigma"]
         agent.constants = {**agent.constants,
                            "node_sigma": agent.constants["node_sigma"] / factor}
@@ -66,18 +64,20 @@ def _ucb_claim_extra(agent) -> dict:
             / agent.constants["node_sigma"]}
 
 
-def _dp_ucb_whitebox(calibration: str, runs: int, seed: int, broken: bool):
+def _dp_ucb_whitebox(ctx: AuditContext, calibration: str):
     T = UCB_HORIZON
-    levels = tree_levels(T)
-    read_at = {2**j for j in range(levels)}
-    probe = _dp_ucb(calibration, T, broken)  # calibrated once; reset() per batch
+    read_at = tree_read_rounds(T)
+    factor = None
+    if ctx.broken:
+        factor = _UCB_BROKEN[calibration][1] or math.sqrt(tree_levels(T))
+    probe = _dp_ucb(calibration, T, factor)  # calibrated once; reset() per batch
 
     def sampler(world, n, rng):
         agent = probe.reset(n, rng)
         idx = np.arange(n)
         x1 = np.ones((n, 1))
         a1 = agent.act(x1)  # user 1's own action: never part of the statistic
-        agent.update(x1, a1, np.full(n, 1.0 if world else -1.0))
+        agent.update(x1, a1, signed(world, n))
         stat = agent._u[idx, a1].copy()  # release after round 1 = node [1, 1]
         zeros = np.zeros((n, 1))
         arms = np.zeros(n, dtype=np.int64)
@@ -89,20 +89,15 @@ def _dp_ucb_whitebox(calibration: str, runs: int, seed: int, broken: bool):
                 stat += agent._u[idx, a1]  # released u~_t on user 1's block: node [1, t]
         return stat
 
-    name = "dp-ucb" if calibration == "theorem" else "dp-ucb-accountant"
-    label = _UCB_BROKEN[calibration][0]
-    return audit(sampler, epsilon=EPS, delta=DELTA, runs=runs, seed=seed,
-                 confidence=CONFIDENCE, mu_claim=gdp_mu(EPS, DELTA), notion="JDP",
-                 batch_size=50_000, component=name,
-                 statistic="white-box: released u~_t of user 1's arm, summed over "
-                           "t = 1, 2, 4, ..., T (rounds >= 1 only, never a_1)",
-                 variant=f"broken: {label}" if broken else "as implemented", broken=broken,
-                 expected="violation" if broken else "consistent",
-                 canary="user 1: x = 1, reward +1 vs -1 (L = B = 1, d = 1, K = 2, T = 16); "
-                        "users 2..T: x = 0, reward 0",
-                 basis=probe.privacy.basis + "; Gaussian tree is Gaussian-shaped, so "
-                       "mu_claim = gdp_mu(epsilon, delta)",
-                 extra=_ucb_claim_extra(probe))
+    return ctx.audit(sampler, epsilon=EPS, delta=DELTA, mu_claim=gdp_mu(EPS, DELTA),
+                     notion="JDP", batch_size=50_000,
+                     statistic="white-box: released u~_t of user 1's arm, summed over "
+                               "t = 1, 2, 4, ..., T (rounds >= 1 only, never a_1)",
+                     canary="user 1: x = 1, reward +1 vs -1 (L = B = 1, d = 1, K = 2, T = 16); "
+                            "users 2..T: x = 0, reward 0",
+                     basis=probe.privacy.basis + "; Gaussian tree is Gaussian-shaped, so "
+                           "mu_claim = gdp_mu(epsilon, delta)",
+                     extra=_ucb_claim_extra(probe))
 
 
 _UCB_DOC = dict(
@@ -119,15 +114,15 @@ _UCB_DOC = dict(
 @register("dp-ucb", fast_runs=10_000, thorough_runs=200_000,
           component="agents.dp_ucb.DPUCB (Gaussian tree, theorem calibration)",
           broken_variant=_UCB_BROKEN["theorem"][0], **_UCB_DOC)
-def audit_dp_ucb(runs: int, seed: int = 0, broken: bool = False):
-    return _dp_ucb_whitebox("theorem", runs, seed, broken)
+def audit_dp_ucb(ctx: AuditContext):
+    return _dp_ucb_whitebox(ctx, "theorem")
 
 
 @register("dp-ucb-accountant", fast_runs=10_000, thorough_runs=200_000,
           component="agents.dp_ucb.DPUCB (Gaussian tree, accountant calibration)",
           broken_variant=_UCB_BROKEN["accountant"][0], **_UCB_DOC)
-def audit_dp_ucb_accountant(runs: int, seed: int = 0, broken: bool = False):
-    return _dp_ucb_whitebox("accountant", runs, seed, broken)
+def audit_dp_ucb_accountant(ctx: AuditContext):
+    return _dp_ucb_whitebox(ctx, "accountant")
 
 
 BB_HORIZON = 16
@@ -145,23 +140,15 @@ BB_HORIZON = 16
           cannot_show="weak against the correct agent (mu_lb ~ 0): the UCB bonus and the "
                       "later users' own records dilute the signal, so only gross leaks "
                       "(noise / 10) are detectable")
-def audit_dp_ucb_blackbox(runs: int, seed: int = 0, broken: bool = False):
+def audit_dp_ucb_blackbox(ctx: AuditContext):
     T = BB_HORIZON
-
-    def make():
-        agent = make_agent("dp-ucb", horizon=T, calibration="accountant", **UCB_PARAMS)
-        if broken:
-            agent.constants = {**agent.constants,
-                               "node_sigma": agent.constants["node_sigma"] / 10.0}
-        return agent
-
-    probe = make()  # calibrated once; reset() per batch
+    probe = _dp_ucb("accountant", T, 10.0 if ctx.broken else None)  # reset() per batch
 
     def sampler(world, n, rng):
         agent = probe.reset(n, rng)
         x = np.ones((n, 1))
         a1 = agent.act(x)
-        agent.update(x, a1, np.full(n, 1.0 if world else -1.0))
+        agent.update(x, a1, signed(world, n))
         score = np.zeros(n)
         for t in range(2, T + 1):
             sign = 1.0 if t % 2 == 0 else -1.0
@@ -170,17 +157,14 @@ def audit_dp_ucb_blackbox(runs: int, seed: int = 0, broken: bool = False):
             agent.update(sign * x, a, np.zeros(n))
         return score
 
-    return audit(sampler, epsilon=EPS, delta=DELTA, runs=runs, seed=seed,
-                 confidence=CONFIDENCE, mu_claim=gdp_mu(EPS, DELTA), notion="JDP",
-                 orientation="both", batch_size=50_000, component="dp-ucb-blackbox",
-                 statistic="sum over users 2..T of sign(x_t) * [a_t = a_1] (actions only)",
-                 variant="broken: node sigma / 10" if broken else "as implemented",
-                 broken=broken, expected="violation" if broken else "consistent",
-                 canary="user 1: x = 1, reward +1 vs -1; users 2..16: x = +-1 alternating, "
-                        "reward 0",
-                 basis=probe.privacy.basis + "; actions post-process a Gaussian mechanism, "
-                       "so mu_claim = gdp_mu(epsilon, delta)",
-                 extra=_ucb_claim_extra(probe))
+    return ctx.audit(sampler, epsilon=EPS, delta=DELTA, mu_claim=gdp_mu(EPS, DELTA),
+                     notion="JDP", orientation="both", batch_size=50_000,
+                     statistic="sum over users 2..T of sign(x_t) * [a_t = a_1] (actions only)",
+                     canary="user 1: x = 1, reward +1 vs -1; users 2..16: x = +-1 alternating, "
+                            "reward 0",
+                     basis=probe.privacy.basis + "; actions post-process a Gaussian "
+                           "mechanism, so mu_claim = gdp_mu(epsilon, delta)",
+                     extra=_ucb_claim_extra(probe))
 
 
 SANITY_HORIZON = 256
@@ -196,9 +180,9 @@ SANITY_HORIZON = 256
                 "it must (JDP is not DP)",
           cannot_show="nothing about the JDP guarantee (it is a check of the audit)",
           expected="violation", has_broken=False)
-def audit_dp_ucb_plain_dp_sanity(runs: int, seed: int = 0, broken: bool = False):
+def audit_dp_ucb_plain_dp_sanity(ctx: AuditContext):
     T = SANITY_HORIZON
-    probe = make_agent("dp-ucb", horizon=T, calibration="accountant", **UCB_PARAMS)
+    probe = _dp_ucb("accountant", T)
 
     def sampler(world, n, rng):
         agent = probe.reset(n, rng)
@@ -209,14 +193,19 @@ def audit_dp_ucb_plain_dp_sanity(runs: int, seed: int = 0, broken: bool = False)
         a_t = agent.act(x if world else -x)
         return (a_t == 0).astype(float)
 
-    return audit(sampler, epsilon=EPS, delta=DELTA, runs=runs, seed=seed,
-                 confidence=CONFIDENCE, thresholds=[0.5], selection="bonferroni",
-                 notion="DP (not claimed)", component="dp-ucb-plain-dp-sanity",
-                 statistic="a_t itself (user t's own action)", variant="sanity check",
-                 expected="violation", canary="user 256: x = +1 vs -1 after 255 teaching "
-                                              "rounds",
-                 basis=probe.privacy.basis + " -- JDP, not DP: a violation is expected",
-                 notes="a plain-DP audit that includes a_t must report a large epsilon")
+    return _plain_dp_sanity(ctx, sampler, probe,
+                            statistic="a_t itself (user t's own action)",
+                            canary="user 256: x = +1 vs -1 after 255 teaching rounds")
+
+
+def _plain_dp_sanity(ctx: AuditContext, sampler, probe, *, statistic: str, canary: str):
+    """The plain-DP sanity check of a JDP agent: an indicator statistic that includes a_t,
+    one pre-set threshold; a violation is expected."""
+    return ctx.audit(sampler, epsilon=EPS, delta=DELTA, thresholds=[0.5],
+                     selection="bonferroni", notion="DP (not claimed)", statistic=statistic,
+                     variant="sanity check", canary=canary,
+                     basis=probe.privacy.basis + " -- JDP, not DP: a violation is expected",
+                     notes="a plain-DP audit that includes a_t must report a large epsilon")
 
 
 # --------------------------------------------------------------------------------------------
@@ -235,20 +224,17 @@ def _dp_hdb(calibration: str, broken_noise: bool = False, horizon: int = HDB_HOR
     agent = make_agent("dp-hdb", horizon=horizon, t0=HDB_T0, calibration=calibration,
                        **HDB_PARAMS)
     if broken_noise:
-        import dataclasses
-
-        for opt in agent.arm_optimizers:  # instance-level monkeypatch of the selection noise
-            cal = opt._calibrate()
-            opt._cal = dataclasses.replace(cal, kappa=cal.kappa / _HDB_BROKEN_FACTOR)
+        for opt in agent.arm_optimizers:  # the per-arm selection noise
+            shrink_calibration(opt, _HDB_BROKEN_FACTOR, "kappa")
     return agent
 
 
-def _dp_hdb_reward_audit(name: str, calibration: str, runs: int, seed: int, broken: bool):
+def _dp_hdb_reward_audit(ctx: AuditContext, calibration: str):
     probe = _dp_hdb(calibration)
     K, t0, T = HDB_PARAMS["n_arms"], HDB_T0, HDB_HORIZON
 
     def sampler(world, n, rng):
-        agent = _dp_hdb(calibration, broken)
+        agent = _dp_hdb(calibration, ctx.broken)
         agent.reset(n, rng)
         x1 = np.ones((n, 1))
         zeros = np.zeros((n, 1))
@@ -258,29 +244,23 @@ def _dp_hdb_reward_audit(name: str, calibration: str, runs: int, seed: int, brok
         for t in range(1, T + 1):
             x = x1 if t == 1 else zeros
             a = agent.act(x)
-            r = np.full(n, 1.0 if world else -1.0) if t == 1 else np.zeros(n)
+            r = signed(world, n) if t == 1 else np.zeros(n)
             agent.update(x, a, r)
             if t0 < t <= K * t0:
                 continue  # arm 1's forced phase: arm 0 does not step
             s += 1
             new = agent._theta[:, 0, 0]  # released estimate of arm 0
-            eta = min(1.0, 1.0 / (s + 1.0))
-            v = (new - (1.0 - eta) * prev) / eta  # DP-POFW's selected vertex, +-r
-            stat += math.sqrt(s) / (s + 1.0) * np.sign(v)
+            stat += pofw_step_score(new, prev, s)
             prev = new.copy()
         return stat
 
-    return audit(sampler, epsilon=EPS, delta=DELTA, runs=runs, seed=seed,
-                 confidence=CONFIDENCE, notion="JDP", batch_size=50_000, component=name,
-                 statistic="white-box: arm 0's released estimates after round 1: "
-                           "sum_s sqrt(s)/(s+1) sign(v_s) over its DP-POFW steps",
-                 variant=f"broken: per-arm selection noise / {_HDB_BROKEN_FACTOR:g}"
-                 if broken else "as implemented", broken=broken,
-                 expected="violation" if broken else "consistent",
-                 canary="user 1 (forced sampling, arm 0): x = 1, reward +1 vs -1; later users "
-                        "x = 0, reward 0 (K = 2, d = 1, radius 0.01, t0 = 16, T = 64)",
-                 basis=probe.privacy.basis,
-                 extra={"arm_kappa": probe.arm_optimizers[0].kappa})
+    return ctx.audit(sampler, epsilon=EPS, delta=DELTA, notion="JDP", batch_size=50_000,
+                     statistic="white-box: arm 0's released estimates after round 1: "
+                               "sum_s sqrt(s)/(s+1) sign(v_s) over its DP-POFW steps",
+                     canary="user 1 (forced sampling, arm 0): x = 1, reward +1 vs -1; later "
+                            "users x = 0, reward 0 (K = 2, d = 1, radius 0.01, t0 = 16, T = 64)",
+                     basis=probe.privacy.basis,
+                     extra={"arm_kappa": probe.arm_optimizers[0].kappa})
 
 
 _HDB_DOC = dict(
@@ -288,6 +268,7 @@ _HDB_DOC = dict(
            "context 0",
     broken_variant=f"per-arm DP-POFW selection noise / {_HDB_BROKEN_FACTOR:g} (each arm runs "
                    "at epsilon/2, whose schedule has ~2x the noise of the single optimizer)",
+    label=f"per-arm selection noise / {_HDB_BROKEN_FACTOR:g}",
     shows="the released per-arm estimates after user 1 hide user 1's reward (Theorem 4.1 "
           "rests on their DP; actions post-process them)",
     cannot_show="one arm only (a reward change reaches one arm); the two-arm effect of a "
@@ -298,14 +279,14 @@ _HDB_DOC = dict(
 
 @register("dp-hdb", fast_runs=10_000, thorough_runs=200_000,
           component="agents.dp_hdb.DPHDB (DP-POFW arms, theorem calibration)", **_HDB_DOC)
-def audit_dp_hdb(runs: int, seed: int = 0, broken: bool = False):
-    return _dp_hdb_reward_audit("dp-hdb", "theorem", runs, seed, broken)
+def audit_dp_hdb(ctx: AuditContext):
+    return _dp_hdb_reward_audit(ctx, "theorem")
 
 
 @register("dp-hdb-accountant", fast_runs=10_000, thorough_runs=200_000,
           component="agents.dp_hdb.DPHDB (DP-POFW arms, accountant calibration)", **_HDB_DOC)
-def audit_dp_hdb_accountant(runs: int, seed: int = 0, broken: bool = False):
-    return _dp_hdb_reward_audit("dp-hdb-accountant", "accountant", runs, seed, broken)
+def audit_dp_hdb_accountant(ctx: AuditContext):
+    return _dp_hdb_reward_audit(ctx, "accountant")
 
 
 def _no_synthetic_update(agent):
@@ -333,19 +314,20 @@ HDB_CTX_HORIZON = 2 * HDB_T0 + 1  # the canary user is the first after forced sa
           canary="user 33 (first after forced sampling): context +1 vs -1, reward 0; all "
                  "earlier users context 0",
           broken_variant="no synthetic update (only the pulled arm's estimate changes)",
+          label="no synthetic update",
           shows="the released estimates after user t do not reveal a_t: every arm advances "
                 "once per round (the synthetic update), so which arm moved is independent of "
                 "user t's context",
           cannot_show="a targeted structural check: for the correct agent the statistic is "
                       "identically 0; the privacy of the moves themselves is audited by "
                       "dp-hdb")
-def audit_dp_hdb_context(runs: int, seed: int = 0, broken: bool = False):
+def audit_dp_hdb_context(ctx: AuditContext):
     T = HDB_CTX_HORIZON
     probe = _dp_hdb("theorem", horizon=T)
 
     def sampler(world, n, rng):
         agent = _dp_hdb("theorem", horizon=T)
-        if broken:
+        if ctx.broken:
             _no_synthetic_update(agent)
         agent.reset(n, rng)
         zeros = np.zeros((n, 1))
@@ -361,16 +343,13 @@ def audit_dp_hdb_context(runs: int, seed: int = 0, broken: bool = False):
         idx = np.arange(n)
         return moved[idx, a_dp].astype(float) - moved[idx, a_d].astype(float)
 
-    return audit(sampler, epsilon=EPS, delta=DELTA, runs=runs, seed=seed,
-                 confidence=CONFIDENCE, notion="JDP", orientation="both", batch_size=50_000,
-                 component="dp-hdb-context",
-                 statistic="[arm a'_t moved] - [arm a_t moved] after round t, with a_t, a'_t "
-                           "the arms user t would be shown in D, D' (from the released "
-                           "estimates)",
-                 variant="broken: no synthetic update" if broken else "as implemented",
-                 broken=broken, expected="violation" if broken else "consistent",
-                 canary="user 33: context +1 vs -1 (K = 2, d = 1, t0 = 16)",
-                 basis=probe.privacy.basis)
+    return ctx.audit(sampler, epsilon=EPS, delta=DELTA, notion="JDP", orientation="both",
+                     batch_size=50_000,
+                     statistic="[arm a'_t moved] - [arm a_t moved] after round t, with a_t, "
+                               "a'_t the arms user t would be shown in D, D' (from the "
+                               "released estimates)",
+                     canary="user 33: context +1 vs -1 (K = 2, d = 1, t0 = 16)",
+                     basis=probe.privacy.basis)
 
 
 @register("dp-hdb-plain-dp-sanity", fast_runs=2_000, thorough_runs=20_000,
@@ -381,7 +360,7 @@ def audit_dp_hdb_context(runs: int, seed: int = 0, broken: bool = False):
                 "as it must for a greedy agent (JDP is not DP)",
           cannot_show="nothing about the JDP guarantee (it is a check of the audit)",
           expected="violation", has_broken=False)
-def audit_dp_hdb_plain_dp_sanity(runs: int, seed: int = 0, broken: bool = False):
+def audit_dp_hdb_plain_dp_sanity(ctx: AuditContext):
     T = HDB_CTX_HORIZON
     probe = _dp_hdb("theorem", horizon=T)
 
@@ -394,11 +373,7 @@ def audit_dp_hdb_plain_dp_sanity(runs: int, seed: int = 0, broken: bool = False)
         a_t = agent.act(np.ones((n, 1)) if world else -np.ones((n, 1)))
         return (a_t != a_d).astype(float)
 
-    return audit(sampler, epsilon=EPS, delta=DELTA, runs=runs, seed=seed,
-                 confidence=CONFIDENCE, thresholds=[0.5], selection="bonferroni",
-                 notion="DP (not claimed)", component="dp-hdb-plain-dp-sanity",
-                 statistic="a_t itself (compared with the arm the D context would get)",
-                 variant="sanity check", expected="violation",
-                 canary="user 33: x = +1 vs -1", basis=probe.privacy.basis
-                 + " -- JDP, not DP: a violation is expected",
-                 notes="a plain-DP audit that includes a_t must report a large epsilon")
+    return _plain_dp_sanity(ctx, sampler, probe,
+                            statistic="a_t itself (compared with the arm the D context would "
+                                      "get)",
+                            canary="user 33: x = +1 vs -1")

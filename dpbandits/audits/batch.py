@@ -19,35 +19,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpbandits.audits._registry import CONFIDENCE, register
+from dpbandits.audits._registry import AuditContext, register
+from dpbandits.audits._scaffold import canary_pair, shrink_output
 from dpbandits.losses import SquaredLoss
+from dpbandits.optim import DPGD, DPSVRG, DPAccMD, DPSVRGPlusPlus, PrivateFTRL, PrivateSGD
 from dpbandits.optim._extra_losses import AbsoluteLoss
-from dpbandits.optim.dp_accmd import DPAccMD
-from dpbandits.optim.dp_gd import DPGD
-from dpbandits.optim.dp_svrg import DPSVRG, DPSVRGPlusPlus
-from dpbandits.optim.private_ftrl import PrivateFTRL
-from dpbandits.optim.private_sgd import PrivateSGD
 from dpbandits.privacy.accounting import gdp_mu
-from dpbandits.privacy.audit import audit
 
 EPS, DELTA = 1.0, 1e-5
 BIG = 1e6
 _BROKEN = "per-step noise / 10 (noise level patched on the instance)"
-
-
-def _scaled_noise(opt, method: str, factor: float = 10.0):
-    """Instance-level monkeypatch: ``opt.<method>(n)`` returns the noise level (a float, or a
-    tuple whose first entry is the per-step std); divide that std by ``factor``."""
-    orig = getattr(opt, method)
-
-    def patched(n):
-        out = orig(n)
-        if isinstance(out, tuple):
-            return (out[0] / factor, *out[1:])
-        return out / factor
-
-    setattr(opt, method, patched)
-    return opt
+_LABEL = "noise / 10"
 
 
 def _dirac_data(n: int, world: int):
@@ -58,36 +40,28 @@ def _dirac_data(n: int, world: int):
     return X, y
 
 
-def _tag(broken: bool, factor: float = 10.0) -> str:
-    return f"broken: noise / {factor:g}" if broken else "as implemented"
-
-
-def _batch_audit(name, make, noise_method, n, output, runs, seed, broken, *, gaussian, canary,
-                 loss=None, data=None, claim=None, expected=None, notes="", factor=10.0):
+def _batch_audit(ctx: AuditContext, make, noise_method: str, n: int, *, gaussian: bool,
+                 canary: str, loss=None, data=None, claim=None, notes="", factor=10.0):
     """Shared driver: ``make()`` builds the optimizer; ``noise_method`` names its private
-    method returning the per-step noise (patched for the broken variant)."""
+    method returning the per-step noise (divided by ``factor`` for the broken variant); the
+    statistic is minus the released output."""
     probe = make()
     claim = probe.privacy_for(n) if claim is None else claim
-    opt = make()
-    if broken:
-        _scaled_noise(opt, noise_method, factor)
-    data = data or [_dirac_data(n, w) for w in (0, 1)]
+    opt = shrink_output(make(), noise_method, factor) if ctx.broken else make()
+    data = data or canary_pair(lambda w: _dirac_data(n, w))
     loss = SquaredLoss() if loss is None else loss
 
     def sampler(world, m, rng):
         X, y = data[world]
-        return output(opt.fit(loss, X, y, rng, n_reps=m))
+        return -opt.fit(loss, X, y, rng, n_reps=m).theta[:, 0]
 
-    if expected is None:
-        expected = "violation" if broken else "consistent"
-    return audit(sampler, epsilon=claim.epsilon, delta=claim.delta, runs=runs, seed=seed,
-                 confidence=CONFIDENCE,
-                 mu_claim=gdp_mu(claim.epsilon, claim.delta) if gaussian else None,
-                 batch_size=50_000, component=name, statistic="-(released output)",
-                 variant=_tag(broken, factor), broken=broken, expected=expected, canary=canary,
-                 basis=claim.basis + ("; Gaussian mechanisms compose to a Gaussian: "
-                                      "mu_claim = gdp_mu(epsilon, delta)" if gaussian else ""),
-                 notes=notes)
+    return ctx.audit(sampler, epsilon=claim.epsilon, delta=claim.delta,
+                     mu_claim=gdp_mu(claim.epsilon, claim.delta) if gaussian else None,
+                     batch_size=50_000, statistic="-(released output)", canary=canary,
+                     basis=claim.basis + ("; Gaussian mechanisms compose to a Gaussian: "
+                                          "mu_claim = gdp_mu(epsilon, delta)" if gaussian
+                                          else ""),
+                     notes=notes)
 
 
 # --------------------------------------------------------------------------------------------
@@ -101,34 +75,28 @@ GD_N, GD_T = 10, 16
           component="optim.dp_gd.DPGD (GDP-calibrated, last iterate)",
           canary=f"one of n = {GD_N} samples with clipped gradient +-G, the others zero "
                  f"(d = 1, T = {GD_T})",
-          broken_variant=_BROKEN,
+          broken_variant=_BROKEN, label=_LABEL,
           shows="the last iterate (a linear function of the T noisy gradients) is exactly "
                 "as private as the claimed mu = sqrt(T)/k: the audit is tight",
           cannot_show="other outputs (random iterate), regularizers")
-def audit_dp_gd(runs: int, seed: int = 0, broken: bool = False):
-    def make():
-        return DPGD(EPS, DELTA, n_iters=GD_T)
-
-    return _batch_audit("dp-gd", make, "_noise", GD_N, lambda r: -r.theta[:, 0], runs, seed,
-                        broken, gaussian=True,
-                        canary=f"Dirac sample +-G among n = {GD_N}, T = {GD_T}")
+def audit_dp_gd(ctx: AuditContext):
+    return _batch_audit(ctx, lambda: DPGD(EPS, DELTA, n_iters=GD_T), "_noise", GD_N,
+                        gaussian=True, canary=f"Dirac sample +-G among n = {GD_N}, T = {GD_T}")
 
 
 @register("dp-accmd", fast_runs=20_000, thorough_runs=400_000,
           component="optim.dp_accmd.DPAccMD (l_2 ball, radius 100: projections inactive)",
           canary=f"one of n = {GD_N} samples with clipped gradient +-G, the others zero "
                  f"(d = 1, T = {GD_T})",
-          broken_variant=_BROKEN,
+          broken_variant=_BROKEN, label=_LABEL,
           shows="the output y_T of the private reading (noisy gradient in both steps) hides "
                 "the sample as claimed",
           cannot_show="y_T weights the T noisy gradients unequally, so the audit is not "
                       "tight; the l_1 geometry")
-def audit_dp_accmd(runs: int, seed: int = 0, broken: bool = False):
-    def make():
-        return DPAccMD(EPS, DELTA, n_iters=GD_T, geometry="l2", radius=100.0)
-
-    return _batch_audit("dp-accmd", make, "_noise", GD_N, lambda r: -r.theta[:, 0], runs, seed,
-                        broken, gaussian=True,
+def audit_dp_accmd(ctx: AuditContext):
+    return _batch_audit(ctx, lambda: DPAccMD(EPS, DELTA, n_iters=GD_T, geometry="l2",
+                                             radius=100.0),
+                        "_noise", GD_N, gaussian=True,
                         canary=f"Dirac sample +-G among n = {GD_N}, T = {GD_T}")
 
 
@@ -139,6 +107,7 @@ _SVRG_DOC = dict(
     broken_variant="per-step noise / 100 (patched on the instance): the Dirac canary only "
                    "exercises the snapshot-mean part (2G/n per step) while the noise is sized "
                    "for the subsampled worst case 4G, so / 10 stays below the claim",
+    label="noise / 100",
     shows="the last snapshot hides the sample at the level the RDP accountant certifies "
           "for the subsampled steps plus the snapshot means",
     cannot_show="loose: the canary does not reach the 4G sensitivity of the variance-reduced "
@@ -147,26 +116,22 @@ _SVRG_DOC = dict(
 )
 
 
+def _svrg_audit(ctx: AuditContext, make):
+    return _batch_audit(ctx, make, "_noise", SVRG_N, gaussian=False,
+                        canary=f"Dirac sample +-G among n = {SVRG_N}", factor=100.0)
+
+
 @register("dp-svrg", fast_runs=10_000, thorough_runs=400_000,
           component="optim.dp_svrg.DPSVRG (accountant-calibrated)", **_SVRG_DOC)
-def audit_dp_svrg(runs: int, seed: int = 0, broken: bool = False):
-    def make():
-        return DPSVRG(EPS, DELTA, n_epochs=4, inner_steps=8, step_size=0.5)
-
-    return _batch_audit("dp-svrg", make, "_noise", SVRG_N, lambda r: -r.theta[:, 0], runs, seed,
-                        broken, gaussian=False, canary=f"Dirac sample +-G among n = {SVRG_N}",
-                        factor=100.0)
+def audit_dp_svrg(ctx: AuditContext):
+    return _svrg_audit(ctx, lambda: DPSVRG(EPS, DELTA, n_epochs=4, inner_steps=8, step_size=0.5))
 
 
 @register("dp-svrg++", fast_runs=10_000, thorough_runs=400_000,
           component="optim.dp_svrg.DPSVRGPlusPlus (accountant-calibrated)", **_SVRG_DOC)
-def audit_dp_svrg_pp(runs: int, seed: int = 0, broken: bool = False):
-    def make():
-        return DPSVRGPlusPlus(EPS, DELTA, n_epochs=3, inner_steps=4, step_size=0.5)
-
-    return _batch_audit("dp-svrg++", make, "_noise", SVRG_N, lambda r: -r.theta[:, 0], runs, seed,
-                        broken, gaussian=False, canary=f"Dirac sample +-G among n = {SVRG_N}",
-                        factor=100.0)
+def audit_dp_svrg_pp(ctx: AuditContext):
+    return _svrg_audit(ctx, lambda: DPSVRGPlusPlus(EPS, DELTA, n_epochs=3, inner_steps=4,
+                                                   step_size=0.5))
 
 
 # --------------------------------------------------------------------------------------------
@@ -180,18 +145,16 @@ PSGD_N = 2  # every sample is used (K = n): no amplification, one Gaussian query
           component="optim.private_sgd.PrivateSGD (seed 002, accountant calibration)",
           canary=f"one of n = {PSGD_N} samples with clipped subgradient +-L, the others zero "
                  "(d = 1, radius 100)",
-          broken_variant=_BROKEN,
+          broken_variant=_BROKEN, label=_LABEL,
           shows="the average of the fresh-sample iterates hides the sample as claimed; with "
                 "n = 2 every sample is used (K = n), so the mechanism is one Gaussian query per "
                 "sample (Gaussian-shaped: mu route)",
           cannot_show="amplification by the random subset (n > 2) and Theorem 6's own figure "
                       "(its range needs larger n and smaller epsilon); black-box on the output")
-def audit_private_sgd(runs: int, seed: int = 0, broken: bool = False):
-    def make():
-        return PrivateSGD(EPS, DELTA, radius=100.0, calibration="accountant")
-
-    return _batch_audit("private-sgd", make, "_sigma", PSGD_N, lambda r: -r.theta[:, 0], runs, seed,
-                        broken, gaussian=True,
+def audit_private_sgd(ctx: AuditContext):
+    return _batch_audit(ctx, lambda: PrivateSGD(EPS, DELTA, radius=100.0,
+                                                calibration="accountant"),
+                        "_sigma", PSGD_N, gaussian=True,
                         canary=f"Dirac sample +-L among n = {PSGD_N}")
 
 
@@ -211,7 +174,7 @@ def _ftrl_data(world: int, n: int = FTRL_T):
     return X, y
 
 
-def _ftrl_audit(name, noise, claim_kind, runs, seed, broken):
+def _ftrl_audit(ctx: AuditContext, noise: str, claim_kind: str):
     # paper claim: noise calibrated by the implementation so that the *claim* meets (EPS,
     # DELTA). certified bound: noise chosen so that the valid bound is about (EPS, DELTA)
     # (one Gaussian query of multiplier sigma/(2L) per sample).
@@ -221,19 +184,14 @@ def _ftrl_audit(name, noise, claim_kind, runs, seed, broken):
         return PrivateFTRL(EPS, DELTA, p=2.0, noise=noise, noise_std=sigma)
 
     probe = make()
-    if claim_kind == "paper":
-        claim, expected = probe.privacy_for(FTRL_T), "violation"
-    else:
-        claim, expected = probe.certified_privacy_for(FTRL_T), None
-    data = [_ftrl_data(w) for w in (0, 1)]
-    return _batch_audit(name, make, "_claimed", FTRL_T, lambda r: -r.theta[:, 0], runs, seed,
-                        broken,
-                        gaussian=claim_kind == "certified", loss=AbsoluteLoss(), data=data,
-                        claim=claim, expected=expected,
+    paper = claim_kind == "paper"
+    claim = probe.privacy_for(FTRL_T) if paper else probe.certified_privacy_for(FTRL_T)
+    return _batch_audit(ctx, make, "_claimed", FTRL_T, gaussian=not paper, loss=AbsoluteLoss(),
+                        data=canary_pair(_ftrl_data), claim=claim,
                         canary=f"f = |w| on samples 1..{FTRL_T - 1}, last sample f = +w vs -w",
                         notes="published claim known to be false for non-smooth losses "
                               "(note seed-002-004, section 8.3); the implementation reports "
-                              "it as not certified" if claim_kind == "paper" else "")
+                              "it as not certified" if paper else "")
 
 
 _FTRL_DOC = dict(
@@ -252,8 +210,8 @@ _FTRL_DOC = dict(
           shows="the published zCDP claim of Private FTRL (amplification by iteration "
                 "without contraction) is violated: the mean-reverting |w| dynamics cancel the "
                 "accumulated noise and expose the last sample", **_FTRL_DOC)
-def audit_private_ftrl(runs: int, seed: int = 0, broken: bool = False):
-    return _ftrl_audit("private-ftrl", "all", "paper", runs, seed, False)
+def audit_private_ftrl(ctx: AuditContext):
+    return _ftrl_audit(ctx, "all", "paper")
 
 
 @register("private-ftrl-first", fast_runs=2_000, thorough_runs=50_000,
@@ -261,17 +219,17 @@ def audit_private_ftrl(runs: int, seed: int = 0, broken: bool = False):
                     "certified=False)",
           shows="Theorem 4.4's anytime variant (noise on xi_1 only) gives no privacy at all "
                 "to a late sample", **_FTRL_DOC)
-def audit_private_ftrl_first(runs: int, seed: int = 0, broken: bool = False):
-    return _ftrl_audit("private-ftrl-first", "first", "paper", runs, seed, False)
+def audit_private_ftrl_first(ctx: AuditContext):
+    return _ftrl_audit(ctx, "first", "paper")
 
 
 @register("private-ftrl-certified", fast_runs=10_000, thorough_runs=200_000,
           component="optim.private_ftrl.PrivateFTRL: the valid bound certified_privacy_for "
                     "(one Gaussian query per sample)",
-          canary=_FTRL_DOC["canary"], broken_variant=_BROKEN,
+          canary=_FTRL_DOC["canary"], broken_variant=_BROKEN, label=_LABEL,
           shows="the bound the implementation does certify holds on the counterexample that "
                 "breaks the published one",
           cannot_show="other adversarial loss sequences (the bound is proven, the audit only "
                       "probes one)")
-def audit_private_ftrl_certified(runs: int, seed: int = 0, broken: bool = False):
-    return _ftrl_audit("private-ftrl-certified", "all", "certified", runs, seed, broken)
+def audit_private_ftrl_certified(ctx: AuditContext):
+    return _ftrl_audit(ctx, "all", "certified")

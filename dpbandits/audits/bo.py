@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpbandits.audits._registry import CONFIDENCE, register
+from dpbandits.audits._registry import AuditContext, register
 from dpbandits.bo.acquisition import GradientDesigner
 from dpbandits.bo.dp_gibo import DPGIBO
 from dpbandits.bo.objectives import Objective
-from dpbandits.privacy.audit import audit
 
 MU, N_IND, T_ITERS, CLIP = 1.0, 4, 2, 1.0
 
@@ -52,25 +51,23 @@ def _make(broken: bool) -> DPGIBO:
           canary="individual 1 of n = 4: loss +1e6 theta vs -1e6 theta (clipped gradient "
                  "+-B), the others zero; d = 1, T = 2, batch size 1",
           broken_variant="noise std / 10 (constructed with mu = 10 instead of 1)",
+          label="noise / 10",
           shows="the whole trajectory of DP-GIBO is mu-GDP as claimed: the canary makes it a "
                 "Gaussian mechanism of exactly mu, and the released iterate attains it",
           cannot_show="the data-independence of the design (the acquisition is run but not "
                       "probed: a design that used private losses would need another canary); "
                       "AdaGrad steps, bounds")
-def audit_dp_gibo(runs: int, seed: int = 0, broken: bool = False):
+def audit_dp_gibo(ctx: AuditContext):
     probe = _make(False)
     claim = probe.privacy
-    opt = _make(broken)
+    opt = _make(ctx.broken)
     objectives = [_Canary(-1.0), _Canary(1.0)]
 
     def sampler(world, n, rng):
         return -opt.fit(objectives[world], rng, n_reps=n).theta[:, 0]
 
-    return audit(sampler, epsilon=claim.epsilon, delta=claim.delta, runs=runs, seed=seed,
-                 confidence=CONFIDENCE, mu_claim=claim.mu, thresholds=[0.0],
-                 selection="bonferroni", notion="GDP", component="dp-gibo",
-                 statistic="-theta_T (sum of the T noisy clipped mean gradients)",
-                 variant="broken: noise / 10" if broken else "as implemented", broken=broken,
-                 expected="violation" if broken else "consistent",
-                 canary="individual 1: loss +-1e6 theta (clipped gradient +-B)",
-                 basis=claim.basis, extra={"noise_std": probe.noise_std(N_IND)})
+    return ctx.audit(sampler, epsilon=claim.epsilon, delta=claim.delta, mu_claim=claim.mu,
+                     thresholds=[0.0], selection="bonferroni", notion="GDP",
+                     statistic="-theta_T (sum of the T noisy clipped mean gradients)",
+                     canary="individual 1: loss +-1e6 theta (clipped gradient +-B)",
+                     basis=claim.basis, extra={"noise_std": probe.noise_std(N_IND)})

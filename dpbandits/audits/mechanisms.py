@@ -11,11 +11,10 @@ import math
 
 import numpy as np
 
-from dpbandits.audits._registry import CONFIDENCE, register
+from dpbandits.audits._registry import AuditContext, register
 from dpbandits.geometry import noise_geometry, plus_norm
 from dpbandits.privacy import mechanisms as mech
 from dpbandits.privacy.accounting import gdp_mu
-from dpbandits.privacy.audit import audit
 
 EPS = 1.0
 DELTA = 1e-5
@@ -23,8 +22,13 @@ SENS = 1.0
 _BROKEN = "noise scale / 10"
 
 
-def _variant(broken: bool) -> str:
-    return f"broken: {_BROKEN}" if broken else "as implemented"
+def _released(noise):
+    """Sampler of the scalar query at maximal sensitivity: ``world * Delta + noise(rng, n)``."""
+
+    def sampler(world, n, rng):
+        return world * SENS + noise(rng, n)
+
+    return sampler
 
 
 @register("laplace", fast_runs=20_000, thorough_runs=1_000_000,
@@ -35,16 +39,11 @@ def _variant(broken: bool) -> str:
                 "(ratio of tail probabilities up to e^epsilon)",
           cannot_show="floating-point attacks on the sampler (Mironov 2012); events rarer "
                       "than ~1/runs")
-def audit_laplace(runs: int, seed: int = 0, broken: bool = False):
-    b = mech.laplace_scale(EPS, SENS) / (10.0 if broken else 1.0)
-
-    def sampler(world, n, rng):
-        return world * SENS + mech.laplace_noise(rng, b, n)
-
-    return audit(sampler, epsilon=EPS, delta=0.0, runs=runs, seed=seed, confidence=CONFIDENCE,
-                 component="laplace", statistic="released value", variant=_variant(broken),
-                 broken=broken, expected="violation" if broken else "consistent",
-                 canary="f(D)=0, f(D')=1", basis="Laplace mechanism, scale Delta/epsilon")
+def audit_laplace(ctx: AuditContext):
+    b = mech.laplace_scale(EPS, SENS) / ctx.factor(10.0)
+    return ctx.audit(_released(lambda rng, n: mech.laplace_noise(rng, b, n)), epsilon=EPS,
+                     delta=0.0, statistic="released value", canary="f(D)=0, f(D')=1",
+                     basis="Laplace mechanism, scale Delta/epsilon")
 
 
 @register("gaussian", fast_runs=20_000, thorough_runs=1_000_000,
@@ -55,18 +54,13 @@ def audit_laplace(runs: int, seed: int = 0, broken: bool = False):
                 "mu = gdp_mu(1, 1e-5) = Delta/sigma (tight)",
           cannot_show="a sigma slightly too small (less than the CP resolution, ~2% of mu at "
                       "1e6 runs); floating-point attacks")
-def audit_gaussian(runs: int, seed: int = 0, broken: bool = False):
-    sigma = mech.gaussian_sigma_analytic(EPS, DELTA, SENS) / (10.0 if broken else 1.0)
-
-    def sampler(world, n, rng):
-        return world * SENS + mech.gaussian_noise(rng, sigma, n)
-
-    return audit(sampler, epsilon=EPS, delta=DELTA, runs=runs, seed=seed,
-                 confidence=CONFIDENCE, mu_claim=gdp_mu(EPS, DELTA), component="gaussian",
-                 statistic="released value", variant=_variant(broken), broken=broken,
-                 expected="violation" if broken else "consistent", canary="f(D)=0, f(D')=1",
-                 basis="analytic Gaussian mechanism (Balle & Wang 2018); Gaussian-shaped, "
-                       "so mu-GDP with mu = gdp_mu(epsilon, delta)")
+def audit_gaussian(ctx: AuditContext):
+    sigma = mech.gaussian_sigma_analytic(EPS, DELTA, SENS) / ctx.factor(10.0)
+    return ctx.audit(_released(lambda rng, n: mech.gaussian_noise(rng, sigma, n)), epsilon=EPS,
+                     delta=DELTA, mu_claim=gdp_mu(EPS, DELTA), statistic="released value",
+                     canary="f(D)=0, f(D')=1",
+                     basis="analytic Gaussian mechanism (Balle & Wang 2018); Gaussian-shaped, "
+                           "so mu-GDP with mu = gdp_mu(epsilon, delta)")
 
 
 # l_p setting of Table 5.1 (p = 1.5, gradients in l_3); d = 20 keeps 1e6 runs cheap.
@@ -84,11 +78,11 @@ GG_P, GG_D = 1.5, 20
                 "as statistic (Neyman-Pearson optimal for this pair)",
           cannot_show="the lemma's constant is loose (kappa = 2 here), so only gross errors "
                       "(factor ~3 in sigma) are detectable; other directions u")
-def audit_generalized_gaussian(runs: int, seed: int = 0, broken: bool = False):
+def audit_generalized_gaussian(ctx: AuditContext):
     geo = noise_geometry(GG_P, GG_D)
     q = GG_P / (GG_P - 1.0)
     sigma = math.sqrt(2.0 * geo.kappa * math.log(1.0 / DELTA)) * SENS / EPS
-    sigma /= 10.0 if broken else 1.0
+    sigma /= ctx.factor(10.0)
     u = np.full(GG_D, SENS / GG_D ** (1.0 / q))  # ||u||_q = SENS
 
     def sampler(world, n, rng):
@@ -97,19 +91,16 @@ def audit_generalized_gaussian(runs: int, seed: int = 0, broken: bool = False):
         # exact privacy loss ln p_{D'}(out) / p_D(out)
         return (plus_norm(out, geo) ** 2 - plus_norm(out - u, geo) ** 2) / (2.0 * sigma**2)
 
-    return audit(sampler, epsilon=EPS, delta=DELTA, runs=runs, seed=seed,
-                 confidence=CONFIDENCE, component="generalized-gaussian",
-                 statistic="privacy loss ln p'(z)/p(z)", variant=_variant(broken),
-                 broken=broken, expected="violation" if broken else "consistent",
-                 canary=f"f(D)=0, f(D')=u, ||u||_q=1, p={GG_P}, d={GG_D}",
-                 basis="Lemma 2.1 of seed 000 (Bassily et al. 2021b), kappa from Lemma 3.2",
-                 extra={"kappa": geo.kappa, "q_plus": geo.q_plus, "sigma": sigma})
+    return ctx.audit(sampler, epsilon=EPS, delta=DELTA, statistic="privacy loss ln p'(z)/p(z)",
+                     canary=f"f(D)=0, f(D')=u, ||u||_q=1, p={GG_P}, d={GG_D}",
+                     basis="Lemma 2.1 of seed 000 (Bassily et al. 2021b), kappa from Lemma 3.2",
+                     extra={"kappa": geo.kappa, "q_plus": geo.q_plus, "sigma": sigma})
 
 
 RNM_SCALE_FACTOR = 2.0  # b = 2 Delta / epsilon for the general (non-monotone) claim
 
 
-def _selection_audit(name, select, scores0, scores1, epsilon, b, runs, seed, broken, basis):
+def _selection_audit(ctx: AuditContext, select, scores0, scores1, b, basis):
     s0 = np.asarray(scores0, dtype=float)
     s1 = np.asarray(scores1, dtype=float)
 
@@ -117,11 +108,9 @@ def _selection_audit(name, select, scores0, scores1, epsilon, b, runs, seed, bro
         scores = np.broadcast_to(s1 if world else s0, (n, s0.size))
         return (select(rng, scores, b) == 1).astype(float)
 
-    return audit(sampler, epsilon=epsilon, delta=0.0, runs=runs, seed=seed,
-                 confidence=CONFIDENCE, thresholds=[0.5], selection="bonferroni",
-                 component=name, statistic="candidate 1 selected", variant=_variant(broken),
-                 broken=broken, expected="violation" if broken else "consistent",
-                 canary=f"scores {s0.tolist()} vs {s1.tolist()}", basis=basis)
+    return ctx.audit(sampler, epsilon=EPS, delta=0.0, thresholds=[0.5], selection="bonferroni",
+                     statistic="candidate 1 selected",
+                     canary=f"scores {s0.tolist()} vs {s1.tolist()}", basis=basis)
 
 
 _SEL_DOC = dict(
@@ -137,10 +126,9 @@ _SEL_DOC = dict(
                  "directions (non-monotone)",
           shows="Laplace report-noisy-argmin with b = 2 Delta/epsilon is not less private "
                 "than epsilon; the selection really uses noise of scale b", **_SEL_DOC)
-def audit_report_noisy_argmin(runs: int, seed: int = 0, broken: bool = False):
-    b = RNM_SCALE_FACTOR * SENS / EPS / (10.0 if broken else 1.0)
-    return _selection_audit("report-noisy-argmin", mech.report_noisy_argmin, [0.0, 1.0],
-                            [1.0, 0.0], EPS, b, runs, seed, broken,
+def audit_report_noisy_argmin(ctx: AuditContext):
+    b = RNM_SCALE_FACTOR * SENS / EPS / ctx.factor(10.0)
+    return _selection_audit(ctx, mech.report_noisy_argmin, [0.0, 1.0], [1.0, 0.0], b,
                             "Dwork & Roth Claim 3.9 (2 Delta/b for non-monotone scores)")
 
 
@@ -148,10 +136,9 @@ def audit_report_noisy_argmin(runs: int, seed: int = 0, broken: bool = False):
           component="privacy.mechanisms.report_noisy_argmin (monotone scores: Delta/b)",
           canary="scores (0, 1) vs (0, 0): one score decreases by Delta = 1",
           shows="the monotone-score claim Delta/b of report-noisy-argmin", **_SEL_DOC)
-def audit_report_noisy_argmin_monotone(runs: int, seed: int = 0, broken: bool = False):
-    b = SENS / EPS / (10.0 if broken else 1.0)
-    return _selection_audit("report-noisy-argmin-monotone", mech.report_noisy_argmin,
-                            [0.0, 1.0], [0.0, 0.0], EPS, b, runs, seed, broken,
+def audit_report_noisy_argmin_monotone(ctx: AuditContext):
+    b = SENS / EPS / ctx.factor(10.0)
+    return _selection_audit(ctx, mech.report_noisy_argmin, [0.0, 1.0], [0.0, 0.0], b,
                             "Dwork & Roth Claim 3.9 (monotone scores, Delta/b)")
 
 
@@ -160,8 +147,7 @@ def audit_report_noisy_argmin_monotone(runs: int, seed: int = 0, broken: bool = 
           canary="scores (0, -1) vs (-1, 0) (argmax): every score moves by Delta = 1",
           shows="the Gumbel-max exponential mechanism is not less private than "
                 "2 Delta/scale", **_SEL_DOC)
-def audit_exponential_mechanism(runs: int, seed: int = 0, broken: bool = False):
-    scale = 2.0 * SENS / EPS / (10.0 if broken else 1.0)
-    return _selection_audit("exponential-mechanism", mech.exponential_mechanism, [0.0, -1.0],
-                            [-1.0, 0.0], EPS, scale, runs, seed, broken,
+def audit_exponential_mechanism(ctx: AuditContext):
+    scale = 2.0 * SENS / EPS / ctx.factor(10.0)
+    return _selection_audit(ctx, mech.exponential_mechanism, [0.0, -1.0], [-1.0, 0.0], scale,
                             "McSherry & Talwar 2007 (2 Delta/scale)")

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpbandits.audits._registry import CONFIDENCE, register
-from dpbandits.privacy.audit import audit
+from dpbandits.audits._registry import AuditContext, register
 from dpbandits.privacy.peeling import peel, peeling_epsilon, peeling_noise_multiplier
 
 EPS, DELTA, SENS = 1.0, 1e-5, 1.0
@@ -22,27 +21,24 @@ EPS, DELTA, SENS = 1.0, 1e-5, 1.0
 @register("peeling", fast_runs=20_000, thorough_runs=1_000_000,
           component="privacy.peeling.peel (s = 1, accountant calibration)",
           canary="v = (0, 1) vs (1, 0) (l_inf sensitivity 1, non-monotone), s = 1",
-          broken_variant="Laplace scale / 10",
+          broken_variant="Laplace scale / 10", label="scale / 10",
           shows="one peeling call (noisy selection + noisy release) is not less private than "
                 "its ledger",
           cannot_show="s > 1 (the composition over steps is the accountant's, not probed); "
                       "the l_inf sensitivity of a caller's query (FLIPHAT's N-IHT step) is the "
                       "caller's responsibility")
-def audit_peeling(runs: int, seed: int = 0, broken: bool = False):
+def audit_peeling(ctx: AuditContext):
     c = peeling_noise_multiplier(EPS, DELTA, 1)
     claim_eps = peeling_epsilon(c, 1, DELTA)
-    scale = c * SENS / (10.0 if broken else 1.0)
+    scale = c * SENS / ctx.factor(10.0)
     rows = [np.array([0.0, SENS]), np.array([SENS, 0.0])]
 
     def sampler(world, n, rng):
         v = np.broadcast_to(rows[world], (n, 2))
         return peel(rng, v, 1, scale).values[:, 0]
 
-    return audit(sampler, epsilon=claim_eps, delta=DELTA, runs=runs, seed=seed,
-                 confidence=CONFIDENCE, component="peeling",
-                 statistic="released value of coordinate 1 (0 if not selected)",
-                 variant="broken: scale / 10" if broken else "as implemented", broken=broken,
-                 expected="violation" if broken else "consistent",
-                 canary="v = (0, 1) vs (1, 0), s = 1",
-                 basis="PLD accountant on peeling_event (Dwork, Su & Zhang 2018; "
-                       "report-noisy-max 2/c + Laplace 1/c)", extra={"noise_multiplier": c})
+    return ctx.audit(sampler, epsilon=claim_eps, delta=DELTA,
+                     statistic="released value of coordinate 1 (0 if not selected)",
+                     canary="v = (0, 1) vs (1, 0), s = 1",
+                     basis="PLD accountant on peeling_event (Dwork, Su & Zhang 2018; "
+                           "report-noisy-max 2/c + Laplace 1/c)", extra={"noise_multiplier": c})

@@ -13,15 +13,14 @@ instance; broken variants run a deliberately wrong instance against that claim.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
 
-from dpbandits.audits._registry import CONFIDENCE, register
-from dpbandits.optim.sco_baselines import LocalMD, NoisySFW, NoisySGD
+from dpbandits.audits._registry import AuditContext, register
+from dpbandits.audits._scaffold import canary_pair, shrink_output
+from dpbandits.optim import LocalMD, NoisySFW, NoisySGD
 from dpbandits.privacy.accounting import gdp_mu
-from dpbandits.privacy.audit import audit
 
 EPS, DELTA = 1.0, 1e-5
 BIG = 1e6  # |y| large enough that the canary's gradient is always clipped to L0
@@ -40,10 +39,6 @@ def _canary_data(n: int, d: int, world: int, first_half_e2: int = 0):
     return X, y
 
 
-def _tag(broken: bool, label: str) -> str:
-    return f"broken: {label}" if broken else "as implemented"
-
-
 # --------------------------------------------------------------------------------------------
 # NoisySFW
 # --------------------------------------------------------------------------------------------
@@ -56,42 +51,33 @@ SFW_N, SFW_D = 16, 1
           canary="sample 1 (in the first half B0): clipped gradient +-L0 e_1; all other "
                  "samples zero gradient (n = 16, d = 1)",
           broken_variant="noise of every aggregate / 10 (schedule patched on the instance)",
+          label="noise / 10",
           shows="the first noisy aggregate (the only one the sample enters) hides it as "
                 "claimed; theta_1 = eta LMO(grad_0) reveals the sign of grad_0, and for a "
                 "symmetric Gaussian shift the sign test alone attains mu (tight mu route)",
           cannot_show="samples of the second half (smaller sensitivity, same mechanism); the "
                       "generalized-Gaussian branch (p < 2) is only audited through DP-TOFW")
-def audit_noisy_sfw(runs: int, seed: int = 0, broken: bool = False):
+def audit_noisy_sfw(ctx: AuditContext):
     probe = NoisySFW(p=2.0, radius=1.0, epsilon=EPS, delta=DELTA)
     claim = probe.privacy_for(SFW_N, SFW_D)
 
     def make():
         opt = NoisySFW(p=2.0, radius=1.0, epsilon=EPS, delta=DELTA)
-        if broken:
-            orig = opt.schedule
+        return shrink_output(opt, "schedule", 10, "sigma0", "sigma") if ctx.broken else opt
 
-            def schedule(n, d):  # instance-level monkeypatch of the noise levels
-                sch = orig(n, d)
-                return dataclasses.replace(sch, sigma0=sch.sigma0 / 10, sigma=sch.sigma / 10)
-
-            opt.schedule = schedule
-        return opt
-
-    data = [_canary_data(SFW_N, SFW_D, w) for w in (0, 1)]
+    data = canary_pair(lambda w: _canary_data(SFW_N, SFW_D, w))
 
     def sampler(world, n, rng):
         X, y = data[world]
         res = make().fit("squared", X, y, rng, n_reps=n)
         return (res.history[:, 1, 0] < 0).astype(float)  # theta_1 = -eta r sign(grad_0)
 
-    return audit(sampler, epsilon=claim.epsilon, delta=claim.delta, runs=runs, seed=seed,
-                 confidence=CONFIDENCE, mu_claim=gdp_mu(claim.epsilon, claim.delta),
-                 thresholds=[0.5], selection="bonferroni", component="noisy-sfw",
-                 statistic="[theta_1 < 0] = [grad_0 > 0] (released iterate 1)",
-                 variant=_tag(broken, "noise / 10"), broken=broken,
-                 expected="violation" if broken else "consistent",
-                 canary="B0 sample: clipped gradient +-L0 e_1", basis=claim.basis
-                 + "; Gaussian mechanism, so mu_claim = gdp_mu(epsilon, delta)")
+    return ctx.audit(sampler, epsilon=claim.epsilon, delta=claim.delta,
+                     mu_claim=gdp_mu(claim.epsilon, claim.delta), thresholds=[0.5],
+                     selection="bonferroni",
+                     statistic="[theta_1 < 0] = [grad_0 > 0] (released iterate 1)",
+                     canary="B0 sample: clipped gradient +-L0 e_1", basis=claim.basis
+                     + "; Gaussian mechanism, so mu_claim = gdp_mu(epsilon, delta)")
 
 
 # --------------------------------------------------------------------------------------------
@@ -101,19 +87,16 @@ def audit_noisy_sfw(runs: int, seed: int = 0, broken: bool = False):
 SGD_N = 16  # n^2 = 256 steps
 
 
-def _noisy_sgd_audit(name, calibration, runs, seed, broken):
+def _noisy_sgd_audit(ctx: AuditContext, calibration: str):
     kwargs = dict(p=math.inf, radius=1.0, epsilon=EPS, delta=DELTA, calibration=calibration,
                   backend="numpy")
     claim = NoisySGD(**kwargs).privacy_for(SGD_N)
 
     def make():
         opt = NoisySGD(**kwargs)
-        if broken:
-            orig = opt.sigma
-            opt.sigma = lambda n: orig(n) / 10.0  # instance-level monkeypatch
-        return opt
+        return shrink_output(opt, "sigma", 10.0) if ctx.broken else opt
 
-    data = [_canary_data(SGD_N, 1, w) for w in (0, 1)]
+    data = canary_pair(lambda w: _canary_data(SGD_N, 1, w))
 
     def sampler(world, n, rng):
         X, y = data[world]
@@ -121,18 +104,16 @@ def _noisy_sgd_audit(name, calibration, runs, seed, broken):
         # last iterate (released in the history): the sum of all steps, against the gradient
         return -res.extra["iterates"][:, -1, 0]
 
-    return audit(sampler, epsilon=claim.epsilon, delta=claim.delta, runs=runs, seed=seed,
-                 confidence=CONFIDENCE, batch_size=50_000, component=name,
-                 statistic="-(last iterate)", variant=_tag(broken, "noise sigma / 10"),
-                 broken=broken, expected="violation" if broken else "consistent",
-                 canary=f"one of n = {SGD_N} samples: clipped gradient +-L0 (d = 1, p = inf, "
-                        f"{SGD_N**2} steps)", basis=claim.basis)
+    return ctx.audit(sampler, epsilon=claim.epsilon, delta=claim.delta, batch_size=50_000,
+                     statistic="-(last iterate)",
+                     canary=f"one of n = {SGD_N} samples: clipped gradient +-L0 (d = 1, "
+                            f"p = inf, {SGD_N**2} steps)", basis=claim.basis)
 
 
 _SGD_DOC = dict(
     canary=f"one of n = {SGD_N} samples with clipped gradient +-L0, the others zero "
            "(d = 1, p = inf, n^2 steps)",
-    broken_variant="noise sigma / 10 (patched on the instance)",
+    broken_variant="noise sigma / 10 (patched on the instance)", label="noise sigma / 10",
     shows="the last iterate after n^2 subsampled noisy steps hides the sample; the sum "
           "statistic carries almost all of the composed privacy loss (CLT), so the audit "
           "is within a few x of the RDP claim",
@@ -145,14 +126,14 @@ _SGD_DOC = dict(
 @register("noisy-sgd", fast_runs=10_000, thorough_runs=100_000,
           component="optim.sco_baselines.NoisySGD (paper's sigma; claim = RDP accountant)",
           **_SGD_DOC)
-def audit_noisy_sgd(runs: int, seed: int = 0, broken: bool = False):
-    return _noisy_sgd_audit("noisy-sgd", "theorem", runs, seed, broken)
+def audit_noisy_sgd(ctx: AuditContext):
+    return _noisy_sgd_audit(ctx, "theorem")
 
 
 @register("noisy-sgd-accountant", fast_runs=10_000, thorough_runs=100_000,
           component="optim.sco_baselines.NoisySGD (accountant calibration)", **_SGD_DOC)
-def audit_noisy_sgd_accountant(runs: int, seed: int = 0, broken: bool = False):
-    return _noisy_sgd_audit("noisy-sgd-accountant", "accountant", runs, seed, broken)
+def audit_noisy_sgd_accountant(ctx: AuditContext):
+    return _noisy_sgd_audit(ctx, "accountant")
 
 
 # --------------------------------------------------------------------------------------------
@@ -169,24 +150,22 @@ LMD_BROKEN_C = 0.1
                  f"(n = {LMD_N}, d = {LMD_D})",
           broken_variant=f"noise constant c = {LMD_BROKEN_C} instead of 100 (the RDP claim "
                          "for c = 100 has large slack)",
+          label=f"noise constant {LMD_BROKEN_C}",
           shows="the phase-1 output of LocalMD hides a phase-1 sample at the level the RDP "
                 "accountant certifies",
           cannot_show="weak: c = 100 makes the noise enormous, so the correct LocalMD audits "
                       "far below its claim; only gross under-noising is detectable")
-def audit_local_md(runs: int, seed: int = 0, broken: bool = False):
+def audit_local_md(ctx: AuditContext):
     kwargs = dict(p=2.0, radius=1.0, epsilon=EPS, delta=DELTA)
     claim = LocalMD(**kwargs).privacy_for(LMD_N, LMD_D)
-    c = LMD_BROKEN_C if broken else 100.0
-    data = [_canary_data(LMD_N, LMD_D, w) for w in (0, 1)]
+    c = LMD_BROKEN_C if ctx.broken else 100.0
+    data = canary_pair(lambda w: _canary_data(LMD_N, LMD_D, w))
 
     def sampler(world, n, rng):
         X, y = data[world]
         res = LocalMD(noise_constant=c, **kwargs).fit("squared", X, y, rng, n_reps=n)
         return -res.history[:, 1, 0]  # phase-1 output, against the gradient
 
-    return audit(sampler, epsilon=claim.epsilon, delta=claim.delta, runs=runs, seed=seed,
-                 confidence=CONFIDENCE, batch_size=50_000, component="local-md",
-                 statistic="-(phase-1 output)_1", broken=broken,
-                 variant=_tag(broken, f"noise constant {LMD_BROKEN_C}"),
-                 expected="violation" if broken else "consistent",
-                 canary="phase-1 sample: clipped gradient +-L0 e_1", basis=claim.basis)
+    return ctx.audit(sampler, epsilon=claim.epsilon, delta=claim.delta, batch_size=50_000,
+                     statistic="-(phase-1 output)_1",
+                     canary="phase-1 sample: clipped gradient +-L0 e_1", basis=claim.basis)

@@ -22,18 +22,20 @@ library code.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
 
-from dpbandits.audits._registry import CONFIDENCE, register
+from dpbandits.audits._registry import AuditContext, register
+from dpbandits.audits._scaffold import (
+    pofw_step_score,
+    shrink_calibration,
+    signed,
+    tree_read_rounds,
+)
 from dpbandits.geometry import plus_norm
-from dpbandits.optim.dp_pofw import DPPOFW
-from dpbandits.optim.dp_tofw import DPTOFW
+from dpbandits.optim import DPPOFW, DPTOFW
 from dpbandits.privacy.accounting import gdp_mu
-from dpbandits.privacy.audit import audit
-from dpbandits.privacy.tree import tree_levels
 
 EPS, DELTA = 1.0, 1e-5
 HORIZON = 64
@@ -43,10 +45,6 @@ COMMON = dict(radius=RADIUS, horizon=HORIZON, epsilon=EPS, delta=DELTA, x_bound=
               y_bound=Y_BOUND)
 CANARY = (f"sample 1: x = {X_BOUND} e_1, y = +{Y_BOUND} vs -{Y_BOUND}; samples 2..{HORIZON}: "
           f"x = 0, y = 0 (squared loss, radius {RADIUS})")
-
-
-def _tag(broken: bool, label: str) -> str:
-    return f"broken: {label}" if broken else "as implemented"
 
 
 # --------------------------------------------------------------------------------------------
@@ -67,21 +65,18 @@ def _make_tofw(name: str, broken: bool) -> DPTOFW:
     p, d, calibration, _, factor = _TOFW[name]
     opt = DPTOFW("squared", dim=d, p=p, calibration=calibration, **COMMON)
     if broken:
-        cal = opt._calibrate()
         if factor is None:
-            factor = math.sqrt(cal.nodes_per_datum)
-        # instance-level monkeypatch of the cached calibration read by reset()
-        opt._cal = dataclasses.replace(cal, sigma_plus=cal.sigma_plus / factor,
-                                       std=cal.std / factor)
+            factor = math.sqrt(opt._calibrate().nodes_per_datum)
+        shrink_calibration(opt, factor, "sigma_plus", "std")
     return opt
 
 
-def _tofw_audit(name: str, runs: int, seed: int, broken: bool):
-    p, d, calibration, label, _ = _TOFW[name]
-    probe = _make_tofw(name, broken)
+def _tofw_audit(ctx: AuditContext):
+    p, d, *_ = _TOFW[ctx.entry.name]
+    probe = _make_tofw(ctx.entry.name, ctx.broken)
     geo = probe.noise_geometry
     sigma_plus = probe.sigma_plus
-    read_at = {2**j for j in range(tree_levels(HORIZON))}
+    read_at = tree_read_rounds(HORIZON)
     c = X_BOUND * Y_BOUND
     m1 = np.zeros(d)
     m1[0] = -c  # node mean of sample 1's increment in D' (y = +y_bound): g_1 = -y x
@@ -95,7 +90,7 @@ def _tofw_audit(name: str, runs: int, seed: int, broken: bool):
         opt = probe.reset(n, rng)  # one instance (calibrated once), fresh state per batch
         x = np.zeros((n, d))
         x[:, 0] = X_BOUND
-        opt.step(x, np.full(n, Y_BOUND if world else -Y_BOUND))
+        opt.step(x, signed(world, n, Y_BOUND))
         stat = loss(2.0 * opt.last_direction)
         zx, zy = np.zeros((n, d)), np.zeros(n)
         for t in range(2, HORIZON + 1):
@@ -105,19 +100,15 @@ def _tofw_audit(name: str, runs: int, seed: int, broken: bool):
         return stat
 
     gaussian = geo.q_plus == 2.0
-    return audit(sampler, epsilon=EPS, delta=DELTA, runs=runs, seed=seed,
-                 confidence=CONFIDENCE, mu_claim=gdp_mu(EPS, DELTA) if gaussian else None,
-                 batch_size=50_000, component=name,
-                 statistic="white-box: exact privacy loss of the noisy sums tilde G_t at "
-                           "t = 2^j (the tree nodes holding sample 1)",
-                 variant=_tag(broken, label), broken=broken,
-                 expected="violation" if broken else "consistent",
-                 canary=CANARY + f", p = {p}, d = {d}",
-                 basis=probe.privacy.basis + ("; Gaussian tree, so mu_claim = "
-                                              "gdp_mu(epsilon, delta)" if gaussian else ""),
-                 extra={"sigma_plus": sigma_plus, "q_plus": geo.q_plus,
-                        "sensitivity": probe.sensitivity,
-                        "canary_difference": 2 * c})
+    return ctx.audit(sampler, epsilon=EPS, delta=DELTA,
+                     mu_claim=gdp_mu(EPS, DELTA) if gaussian else None, batch_size=50_000,
+                     statistic="white-box: exact privacy loss of the noisy sums tilde G_t at "
+                               "t = 2^j (the tree nodes holding sample 1)",
+                     canary=CANARY + f", p = {p}, d = {d}",
+                     basis=probe.privacy.basis + ("; Gaussian tree, so mu_claim = "
+                                                  "gdp_mu(epsilon, delta)" if gaussian else ""),
+                     extra={"sigma_plus": sigma_plus, "q_plus": geo.q_plus,
+                            "sensitivity": probe.sensitivity, "canary_difference": 2 * c})
 
 
 _TOFW_DOC = dict(
@@ -134,8 +125,8 @@ _TOFW_DOC = dict(
           broken_variant=_TOFW["dp-tofw"][3],
           shows="the Gaussian tree of DP-TOFW hides one sample's gradient increment as "
                 "claimed (Theorem 3.1; loose: ~4x slack in mu)", **_TOFW_DOC)
-def audit_dp_tofw(runs: int, seed: int = 0, broken: bool = False):
-    return _tofw_audit("dp-tofw", runs, seed, broken)
+def audit_dp_tofw(ctx: AuditContext):
+    return _tofw_audit(ctx)
 
 
 @register("dp-tofw-accountant", fast_runs=10_000, thorough_runs=200_000,
@@ -143,8 +134,8 @@ def audit_dp_tofw(runs: int, seed: int = 0, broken: bool = False):
           broken_variant=_TOFW["dp-tofw-accountant"][3],
           shows="the accountant calibration of DP-TOFW is tight and correct: the canary "
                 "reaches 97% of the claimed mu", **_TOFW_DOC)
-def audit_dp_tofw_accountant(runs: int, seed: int = 0, broken: bool = False):
-    return _tofw_audit("dp-tofw-accountant", runs, seed, broken)
+def audit_dp_tofw_accountant(ctx: AuditContext):
+    return _tofw_audit(ctx)
 
 
 @register("dp-tofw-generalized", fast_runs=5_000, thorough_runs=100_000,
@@ -152,8 +143,8 @@ def audit_dp_tofw_accountant(runs: int, seed: int = 0, broken: bool = False):
           broken_variant=_TOFW["dp-tofw-generalized"][3],
           shows="the generalized-Gaussian branch (Lemma 2.1 per node) is not less private "
                 "than claimed for this canary", **_TOFW_DOC)
-def audit_dp_tofw_generalized(runs: int, seed: int = 0, broken: bool = False):
-    return _tofw_audit("dp-tofw-generalized", runs, seed, broken)
+def audit_dp_tofw_generalized(ctx: AuditContext):
+    return _tofw_audit(ctx)
 
 
 # --------------------------------------------------------------------------------------------
@@ -177,41 +168,31 @@ def _pofw_broken(name: str) -> str:
 def _make_pofw(name: str, broken: bool) -> DPPOFW:
     calibration, selection, factor = _POFW[name]
     opt = DPPOFW("squared", dim=1, calibration=calibration, selection=selection, **COMMON)
-    if broken:
-        cal = opt._calibrate()
-        opt._cal = dataclasses.replace(cal, kappa=cal.kappa / factor)
-    return opt
+    return shrink_calibration(opt, factor, "kappa") if broken else opt
 
 
-def _pofw_audit(name: str, runs: int, seed: int, broken: bool):
-    probe = _make_pofw(name, broken)
-    t_all = np.arange(1, HORIZON + 1, dtype=float)
-    weights = np.sqrt(t_all) / (t_all + 1.0)
+def _pofw_audit(ctx: AuditContext):
+    probe = _make_pofw(ctx.entry.name, ctx.broken)
 
     def sampler(world, n, rng):
         opt = probe.reset(n, rng)
         x = np.full((n, 1), X_BOUND)
         theta = np.zeros(n)
-        new = opt.step(x, np.full(n, Y_BOUND if world else -Y_BOUND))[:, 0]
+        new = opt.step(x, signed(world, n, Y_BOUND))[:, 0]
         zx, zy = np.zeros((n, 1)), np.zeros(n)
         stat = np.zeros(n)
         for t in range(1, HORIZON + 1):
             if t > 1:
                 new = opt.step(zx, zy)[:, 0]
-            eta = min(1.0, 1.0 / (t + 1.0))
-            v = (new - (1.0 - eta) * theta) / eta  # the selected vertex, +-radius
-            stat += weights[t - 1] * np.sign(v)
+            stat += pofw_step_score(new, theta, t)
             theta = new
         return stat
 
-    return audit(sampler, epsilon=EPS, delta=DELTA, runs=runs, seed=seed,
-                 confidence=CONFIDENCE, batch_size=100_000, component=name,
-                 statistic="black-box: sum_t sqrt(t)/(t+1) sign(v_t) with v_t recovered from "
-                           "consecutive released iterates",
-                 variant=_tag(broken, _pofw_broken(name)), broken=broken,
-                 expected="violation" if broken else "consistent", canary=CANARY + ", d = 1",
-                 basis=probe.privacy.basis,
-                 extra={"kappa": probe.kappa, "scale_constant": probe.scale_constant})
+    return ctx.audit(sampler, epsilon=EPS, delta=DELTA, batch_size=100_000,
+                     statistic="black-box: sum_t sqrt(t)/(t+1) sign(v_t) with v_t recovered "
+                               "from consecutive released iterates",
+                     canary=CANARY + ", d = 1", basis=probe.privacy.basis,
+                     extra={"kappa": probe.kappa, "scale_constant": probe.scale_constant})
 
 
 _POFW_DOC = dict(
@@ -227,8 +208,8 @@ _POFW_DOC = dict(
           component="optim.dp_pofw.DPPOFW (Laplace, theorem calibration, Theorem 3.4)",
           shows="the released iterates of DP-POFW hide the first sample (Theorem 3.4 "
                 "schedule)", **_POFW_DOC)
-def audit_dp_pofw(runs: int, seed: int = 0, broken: bool = False):
-    return _pofw_audit("dp-pofw", runs, seed, broken)
+def audit_dp_pofw(ctx: AuditContext):
+    return _pofw_audit(ctx)
 
 
 @register("dp-pofw-accountant", fast_runs=10_000, thorough_runs=400_000,
@@ -236,8 +217,8 @@ def audit_dp_pofw(runs: int, seed: int = 0, broken: bool = False):
           component="optim.dp_pofw.DPPOFW (Laplace, PLD accountant calibration)",
           shows="the accountant schedule (~2x less noise than the theorem) still hides the "
                 "first sample", **_POFW_DOC)
-def audit_dp_pofw_accountant(runs: int, seed: int = 0, broken: bool = False):
-    return _pofw_audit("dp-pofw-accountant", runs, seed, broken)
+def audit_dp_pofw_accountant(ctx: AuditContext):
+    return _pofw_audit(ctx)
 
 
 @register("dp-pofw-gumbel", fast_runs=10_000, thorough_runs=400_000,
@@ -245,5 +226,5 @@ def audit_dp_pofw_accountant(runs: int, seed: int = 0, broken: bool = False):
           component="optim.dp_pofw.DPPOFW (exponential mechanism, zCDP accountant)",
           shows="the exponential-mechanism (bounded-range) schedule still hides the first "
                 "sample", **_POFW_DOC)
-def audit_dp_pofw_gumbel(runs: int, seed: int = 0, broken: bool = False):
-    return _pofw_audit("dp-pofw-gumbel", runs, seed, broken)
+def audit_dp_pofw_gumbel(ctx: AuditContext):
+    return _pofw_audit(ctx)

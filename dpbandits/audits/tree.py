@@ -15,9 +15,8 @@ import math
 
 import numpy as np
 
-from dpbandits.audits._registry import CONFIDENCE, register
+from dpbandits.audits._registry import AuditContext, register
 from dpbandits.privacy.accounting import gdp_mu
-from dpbandits.privacy.audit import audit
 from dpbandits.privacy.tree import TreeAggregator, tree_levels
 
 EPS, DELTA, SENS = 1.0, 1e-5, 1.0
@@ -34,10 +33,10 @@ _BROKEN = "node sigma without the sqrt(levels) factor"
                 "fresh noise per release or a missing sqrt(L) would be caught)",
           cannot_show="errors that only affect data at other positions (leaf 1 is the one "
                       "in the most nodes); non-Gaussian node noise")
-def audit_tree(runs: int, seed: int = 0, broken: bool = False):
+def audit_tree(ctx: AuditContext):
     levels = tree_levels(HORIZON)
     mu = gdp_mu(EPS, DELTA)
-    sigma = (1.0 if broken else math.sqrt(levels)) * SENS / mu
+    sigma = (1.0 if ctx.broken else math.sqrt(levels)) * SENS / mu
     read_at = {2**j for j in range(levels)}
 
     def node_noise(rng, shape):
@@ -54,11 +53,8 @@ def audit_tree(runs: int, seed: int = 0, broken: bool = False):
                 stat += release[:, 0]
         return stat
 
-    return audit(sampler, epsilon=EPS, delta=DELTA, runs=runs, seed=seed,
-                 confidence=CONFIDENCE, mu_claim=mu, batch_size=100_000, component="tree",
-                 statistic="sum of releases at t = 2^j (the nodes holding leaf 1)",
-                 variant=f"broken: {_BROKEN}" if broken else "as implemented", broken=broken,
-                 expected="violation" if broken else "consistent",
-                 canary=f"leaf 1 = 0 vs {SENS}, T = {HORIZON}, L = {levels}",
-                 basis="Gaussian tree = Gaussian mechanism with sensitivity sqrt(L) Delta",
-                 extra={"levels": levels, "node_sigma": sigma})
+    return ctx.audit(sampler, epsilon=EPS, delta=DELTA, mu_claim=mu, batch_size=100_000,
+                     statistic="sum of releases at t = 2^j (the nodes holding leaf 1)",
+                     canary=f"leaf 1 = 0 vs {SENS}, T = {HORIZON}, L = {levels}",
+                     basis="Gaussian tree = Gaussian mechanism with sensitivity sqrt(L) Delta",
+                     extra={"levels": levels, "node_sigma": sigma})

@@ -60,6 +60,8 @@ from dpbandits._validation import check_choice, check_delta, check_int, check_re
 
 __all__ = [
     "AuditResult",
+    "AuditSpec",
+    "Sampler",
     "audit",
     "clopper_pearson_upper",
     "clopper_pearson_lower",
@@ -302,111 +304,150 @@ def _candidates(s0: np.ndarray, s1: np.ndarray, thresholds, n_candidates: int) -
     return np.unique(np.concatenate([values, [pooled.min() - 1.0]]))
 
 
-def audit(
-    sampler: Sampler,
-    *,
-    epsilon: float,
-    delta: float,
-    runs: int,
-    component: str = "",
-    seed: int = 0,
-    confidence: float = 0.95,
-    mu_claim: float | None = None,
-    thresholds: Sequence[float] | None = None,
-    selection: str = "split",
-    selection_runs: int | None = None,
-    orientation: str = "greater",
-    n_candidates: int = 200,
-    batch_size: int | None = None,
-    notion: str = "DP",
-    expected: str = "consistent",
-    variant: str = "as implemented",
-    broken: bool = False,
-    statistic: str = "",
-    canary: str = "",
-    basis: str = "",
-    notes: str = "",
-    extra: dict | None = None,
-) -> AuditResult:
-    """Audit a randomized procedure against a claimed ``(epsilon, delta)`` (and ``mu``).
+@dataclass(frozen=True)
+class AuditSpec:
+    """What one audit tests and how, validated on construction (errors name the field).
 
-    Parameters
-    ----------
-    sampler : callable ``(world, n, rng) -> ndarray (n,)``
-        Runs the procedure ``n`` times (one batch of replications) on ``D`` (``world=0``) or
-        ``D'`` (``world=1``) with all randomness from ``rng`` and returns one finite statistic
-        per run.
-    epsilon, delta : the claimed guarantee (``epsilon`` may be ``inf`` for "no claim").
-    runs : certification runs per world (the number reported).
-    mu_claim : claimed Gaussian-DP parameter; enables the mu route.
-    thresholds : candidate thresholds (rules ``S > tau``); default: quantiles of the
-        selection runs (only with ``selection="split"``).
-    selection : ``"split"`` (choose on separate runs, certify on fresh ones) or
-        ``"bonferroni"`` (pre-set ``thresholds``, correction over all of them).
-    selection_runs : runs per world of the selection split (default ``max(runs // 4, 500)``).
-    orientation : ``"greater"`` (``D'`` shifts the statistic up), ``"less"`` or ``"both"``.
-    batch_size : run the sampler in batches of at most this many runs (memory).
-    The remaining keyword arguments are copied into the result.
+    The claim: ``epsilon`` (``inf`` for "no claim"), ``delta``, ``mu_claim`` (a Gaussian-DP
+    parameter; enables the mu route), ``notion`` and ``basis`` (where the claim comes from).
+
+    The experiment: ``runs`` certification runs per world (the number reported), ``seed``,
+    ``confidence``; ``selection="split"`` chooses the rule on ``selection_runs`` separate runs
+    per world (default ``max(runs // 4, 500)``) among ``thresholds`` (default: ``n_candidates``
+    quantiles of those runs), ``"bonferroni"`` evaluates the pre-set ``thresholds`` with a
+    correction over all of them; ``orientation`` is ``"greater"`` (``D'`` shifts the statistic
+    up), ``"less"`` or ``"both"``; ``batch_size`` caps the runs per sampler call (memory).
+
+    The labels, copied into the :class:`AuditResult`: ``component``, ``variant``, ``broken``,
+    ``expected`` (the verdict a correct implementation gives), ``statistic``, ``canary``,
+    ``notes``, ``extra``.
+    """
+
+    epsilon: float
+    delta: float
+    runs: int
+    seed: int = 0
+    confidence: float = 0.95
+    mu_claim: float | None = None
+    thresholds: tuple[float, ...] | None = None
+    selection: str = "split"
+    selection_runs: int | None = None
+    orientation: str = "greater"
+    n_candidates: int = 200
+    batch_size: int | None = None
+    component: str = ""
+    notion: str = "DP"
+    expected: str = "consistent"
+    variant: str = "as implemented"
+    broken: bool = False
+    statistic: str = ""
+    canary: str = ""
+    basis: str = ""
+    notes: str = ""
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        def put(name: str, value) -> None:
+            object.__setattr__(self, name, value)
+
+        put("epsilon", check_real("epsilon", self.epsilon, low=0.0, allow_inf=True))
+        put("delta", check_delta(self.delta))
+        put("runs", check_int("runs", self.runs, low=10))
+        put("seed", check_int("seed", self.seed, low=0))
+        put("confidence", check_real("confidence", self.confidence, low=0.0, high=1.0,
+                                     low_open=True, high_open=True))
+        if self.mu_claim is not None:
+            put("mu_claim", check_real("mu_claim", self.mu_claim, low=0.0, low_open=True))
+        check_choice("selection", self.selection, {"split", "bonferroni"})
+        check_choice("orientation", self.orientation, set(_ORIENTATIONS))
+        check_choice("expected", self.expected, set(VERDICTS))
+        if self.thresholds is not None:
+            taus = tuple(check_real(f"thresholds[{i}]", t) for i, t in enumerate(self.thresholds))
+            if not taus:
+                raise ValueError("thresholds must hold at least one value when given, got ()")
+            put("thresholds", taus)
+        elif self.selection == "bonferroni":
+            raise ValueError("thresholds must be given when selection='bonferroni' (the rules "
+                             "are fixed in advance), got None")
+        if self.selection_runs is not None:
+            put("selection_runs", check_int("selection_runs", self.selection_runs, low=10))
+        put("n_candidates", check_int("n_candidates", self.n_candidates, low=1))
+        if self.batch_size is not None:
+            put("batch_size", check_int("batch_size", self.batch_size, low=1))
+        if not isinstance(self.broken, bool):
+            raise TypeError(f"broken must be a bool, got {self.broken!r}")
+        put("extra", dict(self.extra))
+
+    @property
+    def n_selection(self) -> int:
+        """Runs per world of the selection split (0 with ``selection="bonferroni"``)."""
+        if self.selection != "split":
+            return 0
+        return max(self.runs // 4, 500) if self.selection_runs is None else self.selection_runs
+
+
+#: the fields of an :class:`AuditSpec` an :class:`AuditResult` records as given (with ``extra``)
+_RECORDED = ("component", "epsilon", "delta", "confidence", "runs", "notion", "expected",
+             "variant", "broken", "statistic", "canary", "basis", "selection", "mu_claim",
+             "seed", "notes")
+
+
+def _pick_rules(sampler: Sampler, spec: AuditSpec, seqs, orients: list[str]
+                ) -> list[tuple[float, str]]:
+    """The ``(threshold, orientation)`` rules to certify: the pre-set ones (Bonferroni) or
+    the best ``eps_lb`` rule (and best ``mu_lb`` rule) on the selection runs (split)."""
+    if spec.selection != "split":
+        assert spec.thresholds is not None  # checked by AuditSpec
+        return [(float(t), o) for t in np.unique(np.asarray(spec.thresholds, float))
+                for o in orients]
+    n_sel = spec.n_selection
+    z0 = _draw(sampler, 0, n_sel, seqs[0], spec.batch_size)
+    z1 = _draw(sampler, 1, n_sel, seqs[1], spec.batch_size)
+    cand = _candidates(z0, z1, spec.thresholds, spec.n_candidates)
+    k0, k1 = _rates(z0, z1, cand)
+    # Score every (threshold, orientation) with the certification-level bound, so that
+    # rules whose counts are too small to certify are not preferred.
+    a_score = (1.0 - spec.confidence) / (2 * cand.size * len(orients))
+    best: dict[str, tuple[float, float | None, str | None]] = {
+        "eps": (-np.inf, None, None), "mu": (-np.inf, None, None)}
+    for o in orients:
+        e_lb, m_lb = lower_bounds_from_counts(k0, n_sel, k1, n_sel, spec.delta, a_score, o)
+        i = int(np.argmax(e_lb))
+        if e_lb[i] > best["eps"][0]:
+            best["eps"] = (float(e_lb[i]), float(cand[i]), o)
+        j = int(np.argmax(m_lb))
+        if m_lb[j] > best["mu"][0]:
+            best["mu"] = (float(m_lb[j]), float(cand[j]), o)
+    routes = ["eps"] if spec.mu_claim is None else ["eps", "mu"]
+    rules = []
+    for route in routes:
+        _, tau, orient = best[route]
+        assert tau is not None and orient is not None  # a candidate scored above -inf
+        rules.append((tau, orient))
+    return rules
+
+
+def audit(sampler: Sampler, spec: AuditSpec) -> AuditResult:
+    """Audit a randomized procedure against the claim of ``spec``.
+
+    ``sampler(world, n, rng) -> ndarray (n,)`` runs the procedure ``n`` times (one batch of
+    replications) on ``D`` (``world=0``) or ``D'`` (``world=1``) with all randomness from
+    ``rng`` and returns one finite statistic per run.
     """
     if not callable(sampler):
         raise TypeError(f"sampler must be callable, got {type(sampler).__name__}")
-    eps = check_real("epsilon", epsilon, low=0.0, allow_inf=True)
-    dlt = check_delta(delta)
-    runs = check_int("runs", runs, low=10)
-    conf = check_real("confidence", confidence, low=0.0, high=1.0, low_open=True, high_open=True)
-    check_choice("selection", selection, {"split", "bonferroni"})
-    check_choice("orientation", orientation, set(_ORIENTATIONS))
-    check_choice("expected", expected, set(VERDICTS))
-    if mu_claim is not None:
-        mu_claim = check_real("mu_claim", mu_claim, low=0.0, low_open=True)
-    if batch_size is not None:
-        batch_size = check_int("batch_size", batch_size, low=1)
-    if selection == "bonferroni" and thresholds is None:
-        raise ValueError("selection='bonferroni' needs pre-set thresholds")
-    if selection == "split":
-        selection_runs = (max(runs // 4, 500) if selection_runs is None
-                          else check_int("selection_runs", selection_runs, low=10))
-    else:
-        selection_runs = 0
-    a_total = 1.0 - conf
-    orients = ["greater", "less"] if orientation == "both" else [orientation]
+    if not isinstance(spec, AuditSpec):
+        raise TypeError(f"spec must be an AuditSpec, got {type(spec).__name__}")
+    runs, dlt = spec.runs, spec.delta
+    orients = ["greater", "less"] if spec.orientation == "both" else [spec.orientation]
 
     start = time.perf_counter()
-    seq_sel0, seq_sel1, seq_cert0, seq_cert1 = np.random.SeedSequence(seed).spawn(4)
+    seq_sel0, seq_sel1, seq_cert0, seq_cert1 = np.random.SeedSequence(spec.seed).spawn(4)
+    rules = _pick_rules(sampler, spec, (seq_sel0, seq_sel1), orients)
 
-    if selection == "split":
-        z0 = _draw(sampler, 0, selection_runs, seq_sel0, batch_size)
-        z1 = _draw(sampler, 1, selection_runs, seq_sel1, batch_size)
-        cand = _candidates(z0, z1, thresholds, n_candidates)
-        k0, k1 = _rates(z0, z1, cand)
-        # Score every (threshold, orientation) with the certification-level bound, so that
-        # rules whose counts are too small to certify are not preferred.
-        a_score = a_total / (2 * cand.size * len(orients))
-        picks = []  # (route, threshold, orientation)
-        best: dict[str, tuple[float, float | None, str | None]] = {
-            "eps": (-np.inf, None, None), "mu": (-np.inf, None, None)}
-        for o in orients:
-            e_lb, m_lb = lower_bounds_from_counts(k0, selection_runs, k1, selection_runs,
-                                                  dlt, a_score, o)
-            i = int(np.argmax(e_lb))
-            if e_lb[i] > best["eps"][0]:
-                best["eps"] = (float(e_lb[i]), float(cand[i]), o)
-            j = int(np.argmax(m_lb))
-            if m_lb[j] > best["mu"][0]:
-                best["mu"] = (float(m_lb[j]), float(cand[j]), o)
-        picks.append(("eps", best["eps"][1], best["eps"][2]))
-        if mu_claim is not None:
-            picks.append(("mu", best["mu"][1], best["mu"][2]))
-        rules = []
-        for _, tau, orient in picks:
-            assert tau is not None and orient is not None  # a candidate scored above -inf
-            rules.append((tau, orient))
-    else:
-        rules = [(float(t), o) for t in np.unique(np.asarray(thresholds, float)) for o in orients]
-
-    s0 = _draw(sampler, 0, runs, seq_cert0, batch_size)
-    s1 = _draw(sampler, 1, runs, seq_cert1, batch_size)
-    alpha = a_total / (2 * len(rules))  # two one-sided bounds per certified rule
+    s0 = _draw(sampler, 0, runs, seq_cert0, spec.batch_size)
+    s1 = _draw(sampler, 1, runs, seq_cert1, spec.batch_size)
+    alpha = (1.0 - spec.confidence) / (2 * len(rules))  # two one-sided bounds per rule
     eps_lb, mu_lb = -np.inf, -np.inf
     best_rule = None
     for tau, o in rules:
@@ -422,7 +463,7 @@ def audit(
     eps_lb = max(eps_lb, 0.0)
 
     eps_lb_gdp = None
-    if mu_claim is None:
+    if spec.mu_claim is None:
         mu_out = None
     else:
         mu_out = float(mu_lb)
@@ -432,34 +473,11 @@ def audit(
             eps_lb_gdp = float(gdp_epsilon(mu_lb, dlt))
         else:
             eps_lb_gdp = 0.0
-    violation = eps_lb > eps or (mu_claim is not None and mu_lb > mu_claim)
+    violation = eps_lb > spec.epsilon or (spec.mu_claim is not None and mu_lb > spec.mu_claim)
     assert best_rule is not None  # the loop over rules ran at least once
     return AuditResult(
-        component=component,
-        epsilon=eps,
-        delta=dlt,
-        eps_lb=eps_lb,
-        confidence=conf,
-        runs=runs,
-        verdict="violation" if violation else "consistent",
-        notion=notion,
-        expected=expected,
-        variant=variant,
-        broken=broken,
-        statistic=statistic,
-        canary=canary,
-        basis=basis,
-        selection=selection,
-        selection_runs=selection_runs,
-        mu_claim=mu_claim,
-        mu_lb=mu_out,
-        eps_lb_gdp=eps_lb_gdp,
-        threshold=best_rule[0],
-        orientation=best_rule[1],
-        tpr=best_rule[2],
-        fpr=best_rule[3],
-        seed=int(seed),
+        eps_lb=eps_lb, verdict="violation" if violation else "consistent",
+        selection_runs=spec.n_selection, mu_lb=mu_out, eps_lb_gdp=eps_lb_gdp,
+        threshold=best_rule[0], orientation=best_rule[1], tpr=best_rule[2], fpr=best_rule[3],
         seconds=time.perf_counter() - start,
-        notes=notes,
-        extra=dict(extra or {}),
-    )
+        extra=dict(spec.extra), **{name: getattr(spec, name) for name in _RECORDED})

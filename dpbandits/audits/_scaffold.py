@@ -1,0 +1,71 @@
+"""Pieces the component audits share: the canary pair, instance-level noise patches for the
+broken variants, and the statistics of tree releases and of DP-POFW steps.
+
+Broken variants patch one *instance* (its cached calibration or one of its methods), never
+the library code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from typing import TypeVar
+
+import numpy as np
+
+from dpbandits.privacy.tree import tree_levels
+
+T = TypeVar("T")
+
+
+def canary_pair(make: Callable[[int], T]) -> tuple[T, T]:
+    """``(make(0), make(1))``: the neighbouring inputs ``D`` and ``D'``."""
+    return make(0), make(1)
+
+
+def signed(world: int, n: int, value: float = 1.0) -> np.ndarray:
+    """``n`` copies of ``-value`` on ``D`` (``world = 0``) and ``+value`` on ``D'``."""
+    return np.full(n, value if world else -value)
+
+
+def shrink_calibration(opt, factor: float, *fields: str):
+    """Divide the named noise fields of ``opt``'s cached calibration (``opt._cal``, which
+    ``reset``/``step`` read) by ``factor``; returns ``opt``."""
+    cal = opt._calibrate()
+    opt._cal = dataclasses.replace(cal, **{f: getattr(cal, f) / factor for f in fields})
+    return opt
+
+
+def shrink_output(obj, method: str, factor: float, *fields: str):
+    """Wrap ``obj.<method>`` so that the noise level it returns is divided by ``factor``: the
+    named fields of a returned dataclass, else the first entry of a returned tuple (the
+    per-step std), else the returned number. Returns ``obj``."""
+    orig = getattr(obj, method)
+
+    def patched(*args):
+        out = orig(*args)
+        if fields:
+            return dataclasses.replace(out, **{f: getattr(out, f) / factor for f in fields})
+        if isinstance(out, tuple):
+            return (out[0] / factor, *out[1:])
+        return out / factor
+
+    setattr(obj, method, patched)
+    return obj
+
+
+def tree_read_rounds(horizon: int) -> set[int]:
+    """Rounds ``t = 1, 2, 4, ..., 2^(L-1)``: the releases that are exactly the tree nodes
+    holding the first element of a stream of length ``horizon``."""
+    return {2**j for j in range(tree_levels(horizon))}
+
+
+def pofw_step_score(new: np.ndarray, prev: np.ndarray, s: int) -> np.ndarray:
+    """``sqrt(s)/(s+1) sign(v_s)`` for DP-POFW's step ``s``: the selected vertex ``v_s`` is
+    recovered from two consecutive released iterates,
+    ``v_s = (theta_new - (1 - eta) theta_prev) / eta`` with ``eta = min(1, 1/(s+1))``, and
+    weighted by the step's privacy-loss weight."""
+    eta = min(1.0, 1.0 / (s + 1.0))
+    v = (new - (1.0 - eta) * prev) / eta
+    return math.sqrt(s) / (s + 1.0) * np.sign(v)
