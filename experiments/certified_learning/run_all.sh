@@ -3,7 +3,7 @@
 # are skipped). Run from the repository root:  bash experiments/certified_learning/run_all.sh
 set -euo pipefail
 PY=${PY:-.venv/bin/python}
-S=experiments/certified_learning/study.py
+S="-m experiments.certified_learning.study"
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 $PY $S target --reps 4
 $PY $S setting1 --reps 4

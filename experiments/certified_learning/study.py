@@ -1,6 +1,7 @@
 """Which certified agent learns where? FLIPHAT, DP-HDB variants, DP-UCB on Figure 5.1.
 
-Parts (each resumable: one Parquet file per finished cell under ``runs/<part>/``):
+Parts (each a grid of :func:`dpbandits.harness.grid.run_grid`, resumable: one Parquet file
+per finished cell under ``runs/<part>/``):
 
 * ``target``  — the benchmark of issue 10: every agent at (epsilon = 1, delta = 1/T) on the
   common Figure 5.1 instance (d = 50, K = 2, l_inf contexts), T = 1e5;
@@ -31,13 +32,15 @@ import json
 import math
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from dpbandits.agents import make_agent
-from dpbandits.harness.results import atomic_write_bytes, write_frame_atomic
+from dpbandits.harness.grid import CellFiles, GridCell, run_grid
+from dpbandits.harness.results import atomic_write_bytes
 from dpbandits.harness.simulate import agent_rng, simulate
 
 HERE = Path(__file__).resolve().parent
@@ -114,18 +117,39 @@ def certified_epsilon(agent) -> tuple[float | None, str]:
     return None, "unsupported"
 
 
-def run_cell(part: str, label: str, epsilon: float, horizon: int, reps: int, seed: int = 0,
-             record_points: int = 50) -> pd.DataFrame | None:
-    """One agent at one (epsilon, T); cached in runs/<part>/."""
-    eps_txt = "na" if label in NON_PRIVATE else f"{epsilon:g}"
-    path = RUNS / part / f"{label}__eps{eps_txt}__T{horizon}__R{reps}__s{seed}.parquet"
-    if path.exists():
-        return pd.read_parquet(path)
-    same = RUNS / "target" / path.name  # the target's cells are grid cells at epsilon = 1
-    if part == "grid" and same.exists():
-        frame = pd.read_parquet(same)
-        write_frame_atomic(frame, path)
-        return frame
+def cell(label: str, epsilon: float, horizon: int, reps: int, seed: int = 0,
+         non_private=NON_PRIVATE) -> GridCell:
+    """One agent at one (epsilon, T), stored as ``<label>__eps<epsilon>__T<T>__R<reps>__s<seed>``
+    (``epsna`` for the agents in ``non_private``, which get ``epsilon = nan``)."""
+    if label in non_private:
+        epsilon = math.nan
+    eps_txt = "na" if label in non_private else f"{epsilon:g}"
+    return GridCell({"label": label, "epsilon": epsilon, "horizon": horizon, "reps": reps},
+                    seed, f"{label}__eps{eps_txt}__T{horizon}__R{reps}__s{seed}")
+
+
+def _privacy_columns(frame: pd.DataFrame, g, certified: bool, cert, method: str) -> None:
+    """The claimed guarantee ``g``, whether it is certified, and the ledger's epsilon."""
+    frame["claimed"] = "not private" if g is None else str(g)
+    frame["certified"] = certified
+    frame["certified_epsilon"] = np.nan if cert is None else cert
+    frame["accountant"] = method
+
+
+def _print_final(what: str, frame: pd.DataFrame, horizon: int, seconds: float, cert) -> None:
+    last = frame[frame.t == horizon].cum_regret
+    print(f"  {what}: R(T) = {last.mean():9.1f} +- {last.std(ddof=1) / math.sqrt(len(last)):7.1f}"
+          f"  ({seconds:6.0f} s, certified eps {cert})", flush=True)
+
+
+def run_cell(part: str, cell: GridCell, record_points: int = 50) -> pd.DataFrame | None:
+    """One agent of ``AGENTS`` at one (epsilon, T) on the Figure 5.1 instance; ``None`` if
+    the agent cannot be calibrated there. A grid cell already run as a target cell (epsilon
+    = 1) is copied from ``runs/target/``."""
+    target = CellFiles(RUNS / "target")
+    if part == "grid" and target.done(cell.key):
+        return target.load(cell.key)
+    label, epsilon, horizon = cell["label"], cell["epsilon"], cell["horizon"]
     name, fixed, basis = AGENTS[label]
     params = dict(fixed)
     if label not in NON_PRIVATE:
@@ -135,24 +159,18 @@ def run_cell(part: str, label: str, epsilon: float, horizon: int, reps: int, see
     except ValueError as exc:  # e.g. the theorem's closed form does not certify
         print(f"  skip {label} eps={epsilon:g} T={horizon}: {exc}", flush=True)
         return None
-    res = simulate(ENV, _NoLedger(agent), n_reps=reps, seed=seed,
+    res = simulate(ENV, _NoLedger(agent), n_reps=cell["reps"], seed=cell.seed,
                    env_params={"horizon": horizon}, label=label)
     cert, method = certified_epsilon(agent)
     frame = res.to_frame(max(1, horizon // record_points))
     g = agent.privacy
-    frame["epsilon"] = np.nan if label in NON_PRIVATE else epsilon
+    frame["epsilon"] = epsilon
     frame["horizon"] = horizon
     frame["seconds"] = res.seconds
-    frame["claimed"] = "not private" if g is None else str(g)
-    frame["certified"] = bool(g is not None and g.certified and math.isfinite(g.epsilon))
-    frame["certified_epsilon"] = np.nan if cert is None else cert
-    frame["accountant"] = method
+    _privacy_columns(frame, g, bool(g is not None and g.certified and math.isfinite(g.epsilon)),
+                     cert, method)
     frame["basis"] = basis
-    write_frame_atomic(frame, path)
-    last = frame[frame.t == horizon].cum_regret
-    print(f"  {label:18s} eps={eps_txt:>5s} T={horizon:>6d}: R(T) = {last.mean():9.1f} "
-          f"+- {last.std(ddof=1) / math.sqrt(len(last)):7.1f}  ({res.seconds:6.0f} s, "
-          f"certified eps {cert})", flush=True)
+    _print_final(cell.key, frame, horizon, res.seconds, cert)
     return frame
 
 
@@ -230,12 +248,13 @@ class LassoBandit:
         self.theta = x
 
 
-def run_setting1(label: str, epsilon: float, reps: int, horizon: int = 20_000,
-                 seed: int = 0) -> pd.DataFrame | None:
-    eps_txt = "na" if label in ("random", "lasso") else f"{epsilon:g}"
-    path = RUNS / "setting1" / f"{label}__eps{eps_txt}__T{horizon}__R{reps}__s{seed}.parquet"
-    if path.exists():
-        return pd.read_parquet(path)
+SETTING1_NON_PRIVATE = ("random", "lasso")
+
+
+def run_setting1(cell: GridCell) -> pd.DataFrame | None:
+    """One agent of Setting 1 at one epsilon; ``None`` if it cannot be calibrated there."""
+    label, epsilon, horizon, reps, seed = (cell["label"], cell["epsilon"], cell["horizon"],
+                                           cell["reps"], cell.seed)
     K, d = 3, 400
     env = Setting1(reps, seed)
     x_max = math.sqrt(2 * math.log(d))
@@ -289,17 +308,10 @@ def run_setting1(label: str, epsilon: float, reps: int, horizon: int = 20_000,
     cum = np.cumsum(regret, axis=1)[:, steps - 1]
     frame = pd.DataFrame({"agent": label, "rep": np.repeat(np.arange(reps), len(steps)),
                           "t": np.tile(steps, reps), "cum_regret": cum.ravel()})
-    frame["epsilon"] = np.nan if eps_txt == "na" else epsilon
+    frame["epsilon"] = epsilon
     frame["seconds"] = seconds
-    frame["claimed"] = "not private" if g is None else str(g)
-    frame["certified"] = bool(g is not None and g.certified)
-    frame["certified_epsilon"] = np.nan if cert is None else cert
-    frame["accountant"] = method
-    write_frame_atomic(frame, path)
-    last = frame[frame.t == horizon].cum_regret
-    print(f"  setting1 {label:16s} eps={eps_txt:>5s}: R(T) = {last.mean():9.1f} +- "
-          f"{last.std(ddof=1) / math.sqrt(len(last)):7.1f} ({seconds:5.0f} s, certified eps "
-          f"{cert})", flush=True)
+    _privacy_columns(frame, g, bool(g is not None and g.certified), cert, method)
+    _print_final(f"setting1 {cell.key}", frame, horizon, seconds, cert)
     return frame
 
 
@@ -462,16 +474,17 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     start = time.perf_counter()
     if args.part == "target":
-        for label in args.agents:
-            run_cell("target", label, 1.0, args.horizon, args.reps)
+        cells = [cell(label, 1.0, args.horizon, args.reps) for label in args.agents]
+        run_grid(cells, partial(run_cell, "target"), CellFiles(RUNS / "target"))
     elif args.part == "grid":
-        for label in args.agents:
-            for eps in ([math.nan] if label in NON_PRIVATE else args.eps):
-                run_cell("grid", label, eps, args.horizon, args.reps)
+        cells = [cell(label, eps, args.horizon, args.reps) for label in args.agents
+                 for eps in ([math.nan] if label in NON_PRIVATE else args.eps)]
+        run_grid(cells, partial(run_cell, "grid"), CellFiles(RUNS / "grid"))
     elif args.part == "setting1":
-        for label in args.agents:
-            for eps in ([math.nan] if label in ("random", "lasso") else args.eps):
-                run_setting1(label, eps, args.reps)
+        cells = [cell(label, eps, 20_000, args.reps, non_private=SETTING1_NON_PRIVATE)
+                 for label in args.agents
+                 for eps in ([math.nan] if label in SETTING1_NON_PRIVATE else args.eps)]
+        run_grid(cells, run_setting1, CellFiles(RUNS / "setting1"))
     else:
         report()
     log = {"argv": sys.argv[1:] if argv is None else argv,
