@@ -8,8 +8,9 @@
 Writes into ``experiments/table_5_1/results/<tag>/`` (tag ``reduced`` or ``full``):
 
 * ``raw.csv`` — one row per (T, d, p, method, lr scale, seed): risk, SubOpt, seconds per
-  replication, clip counts, certified epsilon. The run is resumable: rows already present are
-  not recomputed (delete the file to start over).
+  replication, clip counts, certified epsilon. Each (T, d, p, method, scale) is one cell of
+  :func:`dpbandits.harness.grid.run_grid` whose rows are appended when it finishes, so the run
+  is resumable: cells already present are not recomputed (delete the file to start over).
 * ``summary_all_scales.csv`` — mean/std per learning-rate scale (Figure 5.2's information).
 * ``table.csv`` / ``table.md`` — each method at its best scale (lowest mean test SubOpt, as
   the paper picked it), next to the paper's Table 5.1 values (``paper_table_5_1.csv``,
@@ -37,9 +38,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dpbandits.harness.grid import CsvTable, GridCell, run_grid
 from dpbandits.losses import SquaredLoss
-from dpbandits.optim.dp_tofw import DPTOFW
-from dpbandits.optim.sco_baselines import LocalMD, NoisySFW, NoisySGD
+from dpbandits.optim import DPTOFW, LocalMD, NoisySFW, NoisySGD
 
 HERE = Path(__file__).resolve().parent
 LOSS = SquaredLoss()
@@ -162,45 +163,52 @@ def method_rng(cfg, T, d, p, method, scale) -> np.random.Generator:
 
 
 # ----------------------------------------------------------------------------- table
-def run_grid(cfg, grid, methods_filter, out: Path, log) -> pd.DataFrame:
-    raw_path = out / "raw.csv"
-    raw = pd.read_csv(raw_path) if raw_path.exists() else pd.DataFrame()
-    done = set()
-    if len(raw):
-        done = {tuple(r) for r in raw[KEYS].astype(str).itertuples(index=False)}
-    privacy = {}
+def table_cells(grid, methods_filter) -> list[GridCell]:
+    """One cell per (p, T, d, method, scale), named by its ``raw.csv`` key columns."""
+    cells = []
     for p in (1.5, math.inf):
         methods = grid["methods"]["pinf" if math.isinf(p) else "p1_5"]
         methods = [m for m in methods if methods_filter is None or m in methods_filter]
         for T in grid["T"]:
             for d in grid["d"]:
-                prob = None
                 for method in methods:
                     for scale in scales_for(method, p, grid["scales"]):
-                        key = (str(T), str(d), p_label(p), method, str(float(scale)))
-                        if key in done:
-                            continue
-                        if prob is None:
-                            prob = make_problem(T, d, p, grid["seeds"], cfg)
-                        rng = method_rng(cfg, T, d, p, method, scale)
-                        r = run_method(method, prob, scale, cfg, rng)
-                        risk = test_risk(prob, r["theta"])
-                        so = subopt(prob, risk)
-                        R = len(risk)
-                        rows = pd.DataFrame(dict(
-                            T=T, d=d, p=p_label(p), method=method, scale=float(scale),
-                            seed=np.arange(R), risk=risk, subopt=so, seconds=r["seconds"] / R,
-                            n_clipped=np.asarray(r["n_clipped"]),
-                            epsilon_certified=r["privacy"].epsilon,
-                            certified=r["privacy"].certified,
-                        ))
-                        raw = pd.concat([raw, rows], ignore_index=True)
-                        raw.to_csv(raw_path, index=False)
-                        privacy[f"{method} T={T} d={d} p={p_label(p)}"] = r["privacy"].to_dict()
-                        log(f"T={T:>5} d={d:>2} p={p_label(p):>3} {method:<12} scale={scale:<7g}"
-                            f" SubOpt={so.mean():.4f}±{so.std():.4f} risk={risk.mean():.5f}"
-                            f" {r['seconds'] / R:.3g}s/rep eps={r['privacy'].epsilon:.3g}")
-    return raw, privacy
+                        key = "|".join((str(T), str(d), p_label(p), method, str(float(scale))))
+                        cells.append(GridCell(dict(T=T, d=d, p=p, method=method,
+                                                   scale=float(scale)), name=key))
+    return cells
+
+
+def run_table(cfg, grid, methods_filter, out: Path, log) -> dict:
+    """Run every cell of the table not yet in ``raw.csv``; return the guarantees of the cells
+    run now."""
+    privacy, problems = {}, {}
+
+    def compute(cell: GridCell) -> pd.DataFrame:
+        T, d, p, method, scale = (cell[k] for k in ("T", "d", "p", "method", "scale"))
+        if (T, d, p) not in problems:  # the data of one (T, d, p), shared by its cells
+            problems.clear()
+            problems[T, d, p] = make_problem(T, d, p, grid["seeds"], cfg)
+        prob = problems[T, d, p]
+        rng = method_rng(cfg, T, d, p, method, scale)
+        r = run_method(method, prob, scale, cfg, rng)
+        risk = test_risk(prob, r["theta"])
+        so = subopt(prob, risk)
+        R = len(risk)
+        privacy[f"{method} T={T} d={d} p={p_label(p)}"] = r["privacy"].to_dict()
+        log(f"T={T:>5} d={d:>2} p={p_label(p):>3} {method:<12} scale={scale:<7g}"
+            f" SubOpt={so.mean():.4f}±{so.std():.4f} risk={risk.mean():.5f}"
+            f" {r['seconds'] / R:.3g}s/rep eps={r['privacy'].epsilon:.3g}")
+        return pd.DataFrame(dict(
+            T=T, d=d, p=p_label(p), method=method, scale=scale,
+            seed=np.arange(R), risk=risk, subopt=so, seconds=r["seconds"] / R,
+            n_clipped=np.asarray(r["n_clipped"]),
+            epsilon_certified=r["privacy"].epsilon,
+            certified=r["privacy"].certified,
+        ))
+
+    run_grid(table_cells(grid, methods_filter), compute, CsvTable(out / "raw.csv", KEYS))
+    return privacy
 
 
 def summarize(raw: pd.DataFrame, grid) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -387,7 +395,7 @@ def main(argv=None) -> int:
 
     privacy = {}
     if not args.figure_only:
-        raw, privacy = run_grid(cfg, run_grid_cfg, args.methods, out, log)
+        privacy = run_table(cfg, run_grid_cfg, args.methods, out, log)
     raw = pd.read_csv(out / "raw.csv")
     agg, table = summarize(raw, grid)
     agg.to_csv(out / "summary_all_scales.csv", index=False)
@@ -413,7 +421,8 @@ def main(argv=None) -> int:
         except (json.JSONDecodeError, AttributeError):
             pass
     record = dict(
-        command=" ".join([Path(sys.executable).name, *sys.argv]),
+        command=" ".join([Path(sys.executable).name, "-m", __spec__.name if __spec__ else
+                          sys.argv[0], *sys.argv[1:]]),
         tag=tag, config=conf, seconds=time.perf_counter() - t_start,
         versions=dict(python=platform.python_version(), numpy=np.__version__,
                       pandas=pd.__version__, numba=numba.__version__,
