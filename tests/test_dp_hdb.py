@@ -107,9 +107,11 @@ def test_privacy_split_and_ledger_certify_the_claim():
     agent = make_agent("dp-hdb", n_arms=2, dim=5, horizon=T, epsilon=1.0)
     g = agent.privacy
     assert (g.epsilon, g.delta, g.notion, g.certified) == (1.0, 1.0 / T, "JDP", True)
+    # each arm alone is certified within half the budget, and the agent's ledger composes
+    # the two arms a changed user reaches: more than one arm alone, at most the claim
     arm = agent.arm_optimizers[0]
-    assert (arm.epsilon, arm.delta) == (0.5, 0.5 / T)
-    assert epsilon_of(agent.ledger, g.delta) <= 1.0
+    assert epsilon_of(arm.ledger, g.delta / 2) <= g.epsilon / 2
+    assert epsilon_of(arm.ledger, g.delta) < epsilon_of(agent.ledger, g.delta) <= g.epsilon
     paper = make_agent("dp-hdb", n_arms=2, dim=5, horizon=T, epsilon=1.0,
                        privacy_split="paper")
     assert not paper.privacy.certified and "two arms" in paper.privacy.caveat
@@ -124,14 +126,54 @@ def test_default_t0_is_the_authors_formula():
     assert default_t0(50, 10_000, 0.1, n_arms=2) == 2500  # capped at T / (2K)
 
 
-def test_dp_tofw_can_be_plugged_in():
-    agent = make_agent("dp-hdb", n_arms=2, dim=4, horizon=50, t0=3, optimizer="dp-tofw",
-                       optimizer_params={"p": 1.5})
-    assert type(agent.arm_optimizers[0]).__name__ == "DPTOFW"
-    agent.reset(2, np.random.default_rng(0))
-    x = np.full((2, 4), 0.1)
-    agent.update(x, agent.act(x), np.zeros(2))
-    assert agent.estimates.shape == (2, 2, 4)
+def test_a_changed_user_reaches_at_most_two_arms():
+    """Proof B.1's premise, which makes the default split (epsilon/2 per arm) necessary and
+    sufficient: replacing the user of round t changes the round-t input of the arm pulled in
+    either world and of no other arm (the others take the data-free synthetic sample)."""
+    K, d, R, T, t0, changed = 3, 4, 40, 40, 3, 20
+    rng = np.random.default_rng(2)
+    xs, ys = _x(rng, R * T, d).reshape(T, R, d), rng.uniform(-1, 1, (T, R))
+    inputs = []
+    for world in (0, 1):
+        agent = make_agent("dp-hdb", n_arms=K, dim=d, horizon=T, t0=t0, epsilon=1.0)
+        agent.reset(R, np.random.default_rng(0))
+        seen = [[] for _ in range(K)]
+        for k, opt in enumerate(agent.arm_optimizers):
+            def spy(x, y, step=opt.step, log=seen[k]):
+                log.append((x.copy(), np.asarray(y).copy()))
+                return step(x, y)
+            opt.step = spy
+        for t in range(changed + 1):
+            x, y = xs[t], ys[t]
+            if world == 1 and t == changed:
+                x, y = -x, -y  # the neighbouring user: another context and reward
+            agent.update(x, agent.act(x), y)
+        inputs.append([log[-1] for log in seen])  # every arm's input at the changed round
+    differs = np.stack([np.any(a[0] != b[0], axis=1) | (a[1] != b[1])
+                        for a, b in zip(*inputs, strict=True)], axis=1)  # (R, K)
+    assert differs.sum(axis=1).max() == 2  # two arms in some replications, never three
+    assert differs.sum(axis=1).min() >= 1
+
+
+def test_dp_tofw_arms_run_at_half_the_budget_on_the_agents_samples():
+    """With ``optimizer="dp-tofw"`` arm 0's forced-sampling estimate is exactly that of a
+    DP-TOFW at (epsilon/2, delta/2) with the given ``p``, fed the same samples from the
+    first of the agent's per-arm generators."""
+    from dpbandits.optim import DPTOFW
+
+    T, t0, d, R = 50, 3, 4, 2
+    agent = make_agent("dp-hdb", n_arms=2, dim=d, horizon=T, t0=t0, epsilon=1.0,
+                       optimizer="dp-tofw", optimizer_params={"p": 1.3})
+    agent.reset(R, np.random.default_rng(0))
+    arm0 = DPTOFW("squared", dim=d, p=1.3, radius=1.0, horizon=t0 + T - 2 * t0, epsilon=0.5,
+                  delta=0.5 / T).reset(R, np.random.default_rng(0).spawn(2)[0])
+    rng = np.random.default_rng(1)
+    for _ in range(t0):
+        x, y = _x(rng, R, d), rng.uniform(-1, 1, R)
+        agent.update(x, agent.act(x), y)
+        expected = arm0.step(x, y)
+    np.testing.assert_array_equal(agent.forced_sampling_estimates[:, 0], expected)
+    assert np.any(expected != 0)
 
 
 @pytest.mark.parametrize("kw,match", [
