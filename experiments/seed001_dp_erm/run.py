@@ -23,32 +23,25 @@ Writes results/{results.csv, privacy.csv, fig1_<data>.png, fig2_<data>.png, run.
 
 from __future__ import annotations
 
-import os
+import argparse
+import json
+import math
+import time
+import tomllib
+from pathlib import Path
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # 2 shared cores: avoid BLAS oversubscription
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import scipy
+import seaborn as sns
+from scipy import optimize
+from scipy.io import arff
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import math  # noqa: E402
-import time  # noqa: E402
-import tomllib  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import matplotlib  # noqa: E402
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import scipy  # noqa: E402
-import seaborn as sns  # noqa: E402
-from scipy import optimize  # noqa: E402
-from scipy.io import arff  # noqa: E402
-
-from dpbandits.losses import LogisticLoss  # noqa: E402
-from dpbandits.optim._batch_common import GradientOracle, Regularizer, objective, prepare_data  # noqa: E402
-from dpbandits.optim.dp_erm import DPGD, DPSVRG, DPSVRGPlusPlus  # noqa: E402
+from dpbandits.losses import LogisticLoss
+from dpbandits.optim import DPGD, DPSVRG, DPSVRGPlusPlus
+from dpbandits.optim._batch_common import GradientOracle, Regularizer, objective, prepare_data
 
 HERE = Path(__file__).resolve().parent
 LOSS = LogisticLoss()
@@ -236,6 +229,7 @@ def main():
     ap.add_argument("--full", action="store_true", help="paper sizes: n = 200000, T = 15")
     ap.add_argument("--out", type=Path, default=HERE / "results")
     args = ap.parse_args()
+    matplotlib.use("Agg")
     conf = tomllib.loads((HERE / "config.toml").read_text())
     args.out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(conf["run"]["seed"])

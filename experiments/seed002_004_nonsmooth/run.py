@@ -30,31 +30,25 @@ audit.png, run.json}.
 
 from __future__ import annotations
 
-import os
+import argparse
+import json
+import math
+import time
+import tomllib
+from functools import partial
+from pathlib import Path
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import math  # noqa: E402
-import time  # noqa: E402
-import tomllib  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import matplotlib  # noqa: E402
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
-
-from dpbandits.optim._extra_losses import AbsoluteLoss  # noqa: E402
-from dpbandits.optim.private_ftrl import PrivateFTRL  # noqa: E402
-from dpbandits.optim.private_sgd import PrivateSGD, expected_stopping_time  # noqa: E402
-from dpbandits.privacy import accounting as acc  # noqa: E402
-from dpbandits.privacy.audit import AuditSpec, audit  # noqa: E402
+from dpbandits.optim import PrivateFTRL, PrivateSGD
+from dpbandits.optim._extra_losses import AbsoluteLoss
+from dpbandits.optim.private_sgd import expected_stopping_time
+from dpbandits.privacy import accounting as acc
+from dpbandits.privacy.audit import AuditSpec, audit
 
 HERE = Path(__file__).resolve().parent
 LOSS = AbsoluteLoss()
@@ -194,22 +188,15 @@ def plot_utility(df, prv, conf, out):
 
 
 # ------------------------------------------------------------------------------ audit
-def ftrl_stat(opt, T, world, runs, rng, kind="abs"):
-    """Final iterate (d = 1). Rows 1..T-1: |w| ("abs"), or alternating linear +-w ("linear");
-    last row: the canary +w (world 0) or -w (world 1), written as |w -+ 2|."""
-    X = np.ones((T, 1))
-    y = np.zeros(T)
-    if kind == "linear":
-        y[:-1] = np.where(np.arange(T - 1) % 2 == 0, 2.0, -2.0)
-    y[-1] = -2.0 if world == 0 else 2.0
-    return opt.fit(LOSS, X, y, rng, n_reps=runs).theta[:, 0]
-
-
-def sgd_stat(opt, n, world, runs, rng):
-    X = np.ones((n, 1))
+def final_iterate(opt, n, world, runs, rng, kind="abs"):
+    """The final iterate (d = 1, x = 1) of ``runs`` runs on n samples. Rows 1..n-1: |w|
+    ("abs"), or alternating linear +-w ("linear"); the last row is the canary +w (world 0) or
+    -w (world 1), written as |w -+ 2| (|w| <= 1 < 2)."""
     y = np.zeros(n)
+    if kind == "linear":
+        y[:-1] = np.where(np.arange(n - 1) % 2 == 0, 2.0, -2.0)
     y[-1] = -2.0 if world == 0 else 2.0
-    return opt.fit(LOSS, X, y, rng, n_reps=runs).theta[:, 0]
+    return opt.fit(LOSS, np.ones((n, 1)), y, rng, n_reps=runs).theta[:, 0]
 
 
 def run_audit(conf, quick, out):
@@ -227,7 +214,7 @@ def run_audit(conf, quick, out):
                  ("first-noise only (Thm 4.4)", PrivateFTRL(eps, delta, noise="first"), "abs",
                   "violation")]
         for name, opt, kind, expected in cases:
-            res = audit(lambda w, m, r, opt=opt, T=T, kind=kind: ftrl_stat(opt, T, w, m, r, kind),
+            res = audit(partial(final_iterate, opt, T, kind=kind),
                         AuditSpec(seed=ac["seed"] + T, component="PrivateFTRL", variant=name,
                                   expected=expected, **common))
             cert = opt.certified_privacy_for(T)
@@ -241,7 +228,7 @@ def run_audit(conf, quick, out):
                   f"valid={cert.epsilon:.3g} -> {res.verdict}", flush=True)
     n = ac["sgd_n"]
     opt = PrivateSGD(eps, delta, calibration="accountant")
-    res = audit(lambda w, m, r: sgd_stat(opt, n, w, m, r),
+    res = audit(partial(final_iterate, opt, n),
                 AuditSpec(seed=ac["seed"], component="PrivateSGD",
                           variant="accountant calibration", expected="consistent", **common))
     rows.append({"component": "Private SGD", "case": "f=|w|, canary last row", "T": n,
@@ -272,6 +259,7 @@ def main():
     ap.add_argument("--out", type=Path, default=HERE / "results")
     ap.add_argument("--skip-audit", action="store_true")
     args = ap.parse_args()
+    matplotlib.use("Agg")
     conf = tomllib.loads((HERE / "config.toml").read_text())
     args.out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
