@@ -35,6 +35,11 @@ class AuditContext:
     seed: int
     broken: bool
 
+    @property
+    def name(self) -> str:
+        """The registered name (drivers shared by several audits read their settings by it)."""
+        return self.entry.name
+
     def factor(self, value: float) -> float:
         """``value`` for the broken variant, 1 for the correct component (a noise divisor)."""
         return value if self.broken else 1.0
@@ -118,6 +123,18 @@ def register(name: str, *, fast_runs: int, thorough_runs: int, component: str, c
         return func
 
     return deco
+
+
+def register_variants(func: Callable[[AuditContext], AuditResult], **common):
+    """Register one driver under several names (one component in several configurations):
+    returns ``add(name, **fields)``, which registers ``func`` under ``name`` with the
+    registration fields ``common`` updated by ``fields``. The driver reads its configuration
+    by ``ctx.name``."""
+
+    def add(name: str, **fields) -> None:
+        register(name, **{**common, **fields})(func)
+
+    return add
 
 
 def select(names: Iterable[str] | None) -> list[str]:

@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from dpbandits.agents import make_agent
-from dpbandits.audits._registry import AuditContext, register
+from dpbandits.audits._registry import AuditContext, register, register_variants
 from dpbandits.audits._scaffold import pofw_step_score, shrink_calibration, signed, tree_read_rounds
 from dpbandits.privacy.accounting import gdp_mu
 from dpbandits.privacy.tree import tree_levels
@@ -41,10 +41,11 @@ EPS, DELTA = 1.0, 1e-5
 UCB_PARAMS = dict(n_arms=2, dim=1, epsilon=EPS, delta=DELTA, context_bound=1.0,
                   reward_bound=1.0)
 UCB_HORIZON = 16
-_UCB_BROKEN = {
-    "theorem": ("node sigma / 100 (the theorem calibration has ~14x slack: / 10 is still "
-                "private)", 100.0),
-    "accountant": ("node sigma without the sqrt(levels) factor", None),
+_UCB_WHITEBOX = {
+    # name: (calibration, broken variant, divisor of the node sigma; None = sqrt(levels))
+    "dp-ucb": ("theorem", "node sigma / 100 (the theorem calibration has ~14x slack: / 10 "
+                          "is still private)", 100.0),
+    "dp-ucb-accountant": ("accountant", "node sigma without the sqrt(levels) factor", None),
 }
 
 
@@ -64,12 +65,11 @@ def _ucb_claim_extra(agent) -> dict:
             / agent.constants["node_sigma"]}
 
 
-def _dp_ucb_whitebox(ctx: AuditContext, calibration: str):
+def _dp_ucb_whitebox(ctx: AuditContext):
     T = UCB_HORIZON
     read_at = tree_read_rounds(T)
-    factor = None
-    if ctx.broken:
-        factor = _UCB_BROKEN[calibration][1] or math.sqrt(tree_levels(T))
+    calibration, _, divisor = _UCB_WHITEBOX[ctx.name]
+    factor = (divisor or math.sqrt(tree_levels(T))) if ctx.broken else None
     probe = _dp_ucb(calibration, T, factor)  # calibrated once; reset() per batch
 
     def sampler(world, n, rng):
@@ -100,29 +100,18 @@ def _dp_ucb_whitebox(ctx: AuditContext, calibration: str):
                      extra=_ucb_claim_extra(probe))
 
 
-_UCB_DOC = dict(
+_ucb = register_variants(
+    _dp_ucb_whitebox, fast_runs=10_000, thorough_runs=200_000,
     canary="user 1: context x = 1, reward +1 vs -1 (L = B = 1); later users context 0",
     shows="the released Gram/target sums (V_t, u~_t) after user 1 hide user 1's reward as "
           "claimed (Claim 7: JDP = DP of these sums + post-processing); with L = B the "
           "canary attains the accountant's worst-case sensitivity",
     cannot_show="the JDP conversion itself (that nothing else about user t leaks into later "
                 "rounds) is only checked by the black-box audit; Wishart noise is not "
-                "audited",
-)
-
-
-@register("dp-ucb", fast_runs=10_000, thorough_runs=200_000,
-          component="agents.dp_ucb.DPUCB (Gaussian tree, theorem calibration)",
-          broken_variant=_UCB_BROKEN["theorem"][0], **_UCB_DOC)
-def audit_dp_ucb(ctx: AuditContext):
-    return _dp_ucb_whitebox(ctx, "theorem")
-
-
-@register("dp-ucb-accountant", fast_runs=10_000, thorough_runs=200_000,
-          component="agents.dp_ucb.DPUCB (Gaussian tree, accountant calibration)",
-          broken_variant=_UCB_BROKEN["accountant"][0], **_UCB_DOC)
-def audit_dp_ucb_accountant(ctx: AuditContext):
-    return _dp_ucb_whitebox(ctx, "accountant")
+                "audited")
+for _name, (_calibration, _broken, _) in _UCB_WHITEBOX.items():
+    _ucb(_name, broken_variant=_broken,
+         component=f"agents.dp_ucb.DPUCB (Gaussian tree, {_calibration} calibration)")
 
 
 BB_HORIZON = 16
@@ -229,7 +218,11 @@ def _dp_hdb(calibration: str, broken_noise: bool = False, horizon: int = HDB_HOR
     return agent
 
 
-def _dp_hdb_reward_audit(ctx: AuditContext, calibration: str):
+_HDB_REWARD = {"dp-hdb": "theorem", "dp-hdb-accountant": "accountant"}  # name: calibration
+
+
+def _dp_hdb_reward_audit(ctx: AuditContext):
+    calibration = _HDB_REWARD[ctx.name]
     probe = _dp_hdb(calibration)
     K, t0, T = HDB_PARAMS["n_arms"], HDB_T0, HDB_HORIZON
 
@@ -263,7 +256,8 @@ def _dp_hdb_reward_audit(ctx: AuditContext, calibration: str):
                      extra={"arm_kappa": probe.arm_optimizers[0].kappa})
 
 
-_HDB_DOC = dict(
+_hdb = register_variants(
+    _dp_hdb_reward_audit, fast_runs=10_000, thorough_runs=200_000,
     canary="user 1 (arm 0's first forced sample): x = 1, reward +1 vs -1; later users "
            "context 0",
     broken_variant=f"per-arm DP-POFW selection noise / {_HDB_BROKEN_FACTOR:g} (each arm runs "
@@ -273,20 +267,9 @@ _HDB_DOC = dict(
           "rests on their DP; actions post-process them)",
     cannot_show="one arm only (a reward change reaches one arm); the two-arm effect of a "
                 "context change is audited by dp-hdb-context; DP-POFW's claim is loose, so "
-                "only gross errors are detectable",
-)
-
-
-@register("dp-hdb", fast_runs=10_000, thorough_runs=200_000,
-          component="agents.dp_hdb.DPHDB (DP-POFW arms, theorem calibration)", **_HDB_DOC)
-def audit_dp_hdb(ctx: AuditContext):
-    return _dp_hdb_reward_audit(ctx, "theorem")
-
-
-@register("dp-hdb-accountant", fast_runs=10_000, thorough_runs=200_000,
-          component="agents.dp_hdb.DPHDB (DP-POFW arms, accountant calibration)", **_HDB_DOC)
-def audit_dp_hdb_accountant(ctx: AuditContext):
-    return _dp_hdb_reward_audit(ctx, "accountant")
+                "only gross errors are detectable")
+for _name, _calibration in _HDB_REWARD.items():
+    _hdb(_name, component=f"agents.dp_hdb.DPHDB (DP-POFW arms, {_calibration} calibration)")
 
 
 def _no_synthetic_update(agent):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpbandits.audits._registry import AuditContext, register
+from dpbandits.audits._registry import AuditContext, register, register_variants
 from dpbandits.audits._scaffold import canary_pair, shrink_output
 from dpbandits.losses import SquaredLoss
 from dpbandits.optim import DPGD, DPSVRG, DPAccMD, DPSVRGPlusPlus, PrivateFTRL, PrivateSGD
@@ -102,7 +102,19 @@ def audit_dp_accmd(ctx: AuditContext):
 
 SVRG_N = 2  # the snapshot mean then carries G per step (the Dirac's
 # clipped gradient is constant, so its variance-reduced differences vanish)
-_SVRG_DOC = dict(
+_SVRG = {"dp-svrg": (DPSVRG, 4, 8), "dp-svrg++": (DPSVRGPlusPlus, 3, 4)}  # epochs, steps
+
+
+def _svrg_audit(ctx: AuditContext):
+    cls, n_epochs, inner_steps = _SVRG[ctx.name]
+    return _batch_audit(ctx, lambda: cls(EPS, DELTA, n_epochs=n_epochs, inner_steps=inner_steps,
+                                         step_size=0.5),
+                        "_noise", SVRG_N, gaussian=False,
+                        canary=f"Dirac sample +-G among n = {SVRG_N}", factor=100.0)
+
+
+_svrg = register_variants(
+    _svrg_audit, fast_runs=10_000, thorough_runs=400_000,
     canary=f"one of n = {SVRG_N} samples with clipped gradient +-G, the others zero (d = 1)",
     broken_variant="per-step noise / 100 (patched on the instance): the Dirac canary only "
                    "exercises the snapshot-mean part (2G/n per step) while the noise is sized "
@@ -112,26 +124,9 @@ _SVRG_DOC = dict(
           "for the subsampled steps plus the snapshot means",
     cannot_show="loose: the canary does not reach the 4G sensitivity of the variance-reduced "
                 "difference (that needs a gradient that flips between the iterate and the "
-                "snapshot); black-box statistic on the output only",
-)
-
-
-def _svrg_audit(ctx: AuditContext, make):
-    return _batch_audit(ctx, make, "_noise", SVRG_N, gaussian=False,
-                        canary=f"Dirac sample +-G among n = {SVRG_N}", factor=100.0)
-
-
-@register("dp-svrg", fast_runs=10_000, thorough_runs=400_000,
-          component="optim.dp_svrg.DPSVRG (accountant-calibrated)", **_SVRG_DOC)
-def audit_dp_svrg(ctx: AuditContext):
-    return _svrg_audit(ctx, lambda: DPSVRG(EPS, DELTA, n_epochs=4, inner_steps=8, step_size=0.5))
-
-
-@register("dp-svrg++", fast_runs=10_000, thorough_runs=400_000,
-          component="optim.dp_svrg.DPSVRGPlusPlus (accountant-calibrated)", **_SVRG_DOC)
-def audit_dp_svrg_pp(ctx: AuditContext):
-    return _svrg_audit(ctx, lambda: DPSVRGPlusPlus(EPS, DELTA, n_epochs=3, inner_steps=4,
-                                                   step_size=0.5))
+                "snapshot); black-box statistic on the output only")
+for _name, (_cls, *_) in _SVRG.items():
+    _svrg(_name, component=f"optim.dp_svrg.{_cls.__name__} (accountant-calibrated)")
 
 
 # --------------------------------------------------------------------------------------------
@@ -174,17 +169,25 @@ def _ftrl_data(world: int, n: int = FTRL_T):
     return X, y
 
 
-def _ftrl_audit(ctx: AuditContext, noise: str, claim_kind: str):
+_FTRL = {  # name: (noise, which claim is audited)
+    "private-ftrl": ("all", "paper"),
+    "private-ftrl-first": ("first", "paper"),
+    "private-ftrl-certified": ("all", "certified"),
+}
+
+
+def _ftrl_audit(ctx: AuditContext):
+    noise, claim_kind = _FTRL[ctx.name]
+    paper = claim_kind == "paper"
     # paper claim: noise calibrated by the implementation so that the *claim* meets (EPS,
     # DELTA). certified bound: noise chosen so that the valid bound is about (EPS, DELTA)
     # (one Gaussian query of multiplier sigma/(2L) per sample).
-    sigma = None if claim_kind == "paper" else 2.0 / gdp_mu(EPS, DELTA)
+    sigma = None if paper else 2.0 / gdp_mu(EPS, DELTA)
 
     def make():
         return PrivateFTRL(EPS, DELTA, p=2.0, noise=noise, noise_std=sigma)
 
     probe = make()
-    paper = claim_kind == "paper"
     claim = probe.privacy_for(FTRL_T) if paper else probe.certified_privacy_for(FTRL_T)
     return _batch_audit(ctx, make, "_claimed", FTRL_T, gaussian=not paper, loss=AbsoluteLoss(),
                         data=canary_pair(_ftrl_data), claim=claim,
@@ -194,42 +197,30 @@ def _ftrl_audit(ctx: AuditContext, noise: str, claim_kind: str):
                               "it as not certified" if paper else "")
 
 
-_FTRL_DOC = dict(
-    canary=f"f = |w| on samples 1..{FTRL_T - 1} (mean-reverting iterates), last sample "
-           "f = +w vs -w (d = 1, p = 2)",
+_FTRL_CANARY = (f"f = |w| on samples 1..{FTRL_T - 1} (mean-reverting iterates), last sample "
+                "f = +w vs -w (d = 1, p = 2)")
+_ftrl_paper = register_variants(
+    _ftrl_audit, fast_runs=10_000, thorough_runs=200_000, canary=_FTRL_CANARY,
     broken_variant="(none: a violation of the published claim is expected)",
     cannot_show="the audit refutes the published claim; it does not bound the true privacy "
                 "of the algorithm (see private-ftrl-certified)",
-    expected="violation", has_broken=False,
-)
-
-
-@register("private-ftrl", fast_runs=10_000, thorough_runs=200_000,
-          component="optim.private_ftrl.PrivateFTRL (seed 004, Theorem 5.4 claim, "
-                    "certified=False)",
-          shows="the published zCDP claim of Private FTRL (amplification by iteration "
-                "without contraction) is violated: the mean-reverting |w| dynamics cancel the "
-                "accumulated noise and expose the last sample", **_FTRL_DOC)
-def audit_private_ftrl(ctx: AuditContext):
-    return _ftrl_audit(ctx, "all", "paper")
-
-
-@register("private-ftrl-first", fast_runs=2_000, thorough_runs=50_000,
-          component="optim.private_ftrl.PrivateFTRL (noise='first', Theorem 4.4 claim, "
-                    "certified=False)",
-          shows="Theorem 4.4's anytime variant (noise on xi_1 only) gives no privacy at all "
-                "to a late sample", **_FTRL_DOC)
-def audit_private_ftrl_first(ctx: AuditContext):
-    return _ftrl_audit(ctx, "first", "paper")
-
-
-@register("private-ftrl-certified", fast_runs=10_000, thorough_runs=200_000,
-          component="optim.private_ftrl.PrivateFTRL: the valid bound certified_privacy_for "
-                    "(one Gaussian query per sample)",
-          canary=_FTRL_DOC["canary"], broken_variant=_BROKEN, label=_LABEL,
-          shows="the bound the implementation does certify holds on the counterexample that "
-                "breaks the published one",
-          cannot_show="other adversarial loss sequences (the bound is proven, the audit only "
-                      "probes one)")
-def audit_private_ftrl_certified(ctx: AuditContext):
-    return _ftrl_audit(ctx, "all", "certified")
+    expected="violation", has_broken=False)
+_ftrl_paper("private-ftrl",
+            component="optim.private_ftrl.PrivateFTRL (seed 004, Theorem 5.4 claim, "
+                      "certified=False)",
+            shows="the published zCDP claim of Private FTRL (amplification by iteration "
+                  "without contraction) is violated: the mean-reverting |w| dynamics cancel "
+                  "the accumulated noise and expose the last sample")
+_ftrl_paper("private-ftrl-first", fast_runs=2_000, thorough_runs=50_000,
+            component="optim.private_ftrl.PrivateFTRL (noise='first', Theorem 4.4 claim, "
+                      "certified=False)",
+            shows="Theorem 4.4's anytime variant (noise on xi_1 only) gives no privacy at all "
+                  "to a late sample")
+register("private-ftrl-certified", fast_runs=10_000, thorough_runs=200_000,
+         component="optim.private_ftrl.PrivateFTRL: the valid bound certified_privacy_for "
+                   "(one Gaussian query per sample)",
+         canary=_FTRL_CANARY, broken_variant=_BROKEN, label=_LABEL,
+         shows="the bound the implementation does certify holds on the counterexample that "
+               "breaks the published one",
+         cannot_show="other adversarial loss sequences (the bound is proven, the audit only "
+                     "probes one)")(_ftrl_audit)

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from dpbandits.audits._registry import AuditContext, register
+from dpbandits.audits._registry import AuditContext, register, register_variants
 from dpbandits.geometry import noise_geometry, plus_norm
 from dpbandits.privacy import mechanisms as mech
 from dpbandits.privacy.accounting import gdp_mu
@@ -97,10 +97,20 @@ def audit_generalized_gaussian(ctx: AuditContext):
                      extra={"kappa": geo.kappa, "q_plus": geo.q_plus, "sigma": sigma})
 
 
-RNM_SCALE_FACTOR = 2.0  # b = 2 Delta / epsilon for the general (non-monotone) claim
+_SELECTION = {
+    # name: (selection, scores on D, scores on D', scale in units of Delta/epsilon, basis)
+    "report-noisy-argmin": (mech.report_noisy_argmin, [0.0, 1.0], [1.0, 0.0], 2.0,
+                            "Dwork & Roth Claim 3.9 (2 Delta/b for non-monotone scores)"),
+    "report-noisy-argmin-monotone": (mech.report_noisy_argmin, [0.0, 1.0], [0.0, 0.0], 1.0,
+                                     "Dwork & Roth Claim 3.9 (monotone scores, Delta/b)"),
+    "exponential-mechanism": (mech.exponential_mechanism, [0.0, -1.0], [-1.0, 0.0], 2.0,
+                              "McSherry & Talwar 2007 (2 Delta/scale)"),
+}
 
 
-def _selection_audit(ctx: AuditContext, select, scores0, scores1, b, basis):
+def _selection_audit(ctx: AuditContext):
+    select, scores0, scores1, units, basis = _SELECTION[ctx.name]
+    b = units * SENS / EPS / ctx.factor(10.0)
     s0 = np.asarray(scores0, dtype=float)
     s1 = np.asarray(scores1, dtype=float)
 
@@ -113,41 +123,21 @@ def _selection_audit(ctx: AuditContext, select, scores0, scores1, b, basis):
                      canary=f"scores {s0.tolist()} vs {s1.tolist()}", basis=basis)
 
 
-_SEL_DOC = dict(
-    broken_variant=_BROKEN,
+_selection = register_variants(
+    _selection_audit, fast_runs=20_000, thorough_runs=1_000_000, broken_variant=_BROKEN,
     cannot_show="two-candidate canaries do not reach the worst case of the 2 Delta/b bound "
-                "(the audit is consistent but not tight); larger candidate sets",
-)
-
-
-@register("report-noisy-argmin", fast_runs=20_000, thorough_runs=1_000_000,
-          component="privacy.mechanisms.report_noisy_argmin (general scores: 2 Delta/b)",
-          canary="scores (0, 1) vs (1, 0): every score moves by Delta = 1 in opposite "
-                 "directions (non-monotone)",
-          shows="Laplace report-noisy-argmin with b = 2 Delta/epsilon is not less private "
-                "than epsilon; the selection really uses noise of scale b", **_SEL_DOC)
-def audit_report_noisy_argmin(ctx: AuditContext):
-    b = RNM_SCALE_FACTOR * SENS / EPS / ctx.factor(10.0)
-    return _selection_audit(ctx, mech.report_noisy_argmin, [0.0, 1.0], [1.0, 0.0], b,
-                            "Dwork & Roth Claim 3.9 (2 Delta/b for non-monotone scores)")
-
-
-@register("report-noisy-argmin-monotone", fast_runs=20_000, thorough_runs=1_000_000,
-          component="privacy.mechanisms.report_noisy_argmin (monotone scores: Delta/b)",
-          canary="scores (0, 1) vs (0, 0): one score decreases by Delta = 1",
-          shows="the monotone-score claim Delta/b of report-noisy-argmin", **_SEL_DOC)
-def audit_report_noisy_argmin_monotone(ctx: AuditContext):
-    b = SENS / EPS / ctx.factor(10.0)
-    return _selection_audit(ctx, mech.report_noisy_argmin, [0.0, 1.0], [0.0, 0.0], b,
-                            "Dwork & Roth Claim 3.9 (monotone scores, Delta/b)")
-
-
-@register("exponential-mechanism", fast_runs=20_000, thorough_runs=1_000_000,
-          component="privacy.mechanisms.exponential_mechanism (2 Delta/scale)",
-          canary="scores (0, -1) vs (-1, 0) (argmax): every score moves by Delta = 1",
-          shows="the Gumbel-max exponential mechanism is not less private than "
-                "2 Delta/scale", **_SEL_DOC)
-def audit_exponential_mechanism(ctx: AuditContext):
-    scale = 2.0 * SENS / EPS / ctx.factor(10.0)
-    return _selection_audit(ctx, mech.exponential_mechanism, [0.0, -1.0], [-1.0, 0.0], scale,
-                            "McSherry & Talwar 2007 (2 Delta/scale)")
+                "(the audit is consistent but not tight); larger candidate sets")
+_selection("report-noisy-argmin",
+           component="privacy.mechanisms.report_noisy_argmin (general scores: 2 Delta/b)",
+           canary="scores (0, 1) vs (1, 0): every score moves by Delta = 1 in opposite "
+                  "directions (non-monotone)",
+           shows="Laplace report-noisy-argmin with b = 2 Delta/epsilon is not less private "
+                 "than epsilon; the selection really uses noise of scale b")
+_selection("report-noisy-argmin-monotone",
+           component="privacy.mechanisms.report_noisy_argmin (monotone scores: Delta/b)",
+           canary="scores (0, 1) vs (0, 0): one score decreases by Delta = 1",
+           shows="the monotone-score claim Delta/b of report-noisy-argmin")
+_selection("exponential-mechanism",
+           component="privacy.mechanisms.exponential_mechanism (2 Delta/scale)",
+           canary="scores (0, -1) vs (-1, 0) (argmax): every score moves by Delta = 1",
+           shows="the Gumbel-max exponential mechanism is not less private than 2 Delta/scale")

@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from dpbandits.audits._registry import AuditContext, register
+from dpbandits.audits._registry import AuditContext, register, register_variants
 from dpbandits.audits._scaffold import canary_pair, shrink_output
 from dpbandits.optim import LocalMD, NoisySFW, NoisySGD
 from dpbandits.privacy.accounting import gdp_mu
@@ -87,7 +87,8 @@ def audit_noisy_sfw(ctx: AuditContext):
 SGD_N = 16  # n^2 = 256 steps
 
 
-def _noisy_sgd_audit(ctx: AuditContext, calibration: str):
+def _noisy_sgd_audit(ctx: AuditContext):
+    calibration = "theorem" if ctx.name == "noisy-sgd" else "accountant"
     kwargs = dict(p=math.inf, radius=1.0, epsilon=EPS, delta=DELTA, calibration=calibration,
                   backend="numpy")
     claim = NoisySGD(**kwargs).privacy_for(SGD_N)
@@ -110,7 +111,8 @@ def _noisy_sgd_audit(ctx: AuditContext, calibration: str):
                             f"p = inf, {SGD_N**2} steps)", basis=claim.basis)
 
 
-_SGD_DOC = dict(
+_sgd = register_variants(
+    _noisy_sgd_audit, fast_runs=10_000, thorough_runs=100_000,
     canary=f"one of n = {SGD_N} samples with clipped gradient +-L0, the others zero "
            "(d = 1, p = inf, n^2 steps)",
     broken_variant="noise sigma / 10 (patched on the instance)", label="noise sigma / 10",
@@ -119,21 +121,10 @@ _SGD_DOC = dict(
           "is within a few x of the RDP claim",
     cannot_show="the box projection makes the statistic non-linear when it binds; the "
                 "claimed epsilon is the RDP accountant's (replace-one), itself an upper "
-                "bound",
-)
-
-
-@register("noisy-sgd", fast_runs=10_000, thorough_runs=100_000,
-          component="optim.sco_baselines.NoisySGD (paper's sigma; claim = RDP accountant)",
-          **_SGD_DOC)
-def audit_noisy_sgd(ctx: AuditContext):
-    return _noisy_sgd_audit(ctx, "theorem")
-
-
-@register("noisy-sgd-accountant", fast_runs=10_000, thorough_runs=100_000,
-          component="optim.sco_baselines.NoisySGD (accountant calibration)", **_SGD_DOC)
-def audit_noisy_sgd_accountant(ctx: AuditContext):
-    return _noisy_sgd_audit(ctx, "accountant")
+                "bound")
+_sgd("noisy-sgd",
+     component="optim.sco_baselines.NoisySGD (paper's sigma; claim = RDP accountant)")
+_sgd("noisy-sgd-accountant", component="optim.sco_baselines.NoisySGD (accountant calibration)")
 
 
 # --------------------------------------------------------------------------------------------

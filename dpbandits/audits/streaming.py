@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 
-from dpbandits.audits._registry import AuditContext, register
+from dpbandits.audits._registry import AuditContext, register_variants
 from dpbandits.audits._scaffold import (
     pofw_step_score,
     shrink_calibration,
@@ -72,8 +72,8 @@ def _make_tofw(name: str, broken: bool) -> DPTOFW:
 
 
 def _tofw_audit(ctx: AuditContext):
-    p, d, *_ = _TOFW[ctx.entry.name]
-    probe = _make_tofw(ctx.entry.name, ctx.broken)
+    p, d, *_ = _TOFW[ctx.name]
+    probe = _make_tofw(ctx.name, ctx.broken)
     geo = probe.noise_geometry
     sigma_plus = probe.sigma_plus
     read_at = tree_read_rounds(HORIZON)
@@ -111,40 +111,25 @@ def _tofw_audit(ctx: AuditContext):
                             "sensitivity": probe.sensitivity, "canary_difference": 2 * c})
 
 
-_TOFW_DOC = dict(
-    canary=CANARY,
+_tofw = register_variants(
+    _tofw_audit, fast_runs=10_000, thorough_runs=200_000, canary=CANARY,
     cannot_show="the audit reads the noisy gradient sums, not the iterates (the iterates "
                 "are their post-processing, so a leak in the sums is a bug in the "
                 "calibration, not necessarily in the released theta); canaries at later "
-                "positions, other losses",
-)
-
-
-@register("dp-tofw", fast_runs=10_000, thorough_runs=200_000,
-          component="optim.dp_tofw.DPTOFW (p = 2, theorem calibration eq. 3.2)",
-          broken_variant=_TOFW["dp-tofw"][3],
-          shows="the Gaussian tree of DP-TOFW hides one sample's gradient increment as "
-                "claimed (Theorem 3.1; loose: ~4x slack in mu)", **_TOFW_DOC)
-def audit_dp_tofw(ctx: AuditContext):
-    return _tofw_audit(ctx)
-
-
-@register("dp-tofw-accountant", fast_runs=10_000, thorough_runs=200_000,
-          component="optim.dp_tofw.DPTOFW (p = 2, PLD accountant calibration)",
-          broken_variant=_TOFW["dp-tofw-accountant"][3],
-          shows="the accountant calibration of DP-TOFW is tight and correct: the canary "
-                "reaches 97% of the claimed mu", **_TOFW_DOC)
-def audit_dp_tofw_accountant(ctx: AuditContext):
-    return _tofw_audit(ctx)
-
-
-@register("dp-tofw-generalized", fast_runs=5_000, thorough_runs=100_000,
-          component="optim.dp_tofw.DPTOFW (p = 1.5, d = 4: l_3 generalized-Gaussian nodes)",
-          broken_variant=_TOFW["dp-tofw-generalized"][3],
-          shows="the generalized-Gaussian branch (Lemma 2.1 per node) is not less private "
-                "than claimed for this canary", **_TOFW_DOC)
-def audit_dp_tofw_generalized(ctx: AuditContext):
-    return _tofw_audit(ctx)
+                "positions, other losses")
+_tofw("dp-tofw", broken_variant=_TOFW["dp-tofw"][3],
+      component="optim.dp_tofw.DPTOFW (p = 2, theorem calibration eq. 3.2)",
+      shows="the Gaussian tree of DP-TOFW hides one sample's gradient increment as claimed "
+            "(Theorem 3.1; loose: ~4x slack in mu)")
+_tofw("dp-tofw-accountant", broken_variant=_TOFW["dp-tofw-accountant"][3],
+      component="optim.dp_tofw.DPTOFW (p = 2, PLD accountant calibration)",
+      shows="the accountant calibration of DP-TOFW is tight and correct: the canary reaches "
+            "97% of the claimed mu")
+_tofw("dp-tofw-generalized", broken_variant=_TOFW["dp-tofw-generalized"][3],
+      fast_runs=5_000, thorough_runs=100_000,
+      component="optim.dp_tofw.DPTOFW (p = 1.5, d = 4: l_3 generalized-Gaussian nodes)",
+      shows="the generalized-Gaussian branch (Lemma 2.1 per node) is not less private than "
+            "claimed for this canary")
 
 
 # --------------------------------------------------------------------------------------------
@@ -172,7 +157,7 @@ def _make_pofw(name: str, broken: bool) -> DPPOFW:
 
 
 def _pofw_audit(ctx: AuditContext):
-    probe = _make_pofw(ctx.entry.name, ctx.broken)
+    probe = _make_pofw(ctx.name, ctx.broken)
 
     def sampler(world, n, rng):
         opt = probe.reset(n, rng)
@@ -195,36 +180,19 @@ def _pofw_audit(ctx: AuditContext):
                      extra={"kappa": probe.kappa, "scale_constant": probe.scale_constant})
 
 
-_POFW_DOC = dict(
+_pofw = register_variants(
+    _pofw_audit, fast_runs=10_000, thorough_runs=400_000,
     canary=CANARY + " (d = 1: vertices +-r e_1)",
     cannot_show="the claim composes worst-case pure-DP steps (randomized response); "
                 "two-vertex report-noisy-min leaks less, so a correct DP-POFW audits well "
-                "below its epsilon -- only calibration errors of a few x are detectable",
-)
-
-
-@register("dp-pofw", fast_runs=10_000, thorough_runs=400_000,
-          broken_variant=_pofw_broken("dp-pofw"),
-          component="optim.dp_pofw.DPPOFW (Laplace, theorem calibration, Theorem 3.4)",
-          shows="the released iterates of DP-POFW hide the first sample (Theorem 3.4 "
-                "schedule)", **_POFW_DOC)
-def audit_dp_pofw(ctx: AuditContext):
-    return _pofw_audit(ctx)
-
-
-@register("dp-pofw-accountant", fast_runs=10_000, thorough_runs=400_000,
-          broken_variant=_pofw_broken("dp-pofw-accountant"),
-          component="optim.dp_pofw.DPPOFW (Laplace, PLD accountant calibration)",
-          shows="the accountant schedule (~2x less noise than the theorem) still hides the "
-                "first sample", **_POFW_DOC)
-def audit_dp_pofw_accountant(ctx: AuditContext):
-    return _pofw_audit(ctx)
-
-
-@register("dp-pofw-gumbel", fast_runs=10_000, thorough_runs=400_000,
-          broken_variant=_pofw_broken("dp-pofw-gumbel"),
-          component="optim.dp_pofw.DPPOFW (exponential mechanism, zCDP accountant)",
-          shows="the exponential-mechanism (bounded-range) schedule still hides the first "
-                "sample", **_POFW_DOC)
-def audit_dp_pofw_gumbel(ctx: AuditContext):
-    return _pofw_audit(ctx)
+                "below its epsilon -- only calibration errors of a few x are detectable")
+_pofw("dp-pofw", broken_variant=_pofw_broken("dp-pofw"),
+      component="optim.dp_pofw.DPPOFW (Laplace, theorem calibration, Theorem 3.4)",
+      shows="the released iterates of DP-POFW hide the first sample (Theorem 3.4 schedule)")
+_pofw("dp-pofw-accountant", broken_variant=_pofw_broken("dp-pofw-accountant"),
+      component="optim.dp_pofw.DPPOFW (Laplace, PLD accountant calibration)",
+      shows="the accountant schedule (~2x less noise than the theorem) still hides the first "
+            "sample")
+_pofw("dp-pofw-gumbel", broken_variant=_pofw_broken("dp-pofw-gumbel"),
+      component="optim.dp_pofw.DPPOFW (exponential mechanism, zCDP accountant)",
+      shows="the exponential-mechanism (bounded-range) schedule still hides the first sample")
