@@ -14,7 +14,7 @@ from dpbandits.agents.fliphat import FLIPHAT, episode_schedule
 from dpbandits.harness.simulate import simulate
 from dpbandits.privacy.accounting import epsilon_of
 from dpbandits.privacy.audit import AuditSpec, audit
-from dpbandits.privacy.peeling import hard_threshold
+from dpbandits.privacy.peeling import hard_threshold, peeling_epsilon, peeling_noise_multiplier
 
 
 def _agent(**kw):
@@ -101,16 +101,20 @@ def test_agent_scale_is_multiplier_times_worst_case_sensitivity():
     rng = np.random.default_rng(1)
     for _ in range(7):  # episodes 0, 1, 2 (lengths 1, 2, 4)
         ag.update(rng.uniform(-1, 1, (3, 5)), rng.integers(0, 2, 3), rng.normal(size=3))
-    c = 2 * math.sqrt(3 * 3 * math.log(16)) / 1.0  # s = 3, delta = 1/16, M = 1
+    # s = 3, delta = 1/16, M = 1: the multiplier the peeling calibration certifies
+    c = peeling_noise_multiplier(1.0, 1 / 16, 3, calibration="theorem")
+    assert peeling_epsilon(c, 3, 1 / 16) <= 1.0
     for row in ag.episode_log_:
         n = row["length"]
         assert row["noise_multiplier"] == pytest.approx(c, rel=1e-15)
-        # theta^0 = 0: lambda = 2 eta x_max R / n
-        assert row["first_scale"] == pytest.approx(c * 2 * 0.7 * 1.5 * 0.8 / n, rel=1e-12)
+        # the first call starts at theta^0 = 0; the sensitivity is the one validated above
+        lam0 = _niht.sensitivity(np.zeros((3, 10)), n, step=0.7, x_max=1.5, r_max=0.8,
+                                 blocks=2)
+        assert row["first_scale"] == pytest.approx(c * lam0.mean(), rel=1e-12)
+    # the agent passes its own step, bounds and arm blocks to the sensitivity
     theta = np.random.default_rng(2).standard_normal((3, 10))
-    lam = ag.sensitivity(theta, 4)
-    nu = np.abs(theta.reshape(3, 2, 5)).sum(axis=2).max(axis=1)  # max over arm blocks
-    np.testing.assert_allclose(lam, 2 * 0.7 * 1.5 * (1.5 * nu + 0.8) / 4, rtol=1e-14)
+    np.testing.assert_array_equal(ag.sensitivity(theta, 4), _niht.sensitivity(
+        theta, 4, step=0.7, x_max=1.5, r_max=0.8, blocks=2))
 
 
 # ----------------------------------------------------------------------------- N-IHT
@@ -315,8 +319,8 @@ def test_privacy_guarantee_budget_split_and_ledger():
         assert m == max(1, math.ceil(0.5 * math.log1p(row["length"])))
         assert row["epsilon_per_iteration"] == pytest.approx(1.0 / m)
         assert row["delta_per_iteration"] == pytest.approx(1e-3 / m)
-        assert row["noise_multiplier"] == pytest.approx(
-            2 * math.sqrt(3 * 3 * math.log(m / 1e-3)) * m, rel=1e-15)
+        # each of the M calls is certified at its share (basic composition gives the rest)
+        assert peeling_epsilon(row["noise_multiplier"], 3, 1e-3 / m) <= 1.0 / m
     assert len({r["n_iter"] for r in split}) > 1
     eps_each = [epsilon_of(ag.episode_ledger(n), 1e-3) for n in (1, 8, 256)]
     assert max(eps_each) <= 1.0

@@ -186,14 +186,27 @@ def test_selection_rows_are_independent_and_use_their_own_scores():
 
 
 # ------------------------------------------------------------------ calibration
-def test_laplace_scale():
-    assert mech.laplace_scale(0.5, 2.0) == 4.0
+@pytest.mark.parametrize(("eps", "sens"), [(0.5, 2.0), (3.0, 0.1)])
+def test_laplace_scale_gives_privacy_loss_exactly_epsilon(eps, sens):
+    """dp_accounting's PLD of the Laplace mechanism at that scale: delta(eps) = 0 (eps-DP)
+    and delta(0.99 eps) > 0 (no smaller epsilon holds)."""
+    pld = privacy_loss_distribution.from_laplace_mechanism(
+        mech.laplace_scale(eps, sens), sensitivity=sens, value_discretization_interval=1e-4)
+    assert pld.get_delta_for_epsilon(eps) < 1e-12
+    assert pld.get_delta_for_epsilon(0.99 * eps) > 1e-4
     assert mech.laplace_scale(math.inf, 2.0) == 0.0
 
 
-def test_classical_gaussian_sigma():
-    assert mech.gaussian_sigma_classical(0.5, 1e-5, 2.0) == pytest.approx(
-        math.sqrt(2 * math.log(1.25e5)) * 2.0 / 0.5)
+@pytest.mark.parametrize(("eps", "delta"), [(0.01, 1e-8), (0.1, 1e-5), (0.5, 1e-6), (0.9, 1e-3)])
+def test_classical_gaussian_sigma_is_private_and_within_2x_of_the_optimum(eps, delta):
+    """Dwork & Roth, Thm A.1: the classical sigma is (eps, delta)-DP (exact delta of the
+    Gaussian mechanism, Balle & Wang) and, for eps < 1, at most twice the analytic sigma."""
+    sigma = mech.gaussian_sigma_classical(eps, delta, 2.0)
+    assert mech.gaussian_mechanism_delta(sigma, eps, 2.0) <= delta
+    assert sigma < 2 * mech.gaussian_sigma_analytic(eps, delta, 2.0)
+
+
+def test_classical_gaussian_sigma_needs_epsilon_below_one():
     for eps in [1.0, 2.0, math.inf]:
         with pytest.raises(ValueError, match="epsilon"):
             mech.gaussian_sigma_classical(eps, 1e-5, 1.0)
