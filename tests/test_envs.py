@@ -78,13 +78,17 @@ def test_make_vec_uses_the_native_vector_env(env_id):
     assert base.metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP
     obs, info = venv.reset(seed=0)
     assert obs.shape == (3, d) and obs.dtype == np.float64 and obs in venv.observation_space
-    obs, rew, term, trunc, info = venv.step(np.zeros(3, dtype=np.int64))
+    arms = np.arange(3, dtype=np.int64) % K
+    obs, rew, term, trunc, info = venv.step(arms)
     assert obs.shape == (3, d) and obs.dtype == np.float64
     assert rew.shape == (3,) and rew.dtype == np.float64
     assert term.dtype == np.bool_ and trunc.dtype == np.bool_ and term.shape == trunc.shape == (3,)
-    assert info["expected_rewards"].shape == (3, K)
-    assert info["optimal_arm"].shape == (3,) and info["optimal_arm"].dtype == np.int64
-    assert info["pseudo_regret"].shape == (3,)
+    # the oracle the harness reads, per replication: (3, K) expected rewards, the best arm
+    # and the regret of the arm played
+    mu = info["expected_rewards"]
+    assert info["optimal_arm"].dtype == np.int64
+    np.testing.assert_array_equal(info["optimal_arm"], np.argmax(mu, axis=1))
+    np.testing.assert_array_equal(info["pseudo_regret"], mu.max(axis=1) - mu[np.arange(3), arms])
     assert info["_pseudo_regret"].all()
     assert base.horizon >= 1  # the harness reads it
 
