@@ -6,7 +6,7 @@ Targets (issue 5): DP-HDB with R = 100 at once <= 0.015 s per replication; DP-UC
 
 Each case runs in a fresh subprocess so its peak resident set size (ru_maxrss) is its own.
 Noise calibration (done once per configuration and cached) is timed separately from the
-simulation loop. Usage: ``python benchmarks/bench_agents.py [--horizon T] [--case NAME]``.
+simulation loop. Usage: ``python -m benchmarks.bench_agents [--horizon T] [--case NAME]``.
 """
 
 from __future__ import annotations

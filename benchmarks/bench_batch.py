@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """Speed of the batch DP-SCO baselines (seconds per replication, printed as JSON).
 
-    .venv/bin/python benchmarks/bench_batch.py            # all cases
-    .venv/bin/python benchmarks/bench_batch.py --quick    # fewer repeats
+    .venv/bin/python -m benchmarks.bench_batch            # all cases
+    .venv/bin/python -m benchmarks.bench_batch --quick    # fewer repeats
 
 Cases (issue 3, "Speed"):
 
@@ -32,8 +32,8 @@ import time
 import numpy as np
 
 from dpbandits.losses import SquaredLoss
+from dpbandits.optim import LocalMD, NoisySFW, NoisySGD
 from dpbandits.optim import _noisy_sgd_kernel as kernel
-from dpbandits.optim.sco_baselines import LocalMD, NoisySFW, NoisySGD
 
 LOSS = SquaredLoss()
 

@@ -7,7 +7,7 @@ simulations alone. Both sides run in fresh processes, so both pay Python start-u
 imports the simulations need; the command adds validation, the accountant's recomputation,
 Parquet/JSON/CSV output and the plots. Prints one JSON object.
 
-Usage: ``python benchmarks/bench_cli.py [--reps R] [--horizon T] [--repeat N]``
+Usage: ``python -m benchmarks.bench_cli [--reps R] [--horizon T] [--repeat N]``
 """
 
 from __future__ import annotations

@@ -11,16 +11,14 @@ Cases (uniformly random arms, drawn before timing):
 
 Usage::
 
-    python benchmarks/bench_envs.py                 # R=100, T=10000, d=50, K=2
-    python benchmarks/bench_envs.py --sync --reps 10
+    python -m benchmarks.bench_envs                 # R=100, T=10000, d=50, K=2
+    python -m benchmarks.bench_envs --sync --reps 10
 
 Prints one JSON object.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import platform
 import time
 
@@ -28,6 +26,7 @@ import gymnasium
 import numpy as np
 
 import dpbandits.envs  # noqa: F401  (registers the ids)
+from benchmarks._cli import run
 
 ENV_ID = "dpbandits/Figure5.1-v0"
 
@@ -81,16 +80,8 @@ def bench(reps: int, horizon: int, dim: int, arms: int, repeat: int, sync: bool)
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reps", type=int, default=100)
-    parser.add_argument("--horizon", type=int, default=10_000)
-    parser.add_argument("--dim", type=int, default=50)
-    parser.add_argument("--arms", type=int, default=2)
-    parser.add_argument("--repeat", type=int, default=1, help="best of this many runs")
-    parser.add_argument("--sync", action="store_true", help="also time SyncVectorEnv")
-    args = parser.parse_args(argv)
-    print(json.dumps(bench(args.reps, args.horizon, args.dim, args.arms, args.repeat,
-                           args.sync), indent=2))
+    run(bench, __doc__, argv, reps=100, horizon=10_000, dim=50, arms=2,
+        repeat=(1, "best of this many runs"), sync=(False, "also time SyncVectorEnv"))
 
 
 if __name__ == "__main__":

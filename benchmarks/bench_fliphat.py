@@ -7,23 +7,22 @@ agent alone (act + update on pre-drawn contexts, no environment).
 
 Usage::
 
-    python benchmarks/bench_fliphat.py                # R = 20, T = 10000
-    python benchmarks/bench_fliphat.py --reps 100 --horizon 100000
+    python -m benchmarks.bench_fliphat                # R = 20, T = 10000
+    python -m benchmarks.bench_fliphat --reps 100 --horizon 100000
 
 Prints one JSON object.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import platform
 import time
 
 import numpy as np
 
+from benchmarks._cli import run
 from dpbandits.agents import make_agent
-from dpbandits.harness.simulate import simulate
+from dpbandits.harness import simulate
 
 ENV_ID = "dpbandits/Figure5.1-v0"
 
@@ -61,12 +60,7 @@ def bench(reps: int, horizon: int, repeat: int) -> dict:
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--reps", type=int, default=20)
-    ap.add_argument("--horizon", type=int, default=10_000)
-    ap.add_argument("--repeat", type=int, default=1)
-    args = ap.parse_args(argv)
-    print(json.dumps(bench(args.reps, args.horizon, args.repeat), indent=2))
+    run(bench, __doc__, argv, reps=20, horizon=10_000, repeat=1)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """Speed of the streaming private Frank-Wolfe optimizers (seconds per replication, JSON).
 
-    .venv/bin/python benchmarks/bench_streaming.py              # the issue-3 cases
-    .venv/bin/python benchmarks/bench_streaming.py --repeat 3   # best of 3 runs
+    .venv/bin/python -m benchmarks.bench_streaming              # the issue-3 cases
+    .venv/bin/python -m benchmarks.bench_streaming --repeat 3   # best of 3 runs
 
 Cases (issue 3, "Speed"), all R = 50 replications advanced together, private
 (epsilon = 1, delta = 1/T), theorem calibration, data drawn before timing:
@@ -22,15 +22,13 @@ calibration, first reset) are excluded and reported as ``setup_seconds``.
 
 from __future__ import annotations
 
-import argparse
-import json
 import platform
 import time
 
 import numpy as np
 
-from dpbandits.optim.dp_pofw import DPPOFW
-from dpbandits.optim.dp_tofw import DPTOFW
+from benchmarks._cli import run
+from dpbandits.optim import DPPOFW, DPTOFW
 
 TARGETS = {"dp_tofw": 0.05, "dp_pofw_laplace": 0.02, "dp_pofw_gumbel": 0.02}
 
@@ -102,12 +100,7 @@ def bench(repeat: int = 1, reps: int = 50, horizon: int = 10_000) -> dict:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
-    parser.add_argument("--repeat", type=int, default=1, help="best of this many runs")
-    parser.add_argument("--reps", type=int, default=50)
-    parser.add_argument("--horizon", type=int, default=10_000)
-    args = parser.parse_args(argv)
-    print(json.dumps(bench(args.repeat, args.reps, args.horizon), indent=2))
+    run(bench, __doc__, argv, repeat=(1, "best of this many runs"), reps=50, horizon=10_000)
 
 
 if __name__ == "__main__":
