@@ -60,6 +60,7 @@ from dpbandits._validation import (
     check_array,
     check_choice,
     check_delta,
+    check_delta_open,
     check_epsilon,
     check_int,
     check_nonnegative,
@@ -169,9 +170,7 @@ def peeling_scale_theorem(epsilon, delta, s, sensitivity) -> float:
     is only checked (not assumed) by :func:`peeling_noise_multiplier`.
     """
     eps = check_epsilon(epsilon)
-    dlt = check_delta(delta)
-    if dlt == 0.0:
-        raise ValueError("delta must be in (0, 1) for the peeling lemma, got 0")
+    dlt = check_delta_open(delta, why="for the peeling lemma")
     s = check_int("s (sparsity)", s, low=1)
     lam = check_nonnegative("sensitivity", sensitivity)
     if math.isinf(eps):
@@ -239,6 +238,5 @@ def peeling_noise_multiplier(epsilon, delta, s, *, count=1, calibration="account
     check_choice("method", method, {"pld", "rdp"})
     if math.isinf(eps):
         return 0.0
-    if dlt == 0.0:
-        raise ValueError("delta must be in (0, 1) for a private peeling calibration, got 0")
+    check_delta_open(dlt, why="for a private peeling calibration")
     return _multiplier(eps, dlt, s, count, calibration, method)
