@@ -31,7 +31,7 @@ import numpy as np
 from dpbandits._validation import check_positive
 from dpbandits.agents.base import PrivateAgent, register_agent
 from dpbandits.agents.dp_hdb import preselected_greedy, resolve_t0
-from dpbandits.agents.dp_ucb import tree_depth
+from dpbandits.agents.dp_ucb import gaussian_bounds, tree_depth
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 
 
@@ -58,18 +58,21 @@ def authors_dphdb_per_step_epsilons(horizon, epsilon, delta, *, radius=1.0, x_bo
     return 4.0 * C / ((t + 1.0) * authors_dphdb_scale(horizon, epsilon, delta, t))
 
 
+def authors_dpucb_sigma(horizon, n_arms, dim, epsilon, delta) -> float:
+    """The code's per-round noise std ``sqrt(16 m) L^2 ln(4/delta)/epsilon`` with
+    ``L = sqrt(dK)`` (no reward term)."""
+    return math.sqrt(16 * tree_depth(horizon)) * (dim * n_arms) * math.log(4 / delta) / epsilon
+
+
 def authors_dpucb_noise_multiplier(horizon, n_arms, dim, epsilon, delta) -> float:
     """Noise multiplier (std / l_2 sensitivity) of one round's release in the code's DP-UCB.
 
-    Per round ``sigma = sqrt(16 m) L^2 ln(4/delta)/epsilon`` with ``L = sqrt(dK)``; a datum
-    of ``||[x; y]|| <= L~`` moves the Gram matrix by ``L~^2`` (effective, symmetrized noise).
-    With ``L~^2 = dK + 1`` (rewards up to 1), fresh noise every round means every later
-    round's release is another Gaussian mechanism on the same datum: ``T`` compositions.
+    Per round ``sigma`` of :func:`authors_dpucb_sigma`; a datum of ``||[x; y]|| <= L~``
+    moves the Gram matrix by ``L~^2`` (effective, symmetrized noise). With
+    ``L~^2 = dK + 1`` (rewards up to 1), fresh noise every round means every later round's
+    release is another Gaussian mechanism on the same datum: ``T`` compositions.
     """
-    m = tree_depth(horizon)
-    L2 = dim * n_arms
-    sigma = math.sqrt(16 * m) * L2 * math.log(4 / delta) / epsilon
-    return sigma / (L2 + 1.0)
+    return authors_dpucb_sigma(horizon, n_arms, dim, epsilon, delta) / (dim * n_arms + 1.0)
 
 
 _CAVEAT_HDB = ("reconstruction of the authors' code: Laplace scale without Algorithm 2's "
@@ -152,15 +155,12 @@ class DPUCBAuthorsCode(PrivateAgent):
         super().__init__(n_arms=n_arms, dim=dim, horizon=horizon, epsilon=epsilon, delta=delta)
         self.noise_std = noise_std
         self.theta_bound = theta_bound
-        D = dim * n_arms
-        m = tree_depth(horizon)
         alpha = 1.0 / horizon
-        self._sigma = (math.sqrt(16 * m) * D * math.log(4 / self._delta) / self._eps
-                       if self._private else 0.0)
-        lt = math.log(2 * horizon / alpha)
-        self._ups = self._sigma * math.sqrt(2 * m) * (4 * math.sqrt(D) + 2 * lt)
-        self._gamma = (math.sqrt(m / self._ups) * self._sigma * (math.sqrt(D) + math.sqrt(2 * lt))
-                       if self._ups > 0 else 0.0)
+        self._sigma, self._ups, self._gamma = 0.0, 0.0, 0.0
+        if self._private:  # Proposition 11's constants for the code's sigma
+            self._sigma = authors_dpucb_sigma(horizon, n_arms, dim, self._eps, self._delta)
+            bounds = gaussian_bounds(horizon, dim * n_arms, self._sigma, alpha)
+            self._ups, self._gamma = bounds["upsilon"], bounds["gamma"]
         self._alpha = alpha
 
     @property
