@@ -6,6 +6,7 @@ repository root; the package sets one BLAS thread before numpy is imported).
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import platform
@@ -13,6 +14,18 @@ import sys
 import time
 import tomllib
 from pathlib import Path
+
+
+def arguments(doc: str, here: Path, plot_only: str | None = None) -> argparse.ArgumentParser:
+    """The options every DP-GIBO script takes: ``--quick`` (the config's ``[quick]`` smoke
+    run), ``--out`` (default: the script's folder) and, if ``plot_only`` names what is
+    redrawn, ``--plot-only``."""
+    ap = argparse.ArgumentParser(description=doc)
+    ap.add_argument("--quick", action="store_true", help="tiny smoke run")
+    ap.add_argument("--out", type=Path, default=here)
+    if plot_only is not None:
+        ap.add_argument("--plot-only", action="store_true", help=plot_only)
+    return ap
 
 
 def load_config(path: Path, quick: bool) -> dict:
@@ -70,3 +83,12 @@ def plot_style():
     import seaborn as sns
 
     sns.set_theme(style="whitegrid", context="paper")
+
+
+def save_figure(fig, path: Path) -> None:
+    """Lay out, write (130 dpi) and close ``fig``."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)

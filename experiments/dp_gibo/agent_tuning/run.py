@@ -12,7 +12,6 @@ Writes landscape.csv, results.csv, summary.csv, figure.png and run_meta.json.
 
 from __future__ import annotations
 
-import argparse
 import math
 import time
 from pathlib import Path
@@ -126,12 +125,8 @@ def references(cfg, val, test, val_obj, test_obj, start):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", type=Path, default=HERE)
-    ap.add_argument("--plot-only", action="store_true",
-                    help="redraw figure.png from the CSVs in --out")
-    args = ap.parse_args(argv)
+    args = common.arguments(__doc__, HERE, "redraw figure.png from the CSVs in --out").parse_args(
+        argv)
     started = time.time()
     cfg = common.load_config(HERE / "config.toml", args.quick)
     space = make_space(cfg)
@@ -212,9 +207,7 @@ def plot(land, df, space, start, path):
     ax.set_xlabel("function evaluations (each = one batched simulation of all users)")
     ax.set_ylabel("validation loss")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
+    common.save_figure(fig, path)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,6 @@ figure.png and run_meta.json next to this script.
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 
@@ -110,16 +109,11 @@ def plot(df: pd.DataFrame, path: Path) -> None:
     for ax in axes:
         ax.set_xlabel("iteration t")
     axes[0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
+    common.save_figure(fig, path)
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--quick", action="store_true", help="tiny smoke run")
-    ap.add_argument("--out", type=Path, default=HERE)
-    args = ap.parse_args(argv)
+    args = common.arguments(__doc__, HERE).parse_args(argv)
     started = time.time()
     cfg = common.load_config(HERE / "config.toml", args.quick)
     df, meta = run(cfg)

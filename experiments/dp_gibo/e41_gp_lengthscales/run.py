@@ -13,7 +13,6 @@ fig_<sweep>.png and run_meta.json here.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import time
@@ -264,9 +263,7 @@ def plot(dfs, refs, out_dir):
             ref_lines(ax)
             ax.set_ylabel("validation MSE at theta_t")
         fig.suptitle("DP-GIBO, bias tolerance sweep (mu = 1, B = 3, sigma = 0.05)")
-        fig.tight_layout()
-        fig.savefig(out_dir / "fig_eps.png", dpi=130)
-        plt.close(fig)
+        common.save_figure(fig, out_dir / "fig_eps.png")
     if "mu" in dfs:
         df = dfs["mu"]
         fig, axes = plt.subplots(1, 2, figsize=(11, 4))
@@ -292,9 +289,7 @@ def plot(dfs, refs, out_dir):
         for ax in axes:
             ref_lines(ax)
             ax.set_ylabel("validation MSE")
-        fig.tight_layout()
-        fig.savefig(out_dir / "fig_mu.png", dpi=130)
-        plt.close(fig)
+        common.save_figure(fig, out_dir / "fig_mu.png")
     if "mean" in dfs:
         df = dfs["mean"]
         fig, ax = plt.subplots(figsize=(6.5, 4))
@@ -303,9 +298,7 @@ def plot(dfs, refs, out_dir):
         ax.set_xlabel("iteration t")
         ax.set_ylabel("validation MSE at theta_t")
         ax.set_title("zero vs per-individual estimated prior mean (eps = 0.5)")
-        fig.tight_layout()
-        fig.savefig(out_dir / "fig_mean.png", dpi=130)
-        plt.close(fig)
+        common.save_figure(fig, out_dir / "fig_mean.png")
     if "sigma" in dfs:
         df = dfs["sigma"]
         fin = df[df.t == df.t.max()]
@@ -315,20 +308,16 @@ def plot(dfs, refs, out_dir):
         ref_lines(ax)
         ax.set_title("final loss after T = 45, b = 16, mu = 0.1, B = 1")
         ax.set_ylabel("validation MSE")
-        fig.tight_layout()
-        fig.savefig(out_dir / "fig_sigma.png", dpi=130)
-        plt.close(fig)
+        common.save_figure(fig, out_dir / "fig_sigma.png")
 
 
 SWEEPS = ("eps", "mu", "sigma", "mean")
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--quick", action="store_true")
+    ap = common.arguments(__doc__, HERE)
     ap.add_argument("--only", choices=SWEEPS, action="append",
                     help="run only these sweeps (repeatable); the others' results are reused")
-    ap.add_argument("--out", type=Path, default=HERE)
     args = ap.parse_args(argv)
     started = time.time()
     cfg = common.load_config(HERE / "config.toml", args.quick)

@@ -12,7 +12,6 @@ Writes results.csv, summary.csv, figure.png and run_meta.json next to this scrip
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import time
@@ -65,12 +64,8 @@ def problem(cfg):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", type=Path, default=HERE)
-    ap.add_argument("--plot-only", action="store_true",
-                    help="redraw figure.png from results.csv and run_meta.json in --out")
-    args = ap.parse_args(argv)
+    args = common.arguments(__doc__, HERE, "redraw figure.png from results.csv and "
+                            "run_meta.json in --out").parse_args(argv)
     if args.plot_only:
         meta = json.loads((args.out / "run_meta.json").read_text())
         plot(pd.read_csv(args.out / "results.csv"), meta["problem"], args.out / "figure.png")
@@ -165,9 +160,7 @@ def plot(df, refs, path):
     sns.lineplot(one, x="log_ls_0", y="log_ls_1", hue="method", ax=axes[1], sort=False,
                  marker=".", legend=False)
     axes[1].set_title("optimization path of two log-lengthscales (replication 0)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
+    common.save_figure(fig, path)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,6 @@ Writes results.csv, summary.csv, figure.png and run_meta.json next to this scrip
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 
@@ -92,16 +91,11 @@ def plot(df: pd.DataFrame, path: Path, erm1: float) -> None:
     axes[2].set_title("DP-GIBO: true gradient norm vs its clipped surrogate estimate")
     for ax in axes:
         ax.set_xlabel("iteration t")
-    fig.tight_layout()
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
+    common.save_figure(fig, path)
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", type=Path, default=HERE)
-    args = ap.parse_args(argv)
+    args = common.arguments(__doc__, HERE).parse_args(argv)
     started = time.time()
     cfg = common.load_config(HERE / "config.toml", args.quick)
     df, meta = run(cfg)
