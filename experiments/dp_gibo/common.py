@@ -76,6 +76,20 @@ def write_meta(out_dir: Path, cfg: dict, privacy: dict, started: float, extra=No
     (out_dir / "run_meta.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
 
 
+def finish(out: Path, cfg: dict, df, summary, meta: dict, started: float, draw) -> None:
+    """Write ``results.csv`` (``df``), ``summary.csv``, ``figure.png`` (``draw(df, path)``) and
+    ``run_meta.json`` (with ``meta["privacy"]`` and ``meta["info"]``) to ``out``; print the
+    summary."""
+    out.mkdir(parents=True, exist_ok=True)
+    df.to_csv(out / "results.csv", index=False)
+    summary.to_csv(out / "summary.csv", index=False)
+    draw(df, out / "figure.png")
+    write_meta(out, cfg, meta["privacy"], started, {"info": meta["info"]})
+    print(summary.to_string(index=False))
+    print(meta["info"])
+    print(f"done in {time.time() - started:.0f} s")
+
+
 def plot_style():
     import matplotlib
 

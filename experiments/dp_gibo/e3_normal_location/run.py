@@ -119,16 +119,7 @@ def main(argv=None) -> None:
     df, meta = run(cfg)
     df.attrs["mle_1"] = meta["info"]["mle"][0]
     df.attrs["bias_method"] = f"DP-GIBO mu={min(cfg['mus']):g}"
-    args.out.mkdir(parents=True, exist_ok=True)
-    df.to_csv(args.out / "results.csv", index=False)
-    summ = summarize(df, cfg["n"])
-    summ.to_csv(args.out / "summary.csv", index=False)
-    plot(df, args.out / "figure.png")
-    common.write_meta(args.out, cfg, meta["privacy"], started, {"info": meta["info"]})
-    with np.printoptions(precision=3):
-        print(summ.to_string(index=False))
-        print(meta["info"])
-    print(f"done in {time.time() - started:.0f} s")
+    common.finish(args.out, cfg, df, summarize(df, cfg["n"]), meta, started, plot)
 
 
 if __name__ == "__main__":

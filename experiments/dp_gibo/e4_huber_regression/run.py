@@ -9,6 +9,7 @@ Writes results.csv, summary.csv, figure.png and run_meta.json next to this scrip
 from __future__ import annotations
 
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -99,15 +100,8 @@ def main(argv=None) -> None:
     started = time.time()
     cfg = common.load_config(HERE / "config.toml", args.quick)
     df, meta = run(cfg)
-    args.out.mkdir(parents=True, exist_ok=True)
-    df.to_csv(args.out / "results.csv", index=False)
-    summ = summarize(df)
-    summ.to_csv(args.out / "summary.csv", index=False)
-    plot(df, args.out / "figure.png", meta["info"]["erm"][0])
-    common.write_meta(args.out, cfg, meta["privacy"], started, {"info": meta["info"]})
-    print(summ.to_string(index=False))
-    print(meta["info"])
-    print(f"done in {time.time() - started:.0f} s")
+    common.finish(args.out, cfg, df, summarize(df), meta, started,
+                  partial(plot, erm1=meta["info"]["erm"][0]))
 
 
 if __name__ == "__main__":
