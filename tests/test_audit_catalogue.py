@@ -9,7 +9,15 @@ import json
 
 import pytest
 
-from dpbandits.audits import AUDITS, MISSING, format_table, run_audits, select
+from dpbandits.audits import (
+    AUDITS,
+    CONFIDENCE,
+    MISSING,
+    _registry,
+    format_table,
+    run_audits,
+    select,
+)
 from dpbandits.audits.__main__ import main as audits_main
 
 SEED = 0
@@ -81,6 +89,60 @@ def test_module_entry_point(capsys):
     assert out[0]["component"] == "laplace" and out[0]["verdict"] == "consistent"
     assert audits_main(["--list"]) == 0
     assert "dp-ucb" in capsys.readouterr().out
+
+
+def test_registration_reads_the_docstring_and_the_context_fills_the_spec(monkeypatch):
+    monkeypatch.setattr(_registry, "AUDITS", {})
+
+    @_registry.register("toy", fast_runs=100, thorough_runs=200, label="scale / 10")
+    def audit_toy(ctx):
+        """privacy.toy (a
+        component)
+
+        Canary: 0 vs 1
+        Broken variant: scale / 10 (patched on
+            the instance)
+        Shows: what it shows
+        Cannot show: what it cannot
+        """
+        scale = 1.0 / ctx.factor(10.0)
+        return ctx.audit(lambda w, n, rng: w + rng.laplace(0.0, scale, n), epsilon=1.0,
+                         delta=0.0, statistic="released value")
+
+    entry = _registry.AUDITS["toy"]
+    assert (entry.component, entry.canary, entry.broken_variant, entry.shows,
+            entry.cannot_show) == ("privacy.toy (a component)", "0 vs 1",
+                                   "scale / 10 (patched on the instance)", "what it shows",
+                                   "what it cannot")
+    ok, bad = entry(100, 3), entry(100, 3, broken=True)
+    assert (ok.component, ok.runs, ok.seed, ok.confidence) == ("toy", 100, 3, CONFIDENCE)
+    assert (ok.variant, ok.expected, ok.broken) == ("as implemented", "consistent", False)
+    assert (bad.variant, bad.expected, bad.broken) == ("broken: scale / 10", "violation", True)
+
+    # a driver registered under several names: keyword arguments replace the docstring
+    add = _registry.register_variants(audit_toy, fast_runs=100, thorough_runs=200,
+                                      shows="shared")
+    add("toy-2", component="privacy.toy, second setting")
+    assert _registry.AUDITS["toy-2"].shows == "shared"
+    assert _registry.AUDITS["toy-2"].canary == "0 vs 1"
+    with pytest.raises(ValueError, match="already registered"):
+        add("toy-2")
+
+
+@pytest.mark.parametrize(("doc", "message"), [
+    ("privacy.toy\n\nCanary: c\nBroken variant: b\nShows: s", "does not state cannot_show"),
+    ("privacy.toy\n\nsome prose\nCanary: c", "'some prose' is outside a section"),
+    (None, "does not state component, canary, broken_variant, shows, cannot_show"),
+])
+def test_registration_names_what_the_docstring_lacks(monkeypatch, doc, message):
+    monkeypatch.setattr(_registry, "AUDITS", {})
+
+    def audit_toy(ctx):
+        pass
+
+    audit_toy.__doc__ = doc
+    with pytest.raises(ValueError, match=message):
+        _registry.register("toy", fast_runs=100, thorough_runs=200)(audit_toy)
 
 
 @pytest.mark.slow

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import inspect
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -107,19 +109,57 @@ AUDITS: dict[str, RegisteredAudit] = {}
 MISSING: dict[str, str] = {}
 
 
-def register(name: str, *, fast_runs: int, thorough_runs: int, component: str, canary: str,
-             broken_variant: str, shows: str, cannot_show: str, expected: str = "consistent",
-             has_broken: bool = True, label: str = ""):
-    """Decorator registering ``func(ctx: AuditContext) -> AuditResult`` under ``name``."""
+#: docstring section -> catalogue field (the first paragraph is the component)
+_SECTIONS = {"Canary": "canary", "Broken variant": "broken_variant", "Shows": "shows",
+             "Cannot show": "cannot_show"}
+_SECTION = re.compile(r"^(" + "|".join(_SECTIONS) + r"):\s*")
+
+
+def _doc_fields(name: str, func) -> dict[str, str]:
+    """The catalogue text stated in ``func``'s docstring: the first paragraph names the
+    component; each later paragraph opens with ``Canary:``, ``Broken variant:``, ``Shows:``
+    or ``Cannot show:``. Lines of a paragraph are joined with single spaces."""
+    parts: dict[str, list[str]] = {}
+    key: str | None = "component"
+    for line in (inspect.getdoc(func) or "").splitlines():
+        line = line.strip()
+        head = _SECTION.match(line)
+        if head:
+            key, line = _SECTIONS[head.group(1)], line[head.end():]
+        elif not line:
+            key = None if key == "component" and parts else key
+            continue
+        if key is None:
+            raise ValueError(f"docstring of audit {name!r}: {line!r} is outside a section "
+                             f"(sections: {', '.join(_SECTIONS)})")
+        parts.setdefault(key, []).append(line)
+    return {k: " ".join(v) for k, v in parts.items()}
+
+
+def register(name: str, *, fast_runs: int, thorough_runs: int, component: str = "",
+             canary: str = "", broken_variant: str = "", shows: str = "", cannot_show: str = "",
+             expected: str = "consistent", has_broken: bool = True, label: str = ""):
+    """Decorator registering ``func(ctx: AuditContext) -> AuditResult`` under ``name``.
+
+    The catalogue text (``component``, ``canary``, ``broken_variant``, ``shows``,
+    ``cannot_show``) is read from the function's docstring (see :func:`_doc_fields`); a
+    keyword argument given here replaces the docstring's (for drivers registered under
+    several names, see :func:`register_variants`).
+    """
+    given = dict(component=component, canary=canary, broken_variant=broken_variant,
+                 shows=shows, cannot_show=cannot_show)
 
     def deco(func):
         if name in AUDITS:
             raise ValueError(f"audit {name!r} is already registered")
+        text = _doc_fields(name, func) | {k: v for k, v in given.items() if v}
+        missing = [k for k in given if not text.get(k)]
+        if missing:
+            raise ValueError(f"audit {name!r} does not state {', '.join(missing)}: write them "
+                             "in its docstring or pass them to register")
         AUDITS[name] = RegisteredAudit(name=name, func=func, fast_runs=fast_runs,
-                                       thorough_runs=thorough_runs, component=component,
-                                       canary=canary, broken_variant=broken_variant,
-                                       shows=shows, cannot_show=cannot_show,
-                                       expected=expected, has_broken=has_broken, label=label)
+                                       thorough_runs=thorough_runs, expected=expected,
+                                       has_broken=has_broken, label=label, **text)
         return func
 
     return deco

@@ -117,19 +117,18 @@ for _name, (_calibration, _broken, _) in _UCB_WHITEBOX.items():
 BB_HORIZON = 16
 
 
-@register("dp-ucb-blackbox", fast_runs=2_000, thorough_runs=30_000,
-          component="agents.dp_ucb.DPUCB (accountant calibration), black-box JDP",
-          canary="user 1: x = 1, reward +1 vs -1; users 2..16: x = +1, -1, +1, ..., "
-                 "reward 0",
-          broken_variant="node sigma / 10",
-          shows="the later users' actions (all they see) do not reveal user 1's reward "
-                "beyond the claim -- an end-to-end JDP check through act(); alternating "
-                "+x/-x contexts cancel the (symmetric) UCB bonus and expose the sign of "
-                "theta~ along x",
-          cannot_show="weak against the correct agent (mu_lb ~ 0): the UCB bonus and the "
-                      "later users' own records dilute the signal, so only gross leaks "
-                      "(noise / 10) are detectable")
+@register("dp-ucb-blackbox", fast_runs=2_000, thorough_runs=30_000)
 def audit_dp_ucb_blackbox(ctx: AuditContext):
+    """agents.dp_ucb.DPUCB (accountant calibration), black-box JDP
+
+    Canary: user 1: x = 1, reward +1 vs -1; users 2..16: x = +1, -1, +1, ..., reward 0
+    Broken variant: node sigma / 10
+    Shows: the later users' actions (all they see) do not reveal user 1's reward beyond the claim --
+        an end-to-end JDP check through act(); alternating +x/-x contexts cancel the (symmetric) UCB
+        bonus and expose the sign of theta~ along x
+    Cannot show: weak against the correct agent (mu_lb ~ 0): the UCB bonus and the later users' own
+        records dilute the signal, so only gross leaks (noise / 10) are detectable
+    """
     T = BB_HORIZON
     probe = _dp_ucb("accountant", T, 10.0 if ctx.broken else None)  # reset() per batch
 
@@ -160,16 +159,17 @@ SANITY_HORIZON = 256
 
 
 @register("dp-ucb-plain-dp-sanity", fast_runs=1_000, thorough_runs=10_000,
-          component="agents.dp_ucb.DPUCB (accountant): plain-DP audit including a_t",
-          canary="users 1..255 teach theta_0 = +1, theta_1 = -1 (x = 1); user 256's own "
-                 "context is +1 vs -1",
-          broken_variant="(none: the sanity check itself expects a violation)",
-          shows="the audit machinery sees the agent: a_t depends on user t's context, so a "
-                "plain-DP audit including a_t reports epsilon far above the JDP claim, as "
-                "it must (JDP is not DP)",
-          cannot_show="nothing about the JDP guarantee (it is a check of the audit)",
           expected="violation", has_broken=False)
 def audit_dp_ucb_plain_dp_sanity(ctx: AuditContext):
+    """agents.dp_ucb.DPUCB (accountant): plain-DP audit including a_t
+
+    Canary: users 1..255 teach theta_0 = +1, theta_1 = -1 (x = 1); user 256's own context is +1 vs
+        -1
+    Broken variant: (none: the sanity check itself expects a violation)
+    Shows: the audit machinery sees the agent: a_t depends on user t's context, so a plain-DP audit
+        including a_t reports epsilon far above the JDP claim, as it must (JDP is not DP)
+    Cannot show: nothing about the JDP guarantee (it is a check of the audit)
+    """
     T = SANITY_HORIZON
     probe = _dp_ucb("accountant", T)
 
@@ -292,19 +292,18 @@ def _no_synthetic_update(agent):
 HDB_CTX_HORIZON = 2 * HDB_T0 + 1  # the canary user is the first after forced sampling
 
 
-@register("dp-hdb-context", fast_runs=4_000, thorough_runs=100_000,
-          component="agents.dp_hdb.DPHDB: synthetic update (a_t must not leak)",
-          canary="user 33 (first after forced sampling): context +1 vs -1, reward 0; all "
-                 "earlier users context 0",
-          broken_variant="no synthetic update (only the pulled arm's estimate changes)",
-          label="no synthetic update",
-          shows="the released estimates after user t do not reveal a_t: every arm advances "
-                "once per round (the synthetic update), so which arm moved is independent of "
-                "user t's context",
-          cannot_show="a targeted structural check: for the correct agent the statistic is "
-                      "identically 0; the privacy of the moves themselves is audited by "
-                      "dp-hdb")
+@register("dp-hdb-context", fast_runs=4_000, thorough_runs=100_000, label="no synthetic update")
 def audit_dp_hdb_context(ctx: AuditContext):
+    """agents.dp_hdb.DPHDB: synthetic update (a_t must not leak)
+
+    Canary: user 33 (first after forced sampling): context +1 vs -1, reward 0; all earlier users
+        context 0
+    Broken variant: no synthetic update (only the pulled arm's estimate changes)
+    Shows: the released estimates after user t do not reveal a_t: every arm advances once per round
+        (the synthetic update), so which arm moved is independent of user t's context
+    Cannot show: a targeted structural check: for the correct agent the statistic is identically 0;
+        the privacy of the moves themselves is audited by dp-hdb
+    """
     T = HDB_CTX_HORIZON
     probe = _dp_hdb("theorem", horizon=T)
 
@@ -336,14 +335,16 @@ def audit_dp_hdb_context(ctx: AuditContext):
 
 
 @register("dp-hdb-plain-dp-sanity", fast_runs=2_000, thorough_runs=20_000,
-          component="agents.dp_hdb.DPHDB: plain-DP audit including a_t",
-          canary="user 33: context +1 vs -1 after 32 forced rounds with context 0",
-          broken_variant="(none: the sanity check itself expects a violation)",
-          shows="a plain-DP audit that includes a_t reports epsilon far above the JDP claim, "
-                "as it must for a greedy agent (JDP is not DP)",
-          cannot_show="nothing about the JDP guarantee (it is a check of the audit)",
           expected="violation", has_broken=False)
 def audit_dp_hdb_plain_dp_sanity(ctx: AuditContext):
+    """agents.dp_hdb.DPHDB: plain-DP audit including a_t
+
+    Canary: user 33: context +1 vs -1 after 32 forced rounds with context 0
+    Broken variant: (none: the sanity check itself expects a violation)
+    Shows: a plain-DP audit that includes a_t reports epsilon far above the JDP claim, as it must
+        for a greedy agent (JDP is not DP)
+    Cannot show: nothing about the JDP guarantee (it is a check of the audit)
+    """
     T = HDB_CTX_HORIZON
     probe = _dp_hdb("theorem", horizon=T)
 

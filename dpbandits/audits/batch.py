@@ -71,29 +71,31 @@ def _batch_audit(ctx: AuditContext, make, noise_method: str, n: int, *, gaussian
 GD_N, GD_T = 10, 16
 
 
-@register("dp-gd", fast_runs=20_000, thorough_runs=400_000,
-          component="optim.dp_gd.DPGD (GDP-calibrated, last iterate)",
-          canary=f"one of n = {GD_N} samples with clipped gradient +-G, the others zero "
-                 f"(d = 1, T = {GD_T})",
-          broken_variant=_BROKEN, label=_LABEL,
-          shows="the last iterate (a linear function of the T noisy gradients) is exactly "
-                "as private as the claimed mu = sqrt(T)/k: the audit is tight",
-          cannot_show="other outputs (random iterate), regularizers")
+@register("dp-gd", fast_runs=20_000, thorough_runs=400_000, label=_LABEL)
 def audit_dp_gd(ctx: AuditContext):
+    """optim.dp_gd.DPGD (GDP-calibrated, last iterate)
+
+    Canary: one of n = 10 samples with clipped gradient +-G, the others zero (d = 1, T = 16)
+    Broken variant: per-step noise / 10 (noise level patched on the instance)
+    Shows: the last iterate (a linear function of the T noisy gradients) is exactly as private as
+        the claimed mu = sqrt(T)/k: the audit is tight
+    Cannot show: other outputs (random iterate), regularizers
+    """
     return _batch_audit(ctx, lambda: DPGD(EPS, DELTA, n_iters=GD_T), "_noise", GD_N,
                         gaussian=True, canary=f"Dirac sample +-G among n = {GD_N}, T = {GD_T}")
 
 
-@register("dp-accmd", fast_runs=20_000, thorough_runs=400_000,
-          component="optim.dp_accmd.DPAccMD (l_2 ball, radius 100: projections inactive)",
-          canary=f"one of n = {GD_N} samples with clipped gradient +-G, the others zero "
-                 f"(d = 1, T = {GD_T})",
-          broken_variant=_BROKEN, label=_LABEL,
-          shows="the output y_T of the private reading (noisy gradient in both steps) hides "
-                "the sample as claimed",
-          cannot_show="y_T weights the T noisy gradients unequally, so the audit is not "
-                      "tight; the l_1 geometry")
+@register("dp-accmd", fast_runs=20_000, thorough_runs=400_000, label=_LABEL)
 def audit_dp_accmd(ctx: AuditContext):
+    """optim.dp_accmd.DPAccMD (l_2 ball, radius 100: projections inactive)
+
+    Canary: one of n = 10 samples with clipped gradient +-G, the others zero (d = 1, T = 16)
+    Broken variant: per-step noise / 10 (noise level patched on the instance)
+    Shows: the output y_T of the private reading (noisy gradient in both steps) hides the sample as
+        claimed
+    Cannot show: y_T weights the T noisy gradients unequally, so the audit is not tight; the l_1
+        geometry
+    """
     return _batch_audit(ctx, lambda: DPAccMD(EPS, DELTA, n_iters=GD_T, geometry="l2",
                                              radius=100.0),
                         "_noise", GD_N, gaussian=True,
@@ -136,17 +138,18 @@ for _name, (_cls, *_) in _SVRG.items():
 PSGD_N = 2  # every sample is used (K = n): no amplification, one Gaussian query
 
 
-@register("private-sgd", fast_runs=10_000, thorough_runs=200_000,
-          component="optim.private_sgd.PrivateSGD (seed 002, accountant calibration)",
-          canary=f"one of n = {PSGD_N} samples with clipped subgradient +-L, the others zero "
-                 "(d = 1, radius 100)",
-          broken_variant=_BROKEN, label=_LABEL,
-          shows="the average of the fresh-sample iterates hides the sample as claimed; with "
-                "n = 2 every sample is used (K = n), so the mechanism is one Gaussian query per "
-                "sample (Gaussian-shaped: mu route)",
-          cannot_show="amplification by the random subset (n > 2) and Theorem 6's own figure "
-                      "(its range needs larger n and smaller epsilon); black-box on the output")
+@register("private-sgd", fast_runs=10_000, thorough_runs=200_000, label=_LABEL)
 def audit_private_sgd(ctx: AuditContext):
+    """optim.private_sgd.PrivateSGD (seed 002, accountant calibration)
+
+    Canary: one of n = 2 samples with clipped subgradient +-L, the others zero (d = 1, radius 100)
+    Broken variant: per-step noise / 10 (noise level patched on the instance)
+    Shows: the average of the fresh-sample iterates hides the sample as claimed; with n = 2 every
+        sample is used (K = n), so the mechanism is one Gaussian query per sample (Gaussian-shaped:
+        mu route)
+    Cannot show: amplification by the random subset (n > 2) and Theorem 6's own figure (its range
+        needs larger n and smaller epsilon); black-box on the output
+    """
     return _batch_audit(ctx, lambda: PrivateSGD(EPS, DELTA, radius=100.0,
                                                 calibration="accountant"),
                         "_sigma", PSGD_N, gaussian=True,

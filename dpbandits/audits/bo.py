@@ -46,18 +46,18 @@ def _make(broken: bool) -> DPGIBO:
                   designer=GradientDesigner(n_candidates=4, n_restarts=0))
 
 
-@register("dp-gibo", fast_runs=150, thorough_runs=2_000,
-          component="bo.dp_gibo.DPGIBO (Theorem 3.1, mu-GDP)",
-          canary="individual 1 of n = 4: loss +1e6 theta vs -1e6 theta (clipped gradient "
-                 "+-B), the others zero; d = 1, T = 2, batch size 1",
-          broken_variant="noise std / 10 (constructed with mu = 10 instead of 1)",
-          label="noise / 10",
-          shows="the whole trajectory of DP-GIBO is mu-GDP as claimed: the canary makes it a "
-                "Gaussian mechanism of exactly mu, and the released iterate attains it",
-          cannot_show="the data-independence of the design (the acquisition is run but not "
-                      "probed: a design that used private losses would need another canary); "
-                      "AdaGrad steps, bounds")
+@register("dp-gibo", fast_runs=150, thorough_runs=2_000, label="noise / 10")
 def audit_dp_gibo(ctx: AuditContext):
+    """bo.dp_gibo.DPGIBO (Theorem 3.1, mu-GDP)
+
+    Canary: individual 1 of n = 4: loss +1e6 theta vs -1e6 theta (clipped gradient +-B), the others
+        zero; d = 1, T = 2, batch size 1
+    Broken variant: noise std / 10 (constructed with mu = 10 instead of 1)
+    Shows: the whole trajectory of DP-GIBO is mu-GDP as claimed: the canary makes it a Gaussian
+        mechanism of exactly mu, and the released iterate attains it
+    Cannot show: the data-independence of the design (the acquisition is run but not probed: a
+        design that used private losses would need another canary); AdaGrad steps, bounds
+    """
     probe = _make(False)
     claim = probe.privacy
     opt = _make(ctx.broken)

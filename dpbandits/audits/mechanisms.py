@@ -31,30 +31,33 @@ def _released(noise):
     return sampler
 
 
-@register("laplace", fast_runs=20_000, thorough_runs=1_000_000,
-          component="privacy.mechanisms.laplace_noise + laplace_scale",
-          canary="scalar query 0 vs Delta=1 (l1 sensitivity), b = laplace_scale(1, 1)",
-          broken_variant=_BROKEN,
-          shows="the Laplace scale is Delta/epsilon and the sampler has Laplace tails "
-                "(ratio of tail probabilities up to e^epsilon)",
-          cannot_show="floating-point attacks on the sampler (Mironov 2012); events rarer "
-                      "than ~1/runs")
+@register("laplace", fast_runs=20_000, thorough_runs=1_000_000)
 def audit_laplace(ctx: AuditContext):
+    """privacy.mechanisms.laplace_noise + laplace_scale
+
+    Canary: scalar query 0 vs Delta=1 (l1 sensitivity), b = laplace_scale(1, 1)
+    Broken variant: noise scale / 10
+    Shows: the Laplace scale is Delta/epsilon and the sampler has Laplace tails (ratio of tail
+        probabilities up to e^epsilon)
+    Cannot show: floating-point attacks on the sampler (Mironov 2012); events rarer than ~1/runs
+    """
     b = mech.laplace_scale(EPS, SENS) / ctx.factor(10.0)
     return ctx.audit(_released(lambda rng, n: mech.laplace_noise(rng, b, n)), epsilon=EPS,
                      delta=0.0, statistic="released value", canary="f(D)=0, f(D')=1",
                      basis="Laplace mechanism, scale Delta/epsilon")
 
 
-@register("gaussian", fast_runs=20_000, thorough_runs=1_000_000,
-          component="privacy.mechanisms.gaussian_noise + gaussian_sigma_analytic",
-          canary="scalar query 0 vs Delta=1 (l2 sensitivity), sigma analytic for (1, 1e-5)",
-          broken_variant=_BROKEN,
-          shows="the analytic Gaussian sigma is not too small: mu route compares with "
-                "mu = gdp_mu(1, 1e-5) = Delta/sigma (tight)",
-          cannot_show="a sigma slightly too small (less than the CP resolution, ~2% of mu at "
-                      "1e6 runs); floating-point attacks")
+@register("gaussian", fast_runs=20_000, thorough_runs=1_000_000)
 def audit_gaussian(ctx: AuditContext):
+    """privacy.mechanisms.gaussian_noise + gaussian_sigma_analytic
+
+    Canary: scalar query 0 vs Delta=1 (l2 sensitivity), sigma analytic for (1, 1e-5)
+    Broken variant: noise scale / 10
+    Shows: the analytic Gaussian sigma is not too small: mu route compares with mu = gdp_mu(1, 1e-5)
+        = Delta/sigma (tight)
+    Cannot show: a sigma slightly too small (less than the CP resolution, ~2% of mu at 1e6 runs);
+        floating-point attacks
+    """
     sigma = mech.gaussian_sigma_analytic(EPS, DELTA, SENS) / ctx.factor(10.0)
     return ctx.audit(_released(lambda rng, n: mech.gaussian_noise(rng, sigma, n)), epsilon=EPS,
                      delta=DELTA, mu_claim=gdp_mu(EPS, DELTA), statistic="released value",
@@ -67,18 +70,20 @@ def audit_gaussian(ctx: AuditContext):
 GG_P, GG_D = 1.5, 20
 
 
-@register("generalized-gaussian", fast_runs=20_000, thorough_runs=400_000,
-          component="privacy.mechanisms.generalized_gaussian_noise (Lemma 2.1, seed 000)",
-          canary="query 0 vs s * u in R^20 with ||u||_q = 1 along the all-ones direction "
-                 "(the worst ratio ||u||_+/||u||_q in general; here ||.||_+ = ||.||_3 = "
-                 "||.||_q, so every direction has ratio 1), p = 1.5 (q = 3)",
-          broken_variant=_BROKEN,
-          shows="the generalized Gaussian with sigma^2 = 2 kappa log(1/delta) s^2/eps^2 "
-                "(Lemma 2.1) is not less private than claimed, using the exact privacy loss "
-                "as statistic (Neyman-Pearson optimal for this pair)",
-          cannot_show="the lemma's constant is loose (kappa = 2 here), so only gross errors "
-                      "(factor ~3 in sigma) are detectable; other directions u")
+@register("generalized-gaussian", fast_runs=20_000, thorough_runs=400_000)
 def audit_generalized_gaussian(ctx: AuditContext):
+    """privacy.mechanisms.generalized_gaussian_noise (Lemma 2.1, seed 000)
+
+    Canary: query 0 vs s * u in R^20 with ||u||_q = 1 along the all-ones direction (the worst ratio
+        ||u||_+/||u||_q in general; here ||.||_+ = ||.||_3 = ||.||_q, so every direction has ratio
+        1), p = 1.5 (q = 3)
+    Broken variant: noise scale / 10
+    Shows: the generalized Gaussian with sigma^2 = 2 kappa log(1/delta) s^2/eps^2 (Lemma 2.1) is not
+        less private than claimed, using the exact privacy loss as statistic (Neyman-Pearson optimal
+        for this pair)
+    Cannot show: the lemma's constant is loose (kappa = 2 here), so only gross errors (factor ~3 in
+        sigma) are detectable; other directions u
+    """
     geo = noise_geometry(GG_P, GG_D)
     q = GG_P / (GG_P - 1.0)
     sigma = math.sqrt(2.0 * geo.kappa * math.log(1.0 / DELTA)) * SENS / EPS

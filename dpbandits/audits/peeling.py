@@ -18,16 +18,16 @@ from dpbandits.privacy.peeling import peel, peeling_epsilon, peeling_noise_multi
 EPS, DELTA, SENS = 1.0, 1e-5, 1.0
 
 
-@register("peeling", fast_runs=20_000, thorough_runs=1_000_000,
-          component="privacy.peeling.peel (s = 1, accountant calibration)",
-          canary="v = (0, 1) vs (1, 0) (l_inf sensitivity 1, non-monotone), s = 1",
-          broken_variant="Laplace scale / 10", label="scale / 10",
-          shows="one peeling call (noisy selection + noisy release) is not less private than "
-                "its ledger",
-          cannot_show="s > 1 (the composition over steps is the accountant's, not probed); "
-                      "the l_inf sensitivity of a caller's query (FLIPHAT's N-IHT step) is the "
-                      "caller's responsibility")
+@register("peeling", fast_runs=20_000, thorough_runs=1_000_000, label="scale / 10")
 def audit_peeling(ctx: AuditContext):
+    """privacy.peeling.peel (s = 1, accountant calibration)
+
+    Canary: v = (0, 1) vs (1, 0) (l_inf sensitivity 1, non-monotone), s = 1
+    Broken variant: Laplace scale / 10
+    Shows: one peeling call (noisy selection + noisy release) is not less private than its ledger
+    Cannot show: s > 1 (the composition over steps is the accountant's, not probed); the l_inf
+        sensitivity of a caller's query (FLIPHAT's N-IHT step) is the caller's responsibility
+    """
     c = peeling_noise_multiplier(EPS, DELTA, 1)
     claim_eps = peeling_epsilon(c, 1, DELTA)
     scale = c * SENS / ctx.factor(10.0)

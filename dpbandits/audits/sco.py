@@ -46,18 +46,19 @@ def _canary_data(n: int, d: int, world: int, first_half_e2: int = 0):
 SFW_N, SFW_D = 16, 1
 
 
-@register("noisy-sfw", fast_runs=20_000, thorough_runs=1_000_000,
-          component="optim.sco_baselines.NoisySFW (p = 2: Gaussian branch)",
-          canary="sample 1 (in the first half B0): clipped gradient +-L0 e_1; all other "
-                 "samples zero gradient (n = 16, d = 1)",
-          broken_variant="noise of every aggregate / 10 (schedule patched on the instance)",
-          label="noise / 10",
-          shows="the first noisy aggregate (the only one the sample enters) hides it as "
-                "claimed; theta_1 = eta LMO(grad_0) reveals the sign of grad_0, and for a "
-                "symmetric Gaussian shift the sign test alone attains mu (tight mu route)",
-          cannot_show="samples of the second half (smaller sensitivity, same mechanism); the "
-                      "generalized-Gaussian branch (p < 2) is only audited through DP-TOFW")
+@register("noisy-sfw", fast_runs=20_000, thorough_runs=1_000_000, label="noise / 10")
 def audit_noisy_sfw(ctx: AuditContext):
+    """optim.sco_baselines.NoisySFW (p = 2: Gaussian branch)
+
+    Canary: sample 1 (in the first half B0): clipped gradient +-L0 e_1; all other samples zero
+        gradient (n = 16, d = 1)
+    Broken variant: noise of every aggregate / 10 (schedule patched on the instance)
+    Shows: the first noisy aggregate (the only one the sample enters) hides it as claimed; theta_1 =
+        eta LMO(grad_0) reveals the sign of grad_0, and for a symmetric Gaussian shift the sign test
+        alone attains mu (tight mu route)
+    Cannot show: samples of the second half (smaller sensitivity, same mechanism); the
+        generalized-Gaussian branch (p < 2) is only audited through DP-TOFW
+    """
     probe = NoisySFW(p=2.0, radius=1.0, epsilon=EPS, delta=DELTA)
     claim = probe.privacy_for(SFW_N, SFW_D)
 
@@ -135,18 +136,18 @@ LMD_N, LMD_D = 64, 2
 LMD_BROKEN_C = 0.1
 
 
-@register("local-md", fast_runs=2_000, thorough_runs=40_000,
-          component="optim.sco_baselines.LocalMD (p = 2, noise constant c = 100)",
-          canary=f"sample 1 of phase 1: clipped gradient +-L0 e_1, the others zero "
-                 f"(n = {LMD_N}, d = {LMD_D})",
-          broken_variant=f"noise constant c = {LMD_BROKEN_C} instead of 100 (the RDP claim "
-                         "for c = 100 has large slack)",
-          label=f"noise constant {LMD_BROKEN_C}",
-          shows="the phase-1 output of LocalMD hides a phase-1 sample at the level the RDP "
-                "accountant certifies",
-          cannot_show="weak: c = 100 makes the noise enormous, so the correct LocalMD audits "
-                      "far below its claim; only gross under-noising is detectable")
+@register("local-md", fast_runs=2_000, thorough_runs=40_000, label=f"noise constant {LMD_BROKEN_C}")
 def audit_local_md(ctx: AuditContext):
+    """optim.sco_baselines.LocalMD (p = 2, noise constant c = 100)
+
+    Canary: sample 1 of phase 1: clipped gradient +-L0 e_1, the others zero (n = 64, d = 2)
+    Broken variant: noise constant c = 0.1 instead of 100 (the RDP claim for c = 100 has large
+        slack)
+    Shows: the phase-1 output of LocalMD hides a phase-1 sample at the level the RDP accountant
+        certifies
+    Cannot show: weak: c = 100 makes the noise enormous, so the correct LocalMD audits far below its
+        claim; only gross under-noising is detectable
+    """
     kwargs = dict(p=2.0, radius=1.0, epsilon=EPS, delta=DELTA)
     claim = LocalMD(**kwargs).privacy_for(LMD_N, LMD_D)
     c = LMD_BROKEN_C if ctx.broken else 100.0

@@ -24,16 +24,18 @@ HORIZON = 64  # L = 7 levels
 _BROKEN = "node sigma without the sqrt(levels) factor"
 
 
-@register("tree", fast_runs=20_000, thorough_runs=400_000,
-          component="privacy.tree.TreeAggregator with Gaussian nodes",
-          canary="scalar stream of length 64, first element 0 vs Delta = 1, all others 0",
-          broken_variant=_BROKEN,
-          shows="one datum's influence on all T released prefix sums is hidden by "
-                "sqrt(L)-calibrated node noise (node reuse across releases is correct: "
-                "fresh noise per release or a missing sqrt(L) would be caught)",
-          cannot_show="errors that only affect data at other positions (leaf 1 is the one "
-                      "in the most nodes); non-Gaussian node noise")
+@register("tree", fast_runs=20_000, thorough_runs=400_000)
 def audit_tree(ctx: AuditContext):
+    """privacy.tree.TreeAggregator with Gaussian nodes
+
+    Canary: scalar stream of length 64, first element 0 vs Delta = 1, all others 0
+    Broken variant: node sigma without the sqrt(levels) factor
+    Shows: one datum's influence on all T released prefix sums is hidden by sqrt(L)-calibrated node
+        noise (node reuse across releases is correct: fresh noise per release or a missing sqrt(L)
+        would be caught)
+    Cannot show: errors that only affect data at other positions (leaf 1 is the one in the most
+        nodes); non-Gaussian node noise
+    """
     levels = tree_levels(HORIZON)
     mu = gdp_mu(EPS, DELTA)
     sigma = (1.0 if ctx.broken else math.sqrt(levels)) * SENS / mu

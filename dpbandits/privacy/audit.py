@@ -323,26 +323,29 @@ class AuditSpec:
     ``notes``, ``extra``.
     """
 
+    # the claim (and runs, the one setting of the experiment without a default)
     epsilon: float
     delta: float
     runs: int
+    mu_claim: float | None = None
+    notion: str = "DP"
+    basis: str = ""
+    # the experiment
     seed: int = 0
     confidence: float = 0.95
-    mu_claim: float | None = None
-    thresholds: tuple[float, ...] | None = None
     selection: str = "split"
+    thresholds: tuple[float, ...] | None = None
     selection_runs: int | None = None
     orientation: str = "greater"
     n_candidates: int = 200
     batch_size: int | None = None
+    # the labels
     component: str = ""
-    notion: str = "DP"
-    expected: str = "consistent"
     variant: str = "as implemented"
     broken: bool = False
+    expected: str = "consistent"
     statistic: str = ""
     canary: str = ""
-    basis: str = ""
     notes: str = ""
     extra: dict = field(default_factory=dict)
 
