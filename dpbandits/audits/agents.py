@@ -163,8 +163,8 @@ SANITY_HORIZON = 256
 def audit_dp_ucb_plain_dp_sanity(ctx: AuditContext):
     """agents.dp_ucb.DPUCB (accountant): plain-DP audit including a_t
 
-    Canary: users 1..255 teach theta_0 = +1, theta_1 = -1 (x = 1); user 256's own context is +1 vs
-        -1
+    Canary: users 1..255 teach theta_0 = +1, theta_1 = -1 (x = 1); user 256's own context
+        is +1 vs -1
     Broken variant: (none: the sanity check itself expects a violation)
     Shows: the audit machinery sees the agent: a_t depends on user t's context, so a plain-DP audit
         including a_t reports epsilon far above the JDP claim, as it must (JDP is not DP)
