@@ -28,6 +28,13 @@ def arguments(doc: str, here: Path, plot_only: str | None = None) -> argparse.Ar
     return ap
 
 
+def start(parser: argparse.ArgumentParser, here: Path, argv=None) -> tuple:
+    """Parse ``argv``; return ``(args, config, start time)``, the config read from
+    ``here/config.toml`` (its ``[quick]`` part with ``--quick``)."""
+    args = parser.parse_args(argv)
+    return args, load_config(here / "config.toml", args.quick), time.time()
+
+
 def load_config(path: Path, quick: bool) -> dict:
     """The TOML config; ``[quick]`` entries override the top level with ``--quick``."""
     with open(path, "rb") as fh:

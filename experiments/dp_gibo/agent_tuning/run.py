@@ -125,10 +125,8 @@ def references(cfg, val, test, val_obj, test_obj, start):
 
 
 def main(argv=None):
-    args = common.arguments(__doc__, HERE, "redraw figure.png from the CSVs in --out").parse_args(
-        argv)
-    started = time.time()
-    cfg = common.load_config(HERE / "config.toml", args.quick)
+    args, cfg, started = common.start(
+        common.arguments(__doc__, HERE, "redraw figure.png from the CSVs in --out"), HERE, argv)
     space = make_space(cfg)
     start = space.from_params(dict(zip(space.names, cfg["space"]["start"], strict=True)))
     if args.plot_only:

@@ -8,7 +8,6 @@ figure.png and run_meta.json next to this script.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -113,9 +112,7 @@ def plot(df: pd.DataFrame, path: Path) -> None:
 
 
 def main(argv=None) -> None:
-    args = common.arguments(__doc__, HERE).parse_args(argv)
-    started = time.time()
-    cfg = common.load_config(HERE / "config.toml", args.quick)
+    args, cfg, started = common.start(common.arguments(__doc__, HERE), HERE, argv)
     df, meta = run(cfg)
     df.attrs["mle_1"] = meta["info"]["mle"][0]
     df.attrs["bias_method"] = f"DP-GIBO mu={min(cfg['mus']):g}"

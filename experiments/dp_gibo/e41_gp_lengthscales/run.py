@@ -318,9 +318,7 @@ def main(argv=None):
     ap = common.arguments(__doc__, HERE)
     ap.add_argument("--only", choices=SWEEPS, action="append",
                     help="run only these sweeps (repeatable); the others' results are reused")
-    args = ap.parse_args(argv)
-    started = time.time()
-    cfg = common.load_config(HERE / "config.toml", args.quick)
+    args, cfg, started = common.start(ap, HERE, argv)
     obj, bounds, refs = problem(cfg)
     print("reference losses:", refs, flush=True)
     args.out.mkdir(parents=True, exist_ok=True)

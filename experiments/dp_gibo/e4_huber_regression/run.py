@@ -8,7 +8,6 @@ Writes results.csv, summary.csv, figure.png and run_meta.json next to this scrip
 
 from __future__ import annotations
 
-import time
 from functools import partial
 from pathlib import Path
 
@@ -96,9 +95,7 @@ def plot(df: pd.DataFrame, path: Path, erm1: float) -> None:
 
 
 def main(argv=None) -> None:
-    args = common.arguments(__doc__, HERE).parse_args(argv)
-    started = time.time()
-    cfg = common.load_config(HERE / "config.toml", args.quick)
+    args, cfg, started = common.start(common.arguments(__doc__, HERE), HERE, argv)
     df, meta = run(cfg)
     common.finish(args.out, cfg, df, summarize(df), meta, started,
                   partial(plot, erm1=meta["info"]["erm"][0]))
