@@ -28,26 +28,26 @@ import math
 import platform
 import statistics
 import time
+import tomllib
+from pathlib import Path
 
 import numpy as np
 
 from dpbandits.losses import SquaredLoss
 from dpbandits.optim import LocalMD, NoisySFW, NoisySGD
 from dpbandits.optim import _noisy_sgd_kernel as kernel
+from experiments.table_5_1.run import make_problem
 
 LOSS = SquaredLoss()
+TABLE_5_1 = Path(__file__).resolve().parent.parent / "experiments" / "table_5_1"
 
 
-def data(n, d, p, R=None, seed=0):
-    rng = np.random.default_rng(seed)
-    q = 1.0 if math.isinf(p) else p / (p - 1.0)
-    lead = () if R is None else (R,)
-    X = rng.normal(0, 0.05, (*lead, n, d))
-    X /= np.linalg.norm(X, q, axis=-1, keepdims=True)
-    th = rng.normal(0, 0.05, (*lead, d))
-    th /= np.linalg.norm(th, p, axis=-1, keepdims=True)
-    y = np.einsum("...nd,...d->...n", X, th) + rng.normal(0, 0.05, (*lead, n))
-    return X, y
+def data(n, d, p, R=None):
+    """Table 5.1's data (Section 5.2 of the paper; ``experiments/table_5_1``): R stacked
+    problems, or one without the replication axis."""
+    cfg = tomllib.loads((TABLE_5_1 / "config.toml").read_text())["problem"]
+    prob = make_problem(n, d, p, 1 if R is None else R, cfg)
+    return (prob["X"][0], prob["y"][0]) if R is None else (prob["X"], prob["y"])
 
 
 def timed(fn, repeats):
