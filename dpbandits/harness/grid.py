@@ -192,20 +192,20 @@ def run_grid(cells: Sequence, compute: Callable[[Any], Any], store: Store, *, n_
     plugins); ``compute`` and ``setup`` must be picklable to run on workers. A local worker
     exits by itself within a second of its parent process dying.
     """
-    todo = [c for c in cells if not store.done(c.key)]
-    from joblib import effective_n_jobs
-
-    parallel = scheduler is not None or effective_n_jobs(n_jobs) != 1
-    if parallel and getattr(store, "single_writer", False):
+    if getattr(store, "single_writer", False) and (scheduler is not None or n_jobs != 1):
         raise ValueError(f"{type(store).__name__} takes one writer: run with n_jobs=1 and "
                          f"no scheduler, got n_jobs={n_jobs!r}, scheduler={scheduler!r}")
-    if todo and not parallel:
-        from tqdm.auto import tqdm
+    todo = [c for c in cells if not store.done(c.key)]
+    if todo:
+        from joblib import effective_n_jobs
 
-        for cell in tqdm(todo, disable=not progress, desc=desc):
-            _compute_and_store(cell, compute, store, setup, False)
-    elif todo:
-        _run_parallel(todo, compute, store, setup, n_jobs, scheduler, progress, desc)
+        if scheduler is not None or effective_n_jobs(n_jobs) != 1:
+            _run_parallel(todo, compute, store, setup, n_jobs, scheduler, progress, desc)
+        else:
+            from tqdm.auto import tqdm
+
+            for cell in tqdm(todo, disable=not progress, desc=desc):
+                _compute_and_store(cell, compute, store, setup, False)
     return [store.load(c.key) if store.done(c.key) else None for c in cells]
 
 
