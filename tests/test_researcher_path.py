@@ -224,7 +224,10 @@ def test_labelled_agents_get_their_own_parameters(tmp_path):
 # -- errors after validation are bugs; Ctrl-C ----------------------------------------------
 def test_an_error_after_validation_shows_a_traceback_and_says_bug(tmp_path, capsys,
                                                                    monkeypatch):
-    import dpbandits.harness.compare as compare_mod
+    import importlib
+
+    # the module, not the function dpbandits.harness exports under the same name
+    compare_mod = importlib.import_module("dpbandits.harness.compare")
 
     def broken(*args, **kwargs):
         raise ValueError("boom inside the simulation")
@@ -236,7 +239,9 @@ def test_an_error_after_validation_shows_a_traceback_and_says_bug(tmp_path, caps
 
 
 def test_ctrl_c_is_one_line(tmp_path, capsys, monkeypatch):
-    import dpbandits.harness.sweep as sweep_mod
+    import importlib
+
+    sweep_mod = importlib.import_module("dpbandits.harness.sweep")
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
