@@ -31,12 +31,14 @@ from dpbandits.privacy.accounting import (
     gdp_epsilon,
     gdp_mu,
     laplace_event,
+    pld,
     pure_dp_event,
     pure_dp_to_zcdp,
     subsampled_gaussian_event,
     zcdp_epsilon,
     zcdp_event,
 )
+from dpbandits.privacy.accounting.events import flatten
 
 # ------------------------------------------------------------------------------------------
 # Independent closed forms
@@ -106,7 +108,7 @@ def test_pure_dp_ledger_is_recomputable_with_plain_dp_accounting():
     # The representation must be understood by dp_accounting itself (REPLACE_ONE RDP).
     event = pure_dp_event(0.3, count=20)
     plain = rdp_lib.RdpAccountant(
-        orders=acc._RDP_ORDERS, neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE
+        orders=acc.RDP_ORDERS, neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE
     )
     plain.compose(event)
     assert epsilon_of(event, 1e-6, method="rdp") == pytest.approx(plain.get_epsilon(1e-6))
@@ -261,8 +263,8 @@ def test_many_tiny_pure_dp_steps_are_accounted_accurately():
         coarse = epsilon_of(event, delta, discretization=h)
         assert exact - 1e-9 <= coarse <= exact * (1 + 1e-3)
     # and the automatic grid is fine relative to the per-step loss
-    counts, _ = acc._flatten(event)
-    assert acc._auto_discretization(counts) <= eps_t / 10 * (1 + 1e-9)
+    counts, _ = flatten(event)
+    assert pld._auto_discretization(counts) <= eps_t / 10 * (1 + 1e-9)
 
 
 def test_heterogeneous_pure_dp_schedule_against_zcdp():
@@ -284,7 +286,7 @@ def test_heterogeneous_pure_dp_schedule_against_zcdp():
 
 def test_finite_pair_pld_equals_dp_accounting_connect_the_dots():
     for eps, h in ((0.005, 1e-3), (0.3, 7e-4), (2.0, 1e-4), (1e-4, 1e-3)):
-        mine = acc._pld_of_finite_pair([eps, -eps], [1 / (1 + math.exp(-eps)),
+        mine = pld._pld_of_finite_pair([eps, -eps], [1 / (1 + math.exp(-eps)),
                                                       1 / (1 + math.exp(eps))], h)
         grid = sorted({math.floor(eps / h), math.ceil(eps / h),
                        math.floor(-eps / h), math.ceil(-eps / h)})

@@ -18,6 +18,7 @@ from dpbandits.losses import HuberLoss, LogisticLoss, SquaredLoss
 from dpbandits.optim import _noisy_sgd_kernel as kernel
 from dpbandits.optim import sco_baselines as sb
 from dpbandits.optim.sco_baselines import LocalMD, NoisySFW, NoisySGD
+from dpbandits.privacy.accounting import SCO_BASELINE_ORDERS, GeneralizedGaussianDpEvent
 
 LOSS = SquaredLoss()
 
@@ -94,7 +95,7 @@ def test_noisy_sfw_gaussian_branch_ledger_is_an_exact_gaussian():
     assert gaussian_mechanism_delta(event.noise_multiplier, eps, 1.0) <= delta
     # generalized-Gaussian branch: the custom (unsupported) event carries Lemma 2.1's ratio
     gg = NoisySFW(p=1.5, radius=1.0, epsilon=eps, delta=delta).ledger_for(n, 20)
-    assert isinstance(gg, sb.GeneralizedGaussianDpEvent)
+    assert isinstance(gg, GeneralizedGaussianDpEvent)
     assert gg.sigma_over_sensitivity == pytest.approx(
         math.sqrt(2 * 2.0 * math.log(1 / delta)) / eps)
 
@@ -200,7 +201,7 @@ def test_local_md_stays_in_localization_balls_and_counts_clipping():
     events = [dp_accounting.SelfComposedDpEvent(dp_accounting.SampledWithoutReplacementDpEvent(
         ph.n_samples, ph.batch_size, dp_accounting.GaussianDpEvent(
             100.0 * math.sqrt(math.log(512)) / (2 * ph.epsilon))), ph.n_steps) for ph in phases]
-    acc = rdp.RdpAccountant(orders=sb._RDP_ORDERS,
+    acc = rdp.RdpAccountant(orders=SCO_BASELINE_ORDERS,
                             neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
     acc.compose(dp_accounting.ComposedDpEvent(events))
     assert res.privacy.epsilon == pytest.approx(acc.get_epsilon(1 / 512), rel=1e-9)

@@ -21,7 +21,6 @@ averages over ``{0, ..., T-1}``, which is what is implemented (the note's readin
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 
@@ -29,7 +28,6 @@ import dp_accounting
 import numpy as np
 
 from dpbandits._validation import check_choice, check_int, check_positive, check_rng
-from dpbandits.optim import _batch_accounting as _dp
 from dpbandits.optim._batch_common import (
     GradientOracle,
     Regularizer,
@@ -44,18 +42,6 @@ from dpbandits.privacy import accounting as acc
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 
 __all__ = ["DPGD", "gaussian_privacy"]
-
-
-@functools.lru_cache(maxsize=256)
-def _certified_multiplier(epsilon: float, delta: float, n_steps: int) -> float:
-    """Exact GDP multiplier, nudged up until the PLD accountant (pessimistic
-    discretization) also certifies ``(epsilon, delta)`` for the ledger."""
-    k = _dp.gaussian_multiplier(epsilon, delta, n_steps)
-    for _ in range(50):
-        if acc.epsilon_of(acc.gaussian_event(k, count=n_steps), delta, method="pld") <= epsilon:
-            return k
-        k *= 1.0 + 1e-4
-    raise RuntimeError("PLD accountant does not confirm the GDP calibration")  # pragma: no cover
 
 
 def gaussian_privacy(epsilon, delta, noise_std, n, clip_norm, n_steps, name, basis_alg):
@@ -75,7 +61,7 @@ def gaussian_privacy(epsilon, delta, noise_std, n, clip_norm, n_steps, name, bas
         return 0.0, 0.0, PrivacyGuarantee.non_private(f"{name} without noise"), \
             dp_accounting.NonPrivateDpEvent()
     else:
-        k = _certified_multiplier(float(epsilon), float(delta), int(n_steps))
+        k = acc.certified_gaussian_multiplier(float(epsilon), float(delta), int(n_steps))
         sigma = k * sens
         ledger = acc.gaussian_event(k, count=n_steps)
         eps = float(epsilon)

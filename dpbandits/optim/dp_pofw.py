@@ -128,19 +128,9 @@ def theorem_kappa(horizon: int, epsilon: float, delta: float) -> tuple[float, fl
             "calibration='accountant'"
         )
     k0 = 4.0 * math.sqrt(math.log(horizon) * math.log(1.0 / delta)) / epsilon
-
-    def ok(k):
-        return azuma_epsilon(per_step_epsilons(horizon, k), delta) <= epsilon
-
-    if ok(k0):
-        return k0, k0
-    lo, hi = k0, 2.0 * k0
-    while not ok(hi):
-        lo, hi = hi, 2.0 * hi
-    while hi / lo > 1.0 + 1e-9:
-        mid = math.sqrt(lo * hi)
-        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
-    return k0, hi
+    k = accounting.calibrate(lambda kappa: per_step_epsilons(horizon, kappa), epsilon, delta,
+                             method=azuma_epsilon, lower=k0, growth=2.0, rtol=1e-9)
+    return k0, k
 
 
 def _laplace_ledger(horizon: int, kappa: float) -> dp_accounting.DpEvent:

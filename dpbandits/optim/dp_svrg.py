@@ -25,7 +25,7 @@ each step is a post-processing of a without-replacement-subsampled Gaussian (``q
 multiplier ``sigma_1/(4G)``) and a Gaussian (multiplier ``sigma_2 n/(2G)``); all ``T m``
 steps (every inner iterate, a superset of the output) are composed by dp_accounting's RDP
 accountant under replace-one neighbours, and the split minimising ``sigma`` is chosen.
-See :mod:`dpbandits.optim._batch_accounting`.
+See :func:`dpbandits.privacy.accounting.svrg_multipliers`.
 
 Where the paper's range would bite: with ``n`` in the hundreds of thousands, ``T m / n^2``
 is ~1e-6, so the paper's small ``sigma`` is not certified for any practical epsilon. The
@@ -36,7 +36,6 @@ experiments in ``experiments/seed001_dp_erm`` quantify the consequence.
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 
@@ -44,7 +43,6 @@ import dp_accounting
 import numpy as np
 
 from dpbandits._validation import check_int, check_positive, check_rng
-from dpbandits.optim import _batch_accounting as _dp
 from dpbandits.optim._batch_common import (
     GradientOracle,
     Regularizer,
@@ -55,6 +53,7 @@ from dpbandits.optim._batch_common import (
 )
 from dpbandits.optim._private_batch import PrivateBatchOptimizer
 from dpbandits.optim.base import BatchResult
+from dpbandits.privacy import accounting as acc
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 
 __all__ = ["DPSVRG", "DPSVRGPlusPlus", "svrg_contraction", "svrg_theory_parameters"]
@@ -193,11 +192,12 @@ class _VarianceReduced(PrivateBatchOptimizer):
             sigma = float(self.noise_std)
             if sigma == 0.0:
                 return 0.0, 0.0, 0.0
-            k_sub, k_full = _best_split(n, steps, sigma, float(self.delta), sens_sub, sens_full)
+            k_sub, k_full = acc.svrg_split(n, steps, sigma, float(self.delta), sens_sub,
+                                           sens_full)
             return sigma, k_sub, k_full
         if not math.isfinite(self.epsilon):
             return 0.0, 0.0, 0.0
-        k_sub, k_full = _dp.svrg_multipliers(n, steps, float(self.epsilon), float(self.delta),
+        k_sub, k_full = acc.svrg_multipliers(n, steps, float(self.epsilon), float(self.delta),
                                              sens_sub, sens_full)
         return math.hypot(k_sub * sens_sub, k_full * sens_full), k_sub, k_full
 
@@ -209,7 +209,7 @@ class _VarianceReduced(PrivateBatchOptimizer):
         sigma, k_sub, k_full = self._noise(n)
         if sigma == 0.0:
             return dp_accounting.NonPrivateDpEvent()
-        return _dp.svrg_event(int(n), self.total_steps(), k_sub, k_full)
+        return acc.svrg_event(int(n), self.total_steps(), k_sub, k_full)
 
     def privacy_for(self, n: int) -> PrivacyGuarantee:
         sigma, k_sub, k_full = self._noise(n)
@@ -222,7 +222,7 @@ class _VarianceReduced(PrivateBatchOptimizer):
         if self.noise_std is None:
             eps = float(self.epsilon)
         else:
-            eps = _dp.rdp_epsilon(self.ledger_for(n), float(self.delta))
+            eps = acc.replace_one_rdp_epsilon(self.ledger_for(n), float(self.delta))
         return PrivacyGuarantee(epsilon=eps, delta=float(self.delta), basis=basis)
 
     # ---------------------------------------------------------------- the algorithm
@@ -300,30 +300,6 @@ def _direction(oracle: GradientOracle, snap, x: np.ndarray, idx: np.ndarray):
     g_now, c_now = oracle.at_index(x, idx)
     g_snap, c_snap = snap.at_index(idx)
     return g_now - g_snap + snap.mean, c_now.astype(np.int64) + c_snap
-
-
-def _best_split(n: int, steps: int, sigma: float, delta: float, sens_sub: float,
-                sens_full: float) -> tuple[float, float]:
-    """For a given total std ``sigma``, the split minimising the accountant's epsilon."""
-    @functools.cache
-    def eps_of(frac: float) -> float:
-        k1 = math.sqrt(frac) * sigma / sens_sub
-        k2 = math.sqrt(1.0 - frac) * sigma / sens_full
-        rdp = steps * (_dp._wor_rdp(1.0 / n, k1) + np.asarray(_dp.CALIBRATION_ORDERS) / (2 * k2**2))
-        return _dp._eps_from_rdp(rdp, delta)
-
-    a, b = 1e-4, 1.0 - 1e-4
-    invphi = (math.sqrt(5.0) - 1.0) / 2.0
-    c, d = b - invphi * (b - a), a + invphi * (b - a)
-    while b - a > 1e-2:
-        if eps_of(c) < eps_of(d):
-            b, d = d, c
-            c = b - invphi * (b - a)
-        else:
-            a, c = c, d
-            d = a + invphi * (b - a)
-    frac = min((a, b, c, d), key=eps_of)
-    return math.sqrt(frac) * sigma / sens_sub, math.sqrt(1.0 - frac) * sigma / sens_full
 
 
 class DPSVRG(_VarianceReduced):

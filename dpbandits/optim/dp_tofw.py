@@ -56,9 +56,9 @@ dpbandits.optim.dp_tofw``; ``sigma_+`` for ``beta D + L = 4``)::
 
 Both calibrations report the guarantee of the whole released sequence (``privacy``) and the
 ledger of node events (``ledger``): ``gaussian_event(z, count=L_tree)`` in the Gaussian
-branch; a :class:`GeneralizedGaussianTreeDpEvent` otherwise (a dp_accounting event that no
-accountant supports, carrying the Lemma 2.1 per-node budget so the basic composition can be
-re-done by hand).
+branch; a :class:`~dpbandits.privacy.accounting.GeneralizedGaussianTreeDpEvent` otherwise
+(a dp_accounting event that no accountant supports, carrying the Lemma 2.1 per-node budget so
+the basic composition can be re-done by hand).
 """
 
 from __future__ import annotations
@@ -67,7 +67,6 @@ import functools
 import math
 from dataclasses import dataclass
 
-import attr
 import dp_accounting
 import numpy as np
 
@@ -89,7 +88,6 @@ from dpbandits.privacy.tree import TreeAggregator, tree_levels
 
 __all__ = [
     "DPTOFW",
-    "GeneralizedGaussianTreeDpEvent",
     "gaussian_tree_multiplier",
     "theorem_sigma_plus",
 ]
@@ -98,24 +96,6 @@ __all__ = [
 # sqrt(2 log(1/delta)) s / eps, is far inside the exact Gaussian region for eps <= 1 and
 # fails outright near eps = 10).
 _LEMMA_2_1_MAX_NODE_EPS = 1.0
-
-
-@attr.s(frozen=True, slots=True, auto_attribs=True)
-class GeneralizedGaussianTreeDpEvent(dp_accounting.DpEvent):
-    """Ledger entry of a DP-TOFW tree with generalized-Gaussian nodes (no accountant supports
-    it). Each datum enters at most ``nodes_per_datum`` nodes; each node is
-    ``(node_epsilon, node_delta)``-DP by Lemma 2.1 (``sigma_plus^2 = 2 kappa
-    log(1/node_delta) sensitivity^2 / node_epsilon^2``), so basic composition gives
-    ``(nodes_per_datum * node_epsilon, nodes_per_datum * node_delta)``."""
-
-    sigma_plus: float
-    q_plus: float
-    scale: float
-    kappa: float
-    sensitivity: float
-    nodes_per_datum: int
-    node_epsilon: float
-    node_delta: float
 
 
 @functools.lru_cache(maxsize=256)
@@ -250,7 +230,7 @@ class DPTOFW(StreamingFrankWolfe):
             ledger = accounting.gaussian_event(z, count=h_tree)
             privacy = PrivacyGuarantee(eps, delta, basis=basis)
             return _Calibration(sigma_plus, std, z, sens, h, privacy, ledger, "theorem")
-        ledger = GeneralizedGaussianTreeDpEvent(
+        ledger = accounting.GeneralizedGaussianTreeDpEvent(
             sigma_plus=sigma_plus, q_plus=geom.q_plus, scale=geom.scale, kappa=geom.kappa,
             sensitivity=sens, nodes_per_datum=h, node_epsilon=node_eps, node_delta=node_delta,
         )
@@ -287,7 +267,7 @@ class DPTOFW(StreamingFrankWolfe):
         sigma_plus = math.sqrt(8.0 * h_tree**2 * geom.kappa * math.log(h_tree / delta)) \
             * constant / eps
         node_eps, node_delta = eps / h_tree, delta / h_tree
-        ledger = GeneralizedGaussianTreeDpEvent(
+        ledger = accounting.GeneralizedGaussianTreeDpEvent(
             sigma_plus=sigma_plus, q_plus=geom.q_plus, scale=geom.scale, kappa=geom.kappa,
             sensitivity=sens, nodes_per_datum=h_tree, node_epsilon=node_eps,
             node_delta=node_delta,

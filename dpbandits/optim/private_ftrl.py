@@ -46,13 +46,12 @@ one depends on the differing sample — one Gaussian mechanism of multiplier ``s
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 
 import dp_accounting
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 from dpbandits._validation import check_choice, check_p, check_positive, check_rng
 from dpbandits.geometry import dual_exponent, lmo_lp_ball, lp_norm, project_l2_ball
@@ -89,20 +88,6 @@ def _alpha_max(q: float) -> float:
     C.1, C.2, D.1): ``2^{q-1} / (2^{q-1} - 1)``."""
     a = 2.0 ** (q - 1.0)
     return a / (a - 1.0)
-
-
-@functools.lru_cache(maxsize=256)
-def _rho_for(epsilon: float, delta: float) -> float:
-    """Largest ``rho`` with ``zcdp_epsilon(rho, delta) <= epsilon`` (tight conversion)."""
-    f = lambda lr: acc.zcdp_epsilon(math.exp(lr), delta) - epsilon  # noqa: E731
-    lo, hi = math.log(1e-12), math.log(epsilon)
-    while f(hi) <= 0:
-        hi += 1.0
-    root = optimize.brentq(f, lo, hi, xtol=1e-12)
-    rho = math.exp(root)
-    while acc.zcdp_epsilon(rho, delta) > epsilon:
-        rho *= 1.0 - 1e-9
-    return rho
 
 
 class PrivateFTRL(PrivateBatchOptimizer):
@@ -166,7 +151,7 @@ class PrivateFTRL(PrivateBatchOptimizer):
             sigma = None
         if float(self.p) == 2.0:
             if sigma is None:
-                rho = _rho_for(eps, delta)
+                rho = acc.zcdp_rho(eps, delta)
                 sigma = (2.0 * L / math.sqrt(T * rho) if self.noise == "all"
                          else L * math.sqrt(2.0 / rho))
             rho = 4 * L**2 / (T * sigma**2) if self.noise == "all" else 2 * L**2 / sigma**2

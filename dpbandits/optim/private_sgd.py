@@ -45,7 +45,6 @@ import numpy as np
 
 from dpbandits._validation import check_choice, check_positive, check_rng
 from dpbandits.geometry import project_l2_ball
-from dpbandits.optim import _batch_accounting as _dp
 from dpbandits.optim._batch_common import GradientOracle, check_clip, check_loss, prepare_data
 from dpbandits.optim._private_batch import PrivateBatchOptimizer
 from dpbandits.optim.base import BatchResult
@@ -142,7 +141,7 @@ class PrivateSGD(PrivateBatchOptimizer):
             return 0.0
         if self.calibration == "theorem":
             return self.theorem_parameters(n)["sigma"]
-        k = _dp.wor_gaussian_multiplier(n, n_fresh_steps(n), 1, float(self.epsilon),
+        k = acc.wor_gaussian_multiplier(n, n_fresh_steps(n), 1, float(self.epsilon),
                                         float(self.delta))
         return 2.0 * float(self.lipschitz) * k
 
@@ -154,13 +153,15 @@ class PrivateSGD(PrivateBatchOptimizer):
         sigma = self._sigma(n)
         if sigma == 0.0:
             return dp_accounting.NonPrivateDpEvent()
-        return _dp.wor_event(int(n), n_fresh_steps(int(n)), sigma / (2.0 * float(self.lipschitz)))
+        return acc.wor_gaussian_event(int(n), n_fresh_steps(int(n)),
+                                      sigma / (2.0 * float(self.lipschitz)))
 
     def accountant_epsilon(self, n: int, delta: float | None = None) -> float:
         """The RDP accountant's epsilon for this noise at ``delta`` (default: the target)."""
         if self._sigma(n) == 0.0:
             return math.inf
-        return _dp.rdp_epsilon(self.ledger_for(n), float(self.delta if delta is None else delta))
+        return acc.replace_one_rdp_epsilon(self.ledger_for(n),
+                                           float(self.delta if delta is None else delta))
 
     def amplified_epsilon(self, n: int, delta: float | None = None) -> float:
         """A tighter closed-form figure for the same noise (not a dp_accounting ledger):

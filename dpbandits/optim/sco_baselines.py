@@ -55,10 +55,12 @@ For LocalMD and NoisySGD the ledger is the sequence of subsampled Gaussian steps
 same as sampling one index without replacement), and the reported ``privacy`` is what
 dp_accounting's RDP accountant certifies for that ledger under ``REPLACE_ONE`` neighbours
 (Wang, Balle & Kasiviswanathan 2019, Theorem 27) — recomputable with
-:func:`replace_one_rdp_epsilon`. For NoisySGD with the paper's sigma this is about 1.7 at a
-target of ``epsilon = 1``, ``delta = 1/n`` (the paper's add/remove reasoning does not carry over
-to replace-one); ``calibration="accountant"`` instead finds the smallest sigma the accountant
-certifies for the target (about 1.6x the paper's). LocalMD's phases use disjoint samples; its
+:func:`dpbandits.privacy.accounting.replace_one_rdp_epsilon` at
+:data:`~dpbandits.privacy.accounting.SCO_BASELINE_ORDERS`. For NoisySGD with the paper's
+sigma this is about 1.7 at a target of ``epsilon = 1``, ``delta = 1/n`` (the paper's
+add/remove reasoning does not carry over to replace-one); ``calibration="accountant"``
+instead finds the smallest sigma the accountant certifies for the target (about 1.6x the
+paper's). LocalMD's phases use disjoint samples; its
 ledger composes them sequentially anyway (conservative, and the budgets ``eps_i = 2^-i eps``
 sum to less than ``eps``). NoisySFW's ledger is the one mechanism a sample enters (see
 :meth:`NoisySFW.ledger_for`).
@@ -69,16 +71,13 @@ results (for NoisySGD, on the same backend).
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 from dataclasses import asdict, dataclass
 
-import attr
 import dp_accounting
 import numpy as np
 from dp_accounting import dp_event as _ev
-from dp_accounting.rdp import rdp_privacy_accountant as _rdp
 
 from dpbandits._validation import (
     check_array,
@@ -103,6 +102,8 @@ from dpbandits.geometry import (
 from dpbandits.losses import GLMLoss, HuberLoss, Loss, make_loss
 from dpbandits.optim import _noisy_sgd_kernel as _kernel
 from dpbandits.optim.base import BatchOptimizer, BatchResult
+from dpbandits.privacy import accounting
+from dpbandits.privacy.accounting import SCO_BASELINE_ORDERS
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 from dpbandits.privacy.mechanisms import (
     gaussian_mechanism_delta,
@@ -111,7 +112,6 @@ from dpbandits.privacy.mechanisms import (
 )
 
 __all__ = [
-    "GeneralizedGaussianDpEvent",
     "LocalMD",
     "LocalMDPhase",
     "NoisySFW",
@@ -121,89 +121,11 @@ __all__ = [
     "noisy_sfw_schedule",
     "noisy_sgd_noise_multiplier",
     "noisy_sgd_step_size",
-    "replace_one_rdp_epsilon",
     "sample_without_replacement",
 ]
 
-_NR = dp_accounting.NeighboringRelation
-# RDP orders. The sampled-without-replacement bound (WBK19 Thm. 27) costs O(alpha^2) Python
-# work for integer orders up to 256 (dp_accounting switches to a cheap Stirling bound above),
-# so orders in (128, 256] are skipped: 1-2 orders of magnitude faster, and the optimum for
-# the privacy levels here lies far below 128 (any set of orders gives a valid bound).
-_RDP_ORDERS = ((1.25, 1.5, 1.75) + tuple(float(a) for a in range(2, 33))
-               + (40.0, 48.0, 56.0, 64.0, 80.0, 96.0, 112.0, 128.0, 320.0, 512.0, 1024.0,
-                  2048.0, 4096.0))
 # Max float64 entries of a temporary block (per-sample gradients, pre-drawn noise).
 _BLOCK_ENTRIES = 1 << 21
-
-
-# =========================================================================== accounting
-_RDP_CACHE: dict = {}
-
-
-def _rdp_replace_one(event: _ev.DpEvent, delta: float) -> float:
-    # Cached on the event's repr (ComposedDpEvent holds a list, so events are not hashable).
-    key = (repr(event), float(delta))
-    if key not in _RDP_CACHE:
-        acc = _rdp.RdpAccountant(orders=_RDP_ORDERS, neighboring_relation=_NR.REPLACE_ONE)
-        acc.compose(event)
-        if len(_RDP_CACHE) > 4096:
-            _RDP_CACHE.clear()
-        _RDP_CACHE[key] = float(acc.get_epsilon(delta))
-    return _RDP_CACHE[key]
-
-
-def replace_one_rdp_epsilon(event, delta) -> float:
-    """Epsilon that dp_accounting's RDP accountant certifies for ``event`` at ``delta`` with
-    ``REPLACE_ONE`` neighbours (noise multipliers relative to the replace-one sensitivity;
-    ``SampledWithoutReplacementDpEvent`` is accounted by Wang, Balle & Kasiviswanathan 2019,
-    Thm. 27). This recomputes the guarantee of LocalMD's and NoisySGD's ledgers. Cached."""
-    if not isinstance(event, _ev.DpEvent):
-        raise TypeError(f"event must be a dp_accounting DpEvent, got {type(event).__name__}")
-    delta = check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
-    return _rdp_replace_one(event, delta)
-
-
-def _wor_gaussian_event(n: int, b: int, z: float, steps: int) -> _ev.DpEvent:
-    inner = _ev.SampledWithoutReplacementDpEvent(
-        source_dataset_size=int(n), sample_size=int(b),
-        event=_ev.GaussianDpEvent(noise_multiplier=float(z)),
-    )
-    return inner if steps == 1 else _ev.SelfComposedDpEvent(event=inner, count=int(steps))
-
-
-@functools.lru_cache(maxsize=256)
-def _calibrate_wor_gaussian(n: int, b: int, steps: int, epsilon: float, delta: float,
-                            guess: float = 1.0, rtol: float = 1e-3) -> float:
-    """Smallest noise multiplier z (within a factor 1 + rtol) whose ledger
-    ``steps x SampledWithoutReplacement(n, b, Gaussian(z))`` has replace-one RDP epsilon
-    <= ``epsilon`` at ``delta``. Bracket grown geometrically from ``guess``, then bisected in
-    log space; the returned end always meets the target."""
-    def ok(z: float) -> bool:
-        return _rdp_replace_one(_wor_gaussian_event(n, b, z, steps), delta) <= epsilon
-
-    factor = 1.5
-    if ok(guess):
-        hi, lo = guess, guess / factor
-        while ok(lo):
-            hi, lo = lo, lo / factor
-            if lo < 1e-8:
-                return hi
-    else:
-        lo, hi = guess, guess * factor
-        while not ok(hi):
-            lo, hi = hi, hi * factor
-            if hi > 1e8:
-                raise ValueError(
-                    f"no noise multiplier up to 1e8 certifies (epsilon={epsilon}, delta={delta})"
-                )
-    while hi / lo > 1.0 + rtol:
-        mid = math.sqrt(lo * hi)
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
 
 
 # =========================================================================== sampling
@@ -365,7 +287,7 @@ class _SCOBaseline(BatchOptimizer):
         return self.ledger_for(*self._require_fit())
 
     def _accountant_guarantee(self, event, basis: str) -> PrivacyGuarantee:
-        eps = replace_one_rdp_epsilon(event, self._delta)
+        eps = accounting.replace_one_rdp_epsilon(event, self._delta, SCO_BASELINE_ORDERS)
         return PrivacyGuarantee(
             epsilon=eps, delta=self._delta, notion="DP", neighbouring="replace-one",
             basis=basis + f"; certified by dp_accounting RDP (replace-one) on the ledger: "
@@ -461,22 +383,6 @@ def noisy_sfw_schedule(n, d, *, p, radius, epsilon, delta, lipschitz, smoothness
                             geo.scale, s0, s, sigma0, sigma, ratio, gaussian, z, raised)
 
 
-@attr.s(frozen=True, slots=True, auto_attribs=True)
-class GeneralizedGaussianDpEvent(dp_accounting.DpEvent):
-    """Ledger entry of one generalized-Gaussian mechanism (seed 000 Lemma 2.1), which no
-    dp_accounting accountant supports: noise ``G_{||.||_+}(0, sigma^2)`` with
-    ``||z||_+ = scale ||z||_{q_plus}`` on a query of l_q sensitivity ``s``, with
-    ``sigma / s = sigma_over_sensitivity = sqrt(2 kappa log(1/delta)) / epsilon``, hence
-    ``(epsilon, delta)``-DP by Lemma 2.1."""
-
-    sigma_over_sensitivity: float
-    q_plus: float
-    scale: float
-    kappa: float
-    epsilon: float
-    delta: float
-
-
 # Lemma 2.1 is a tail bound whose Gaussian instance fails for large epsilon (see
 # dpbandits.optim.dp_tofw); above this epsilon the generalized-Gaussian guarantee is reported
 # as not certified, as DP-TOFW does.
@@ -560,7 +466,8 @@ class NoisySFW(_SCOBaseline):
         """The one mechanism a sample enters (aggregates are over disjoint samples).
 
         Gaussian branch (``q_plus = 2``): a ``GaussianDpEvent`` with the noise multiplier
-        relative to the l_2 sensitivity. Otherwise a :class:`GeneralizedGaussianDpEvent`
+        relative to the l_2 sensitivity. Otherwise a
+        :class:`~dpbandits.privacy.accounting.GeneralizedGaussianDpEvent`
         (no accountant supports it; the guarantee rests on Lemma 2.1).
         """
         sch = self.schedule(n, d)
@@ -568,8 +475,9 @@ class NoisySFW(_SCOBaseline):
             return _ev.NonPrivateDpEvent()
         if sch.gaussian_branch:
             return _ev.GaussianDpEvent(noise_multiplier=sch.noise_multiplier)
-        return GeneralizedGaussianDpEvent(sch.sigma_over_sensitivity, sch.q_plus,
-                                          sch.plus_scale, sch.kappa, self._eps, self._delta)
+        return accounting.GeneralizedGaussianDpEvent(
+            sch.sigma_over_sensitivity, sch.q_plus, sch.plus_scale, sch.kappa, self._eps,
+            self._delta)
 
     def fit(self, loss, X, y, rng, n_reps=None) -> BatchResult:
         """Run NoisySFW on ``X`` ``(n, d)`` / ``(R, n, d)`` and ``y``; noise from ``rng``."""
@@ -771,7 +679,8 @@ class LocalMD(_SCOBaseline):
         if not phases:
             return _ev.NoOpDpEvent()
         return _ev.ComposedDpEvent(events=[
-            _wor_gaussian_event(ph.n_samples, ph.batch_size, ph.noise_multiplier, ph.n_steps)
+            accounting.wor_gaussian_event(ph.n_samples, ph.batch_size, ph.noise_multiplier,
+                                          ph.n_steps)
             for ph in phases
         ])
 
@@ -895,7 +804,9 @@ def noisy_sgd_noise_multiplier(n, n_steps, *, epsilon, delta, calibration="theor
     theorem = math.sqrt(2.0 * math.log(1.0 / delta)) / eps
     if calibration == "theorem":
         return theorem
-    return _calibrate_wor_gaussian(n, 1, n_steps, eps, delta, theorem)
+    return accounting.wor_gaussian_multiplier(n, 1, n_steps, eps, delta,
+                                              orders=SCO_BASELINE_ORDERS, start=theorem,
+                                              lower=None, growth=1.5, rtol=1e-3)
 
 
 def _loss_code(loss) -> tuple[int, float] | None:
@@ -991,7 +902,7 @@ class NoisySGD(_SCOBaseline):
         n = check_int("n", n, low=1)
         if not self._private:
             return _ev.NonPrivateDpEvent()
-        return _wor_gaussian_event(n, 1, self.noise_multiplier(n), self._steps(n))
+        return accounting.wor_gaussian_event(n, 1, self.noise_multiplier(n), self._steps(n))
 
     def privacy_for(self, n, d=None) -> PrivacyGuarantee:
         """What the RDP accountant certifies for the ledger (replace-one)."""

@@ -1,0 +1,67 @@
+"""Queries of a ledger: the epsilon (or delta) a ``dp_accounting`` event certifies, by the PLD
+or the RDP method (composition is always dp_accounting's)."""
+
+from __future__ import annotations
+
+import math
+
+from dpbandits._validation import check_choice, check_delta, check_positive
+from dpbandits.privacy.accounting.events import check_event
+from dpbandits.privacy.accounting.pld import build_pld
+from dpbandits.privacy.accounting.rdp import delta_from_rdp, epsilon_from_rdp, rdp_curve
+
+__all__ = ["METHODS", "check_discretization", "delta_of", "epsilon_of"]
+
+#: accountants of :func:`epsilon_of`
+METHODS = frozenset({"pld", "rdp"})
+
+
+def check_discretization(discretization):
+    """``None`` (automatic) or a positive PLD value-discretization interval."""
+    if discretization is None:
+        return None
+    return check_positive("discretization", discretization)
+
+
+def epsilon_of(event, delta, method="pld", *, discretization=None) -> float:
+    """Smallest epsilon such that ``event`` is (epsilon, delta)-DP, by the chosen accountant.
+
+    Parameters
+    ----------
+    event : dp_accounting.DpEvent
+    delta : float in [0, 1). With ``method="rdp"``, ``delta=0`` gives ``inf``.
+    method : ``"pld"`` (privacy loss distributions; tight, pessimistic up to the
+        discretization) or ``"rdp"`` (Renyi DP; a looser upper bound, used as cross-check).
+    discretization : PLD value-discretization interval; default chosen automatically
+        relative to the per-step privacy loss (see ``pld._auto_discretization``).
+
+    Returns ``inf`` for non-private events and ``0.0`` for a no-op.
+    """
+    check_event(event)
+    delta = check_delta(delta)
+    check_choice("method", method, METHODS)
+    discretization = check_discretization(discretization)
+    if method == "rdp":
+        return epsilon_from_rdp(rdp_curve(event), delta)
+    pld = build_pld(event, discretization, exact_tails=delta == 0)
+    if pld is None:
+        return 0.0
+    if isinstance(pld, str):
+        return math.inf
+    return float(pld.get_epsilon_for_delta(delta))
+
+
+def delta_of(event, epsilon, method="pld", *, discretization=None) -> float:
+    """Smallest delta such that ``event`` is (epsilon, delta)-DP (``epsilon`` > 0, finite)."""
+    check_event(event)
+    epsilon = check_positive("epsilon", epsilon)
+    check_choice("method", method, METHODS)
+    discretization = check_discretization(discretization)
+    if method == "rdp":
+        return delta_from_rdp(rdp_curve(event), epsilon)
+    pld = build_pld(event, discretization)
+    if pld is None:
+        return 0.0
+    if isinstance(pld, str):
+        return 1.0
+    return float(min(1.0, max(0.0, pld.get_delta_for_epsilon(epsilon))))
