@@ -34,6 +34,7 @@ from dpbandits.privacy.accounting import (
     pld,
     pure_dp_event,
     pure_dp_to_zcdp,
+    rdp,
     subsampled_gaussian_event,
     zcdp_epsilon,
     zcdp_event,
@@ -450,6 +451,69 @@ def test_calibrate_reports_unreachable_targets():
     assert calibrate(lambda s: gaussian_event(s), 1.0, 1e-5, lower=10.0, upper=20.0) == 10.0
     with pytest.raises(TypeError, match="event_of_noise"):
         calibrate(lambda s: 1.0, 1.0, 1e-5)
+
+
+def test_rdp_method_adds_the_replace_one_curve_of_randomized_response():
+    # RDP composes additively order by order: the pure-DP steps (randomized response,
+    # REPLACE_ONE) and the Gaussian/Laplace steps (ADD_OR_REMOVE_ONE) accounted separately by
+    # plain dp_accounting accountants and summed give the method's curve and epsilon.
+    orders = list(acc.RDP_ORDERS)
+    rr = rdp_lib.RdpAccountant(orders, dp_accounting.NeighboringRelation.REPLACE_ONE)
+    rr.compose(pure_dp_event(0.1, count=30))
+    rest = rdp_lib.RdpAccountant(orders, dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE)
+    rest.compose(compose([gaussian_event(3.0, 50), laplace_event(20.0, 10)]))
+    ledger = compose([pure_dp_event(0.1, 30), gaussian_event(3.0, 50), laplace_event(20.0, 10)])
+    curve = rdp.rdp_curve(ledger)
+    np.testing.assert_allclose(curve, rr.rdp + rest.rdp, rtol=1e-12)
+    want = rdp_lib.compute_epsilon(orders, rr.rdp + rest.rdp, 1e-5)[0]
+    assert epsilon_of(ledger, 1e-5, method="rdp") == pytest.approx(want, rel=1e-12)
+    # the pure-DP steps alone are exactly dp_accounting's replace-one reading
+    assert epsilon_of(pure_dp_event(0.1, 30), 1e-5, method="rdp") == pytest.approx(
+        rr.get_epsilon(1e-5), rel=1e-12)
+    assert delta_of(pure_dp_event(0.1, 30), 1.0, method="rdp") == pytest.approx(
+        rr.get_delta(1.0), rel=1e-12)
+
+
+def test_calibrate_bracket_options_and_callable_accountant():
+    # a closed-form "accountant": epsilon(x) = 10 / x, so the answer is x = 10 / eps
+    def accountant(x, delta):
+        return 10.0 / x
+
+    seen = []
+
+    def event_of(x):
+        seen.append(x)
+        return x
+
+    x = calibrate(event_of, 2.0, 1e-5, method=accountant, start=3.0, growth=1.5, rtol=1e-6)
+    assert 5.0 <= x <= 5.0 * (1 + 1e-6)
+    assert seen[:3] == [3.0, 4.5, 6.75]  # start, then growth toward more noise
+    # rtol=inf stops at the first feasible point; a given infeasible end stays the bad end
+    seen.clear()
+    assert calibrate(event_of, 2.0, 1e-5, method=accountant, lower=1.0, start=2.0,
+                     rtol=math.inf) == 8.0
+    assert seen == [1.0, 2.0, 8.0]
+    with pytest.raises(ValueError, match="start"):
+        calibrate(event_of, 2.0, 1e-5, method=accountant, upper=9.0, start=2.0)
+    with pytest.raises(ValueError, match="start"):
+        calibrate(event_of, 2.0, 1e-5, method=accountant, lower=3.0, start=2.0)
+    with pytest.raises(ValueError, match="growth"):
+        calibrate(event_of, 2.0, 1e-5, method=accountant, growth=1.0)
+    with pytest.raises(ValueError, match="discretization"):
+        calibrate(event_of, 2.0, 1e-5, method=accountant, discretization=1e-4)
+
+
+def test_without_replacement_calibration_meets_the_replace_one_target():
+    n, m, count, eps, delta = 200, 10, 30, 1.0, 1e-5
+    k = acc.wor_gaussian_multiplier(n, m, count, eps, delta)
+    ledger = acc.wor_gaussian_event(n, m, k, count)
+    plain = rdp_lib.RdpAccountant(list(acc.WOR_SEARCH_ORDERS),
+                                  dp_accounting.NeighboringRelation.REPLACE_ONE)
+    plain.compose(ledger)
+    assert plain.get_epsilon(delta) <= eps
+    assert acc.replace_one_rdp_epsilon(ledger, delta) <= eps  # more orders: only smaller
+    assert acc.replace_one_rdp_epsilon(acc.wor_gaussian_event(n, m, k * 0.999, count),
+                                       delta, acc.WOR_SEARCH_ORDERS) > eps
 
 
 # ------------------------------------------------------------------------------------------
