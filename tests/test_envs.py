@@ -668,3 +668,19 @@ def test_bad_samplers_and_datasets():
         ClassificationBanditEnv(noise_std=-1.0)
     with pytest.raises(TypeError, match="standardize"):
         ClassificationBanditEnv(standardize="yes")
+
+
+def test_default_sparse_instance_has_distinct_arms_in_small_dimension():
+    """s = d would put ones on every coordinate of every arm: zero regret for any policy."""
+    from dpbandits.envs.glm import GLMBanditEnv
+
+    env = GLMBanditEnv(n_arms=3, dim=4, horizon=10)
+    assert env.config.sparsity == 3
+    with pytest.raises(ValueError, match=r"sparsity \(s\) = dim \(d\) = 4 gives all 3 arms"):
+        GLMBanditEnv(n_arms=3, dim=4, horizon=10, sparsity=4)
+    GLMBanditEnv(n_arms=1, dim=4, horizon=10, sparsity=4)  # one arm: nothing to compare
+    venv = gymnasium.make_vec("dpbandits/GLMBandit-v0", num_envs=50, n_arms=3, dim=4,
+                              horizon=5)
+    venv.reset(seed=0)
+    _, _, _, _, info = venv.step(np.zeros(50, dtype=np.int64))
+    assert (info["pseudo_regret"] > 0).mean() > 0.5

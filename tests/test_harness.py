@@ -67,7 +67,7 @@ def test_custom_agent_plugs_in_and_compare_uses_common_contexts():
     r2 = simulate(ENV, two, n_reps=2, seed=3, env_params=SMALL)
     assert not np.array_equal(r1.arms, r2.arms)
     np.testing.assert_array_equal(np.stack(one.seen), np.stack(two.seen))
-    # dense theta*: with s = d = 4 the sparse default gives every arm the same theta*
+    # dense theta*: arms are never interchangeable
     distinct_arms = {**SMALL, "theta": "gaussian"}
     frame, summary, results = compare({"rand": "random", "lin": ("linucb", {"reg": 2.0})},
                                       ENV, n_reps=2, seed=3, env_params=distinct_arms)

@@ -167,10 +167,17 @@ class _GLMConfig:
             self.theta_scale = 1.0 if theta_scale is None else check_scale("theta_scale",
                                                                          theta_scale)
             if theta == "sparse":
-                s = min(PAPER_SPARSITY, d) if sparsity is None else sparsity
+                # default: the paper's s = 5, but below d, since s = d puts ones on every
+                # coordinate of every arm and every policy would have zero regret
+                s = min(PAPER_SPARSITY, max(1, d - 1)) if sparsity is None else sparsity
                 self.sparsity = check_int("sparsity (s)", s, low=1)
                 if self.sparsity > d:
                     raise ValueError(f"sparsity (s) must be <= dim (d) = {d}, got {s}")
+                if self.sparsity == d and K > 1:
+                    raise ValueError(
+                        f"sparsity (s) = dim (d) = {d} gives all {K} arms the same theta* "
+                        "(ones on every coordinate), so every policy has zero regret; use "
+                        "sparsity < dim or theta='gaussian'")
             elif sparsity is not None:
                 raise ValueError("sparsity applies to theta='sparse' only; leave it None")
         else:
@@ -258,7 +265,8 @@ _DOC_PARAMS = """
         dense N(0, 1), normalized to unit l_1 norm; both times ``theta_scale``. An array is
         used as given for every episode and replication.
     sparsity : int, optional
-        s in [1, d] for ``theta="sparse"``; default min(5, d).
+        s in [1, d] for ``theta="sparse"``, below d when K > 1 (s = d gives every arm the
+        same theta*); default min(5, max(1, d - 1)).
     theta_scale : float > 0, optional
         Multiplies a generated theta* (default 1); e.g. larger for a logistic link.
     instance_seed : int, optional
