@@ -386,3 +386,24 @@ def test_progress_is_quiet_when_not_a_terminal(tmp_path, capsys):
     assert main(["run", *FLAGS, "--agent", "random", "--reps", "2", "--no-plot",
                  "--out", str(tmp_path / "o")]) == 0
     assert "round" not in capsys.readouterr().err
+
+
+def test_privacy_notes_explain_each_gap_in_one_whole_line():
+    from dpbandits.harness.report import WIDTH, privacy_notes
+
+    table = pd.DataFrame({
+        "agent": ["hdb", "ucb", "broken", "claims", "random"],
+        "agent.calibration": ["accountant", None, None, None, None],
+        "agent.epsilon": [0.3, None, None, None, None],
+        "epsilon": [0.3, 1.0, 1.0, 1.0, math.inf],
+        "certified_epsilon": [0.2002, 1.0, 1.7, math.nan, math.nan]})
+    notes = privacy_notes(table, [{"agent": "claims", "caveat": "the paper's Lemma 3 fails"}])
+    assert notes[0].startswith("certified_epsilon: dp_accounting's epsilon")
+    assert "looser bound" in notes[1]
+    assert all(len(line) <= WIDTH and not line.endswith("...") for line in notes)
+    # one line per agent whose certified epsilon differs; none for an exact or non-private one
+    assert [n.split(":")[0] for n in notes[2:]] == [
+        "hdb calibration=accountant epsilon=0.3", "broken", "claims"]
+    assert "more private than claimed" in notes[2] and "0.2002 < claimed 0.3" in notes[2]
+    assert "1.7 > claimed 1" in notes[3] and "NOT certified" in notes[3]
+    assert "NOT certified: the paper's Lemma 3 fails" in notes[4]

@@ -63,11 +63,13 @@ def privacy_notes(table: pd.DataFrame, privacy: list[dict] | None = None) -> lis
             notes.append(_fit(f"{name}: recomputed {cert:.4g} > claimed {eps:.4g}: the claim "
                               "is NOT certified"))
         elif cert < eps * (1 - 1e-3):
-            notes.append(_fit(f"{name}: {cert:.4g} < claimed {eps:.4g}: its noise follows a "
-                              "looser bound, so it is more private than claimed"))
+            notes.append(_fit(f"{name}: {cert:.4g} < claimed {eps:.4g}, more private than "
+                              "claimed"))
     if notes:
-        notes.insert(0, "certified_epsilon: dp_accounting's epsilon for the agent's own noise "
-                        "ledger, at the same delta.")
+        notes[:0] = ["certified_epsilon: dp_accounting's epsilon for the agent's own noise "
+                     "ledger, at the same delta;",
+                     "below the claim, the noise was calibrated to a looser bound than the "
+                     "accountant's."]
     return notes
 
 
