@@ -35,7 +35,7 @@ import numpy as np
 
 from dpbandits.losses import SquaredLoss
 from dpbandits.optim import LocalMD, NoisySFW, NoisySGD
-from dpbandits.optim import _noisy_sgd_kernel as kernel
+from dpbandits.optim.batch import _noisy_sgd_kernel as kernel
 from experiments.table_5_1.run import make_problem
 
 LOSS = SquaredLoss()

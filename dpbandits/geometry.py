@@ -41,6 +41,7 @@ from dpbandits._validation import (
 
 __all__ = [
     "NoiseGeometry",
+    "clip_rows",
     "clip_to_norm",
     "dual_exponent",
     "kappa_q",
@@ -319,11 +320,20 @@ def clip_to_norm(x, q, bound) -> tuple[np.ndarray, np.ndarray]:
     q = check_p("q", q)
     bound = check_nonnegative("bound", bound, allow_inf=True)
     x = _check_vectors("x", x)
+    clipped, norms = clip_rows(x, q, bound)
+    return (clipped.copy() if clipped is x else clipped), norms > bound
+
+
+def clip_rows(x: np.ndarray, q: float, bound: float) -> tuple[np.ndarray, np.ndarray]:
+    """The unvalidated core of :func:`clip_to_norm` for hot loops: ``(clipped, norms)`` with
+    the row norms before clipping; ``clipped`` is ``x`` itself when no row is over ``bound``
+    (``x`` a float array, ``q`` in [1, inf], ``bound >= 0``)."""
     norms = _lp_norm_lastaxis(x, q)
     was = norms > bound
-    scale = np.where(was, bound / np.where(was, norms, 1.0), 1.0)
-    clipped = x * scale[..., None]
-    if np.any(was) and bound > 0:
+    if not np.any(was):
+        return x, norms
+    clipped = x * np.where(was, bound / np.where(was, norms, 1.0), 1.0)[..., None]
+    if bound > 0:
         again = _lp_norm_lastaxis(clipped, q)
         over = again > bound
         if np.any(over):
@@ -333,7 +343,7 @@ def clip_to_norm(x, q, bound) -> tuple[np.ndarray, np.ndarray]:
             # vector is the one representable point guaranteed to respect the bound
             still = _lp_norm_lastaxis(clipped, q) > bound
             clipped = np.where(still[..., None], 0.0, clipped)
-    return clipped, was
+    return clipped, norms
 
 
 # --------------------------------------------------------------------------- regularity

@@ -12,9 +12,8 @@ from _agents import RandomArms
 
 import dpbandits  # noqa: F401  (registers the environments)
 from dpbandits.agents import available_agents, make_agent
-from dpbandits.losses import LogisticLoss, SquaredLoss
+from dpbandits.losses import AbsoluteLoss, LogisticLoss, SquaredLoss
 from dpbandits.optim import OPTIMIZERS
-from dpbandits.optim._extra_losses import AbsoluteLoss
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 from dpbandits.testing import ContractError, check_agent, check_env, check_optimizer
 

@@ -19,10 +19,11 @@ from dp_accounting.rdp import rdp_privacy_accountant
 from scipy import optimize
 
 from dpbandits.losses import LogisticLoss, SquaredLoss
-from dpbandits.optim._batch_common import GradientOracle, Regularizer, objective, prepare_data
-from dpbandits.optim.dp_accmd import DPAccMD, l1_squared_prox
-from dpbandits.optim.dp_erm import DPGD, DPSVRG, DPSVRGPlusPlus
-from dpbandits.optim.dp_svrg import svrg_contraction, svrg_theory_parameters
+from dpbandits.optim import DPGD, DPSVRG, DPAccMD, DPSVRGPlusPlus
+from dpbandits.optim.batch.data import prepare_data
+from dpbandits.optim.batch.dp_accmd import l1_squared_prox
+from dpbandits.optim.batch.dp_svrg import svrg_contraction, svrg_theory_parameters
+from dpbandits.optim.batch.oracle import GradientOracle, Regularizer, objective
 
 LOGISTIC = LogisticLoss()
 
@@ -414,7 +415,7 @@ def test_bad_privacy_parameters(cls):
         cls(-1.0, 1e-3)
     with pytest.raises(ValueError, match="delta"):
         cls(1.0, 1.5)
-    with pytest.raises(ValueError, match="delta must be > 0"):
+    with pytest.raises(ValueError, match=r"delta must be in \(0, 1\)"):
         cls(1.0, 0.0)
     with pytest.raises(TypeError, match="epsilon"):
         cls("1", 1e-3)

@@ -11,7 +11,7 @@ from scipy.special import softmax
 
 from dpbandits.geometry import lp_norm
 from dpbandits.losses import LogisticLoss, SquaredLoss
-from dpbandits.optim.dp_pofw import (
+from dpbandits.optim.streaming.dp_pofw import (
     DPPOFW,
     _exponential_vertex,
     _noisy_min_vertex,
@@ -21,7 +21,7 @@ from dpbandits.optim.dp_pofw import (
     per_step_epsilons,
     theorem_kappa,
 )
-from dpbandits.optim.streaming import frank_wolfe_step_size
+from dpbandits.optim.streaming.frank_wolfe import frank_wolfe_step_size
 from dpbandits.privacy import accounting
 from dpbandits.privacy.mechanisms import report_noisy_argmax_probabilities
 
@@ -141,7 +141,7 @@ def test_accountant_is_never_noisier_than_the_theorem(lr_scale, selection):
 
 @pytest.mark.slow
 def test_figure_5_1_gain_documented_in_the_module_docstring():
-    """The numbers quoted in dpbandits.optim.dp_pofw (T = 1e4, delta = 1/T, eps = 1)."""
+    """The numbers quoted in dpbandits.optim.streaming.dp_pofw (T = 1e4, delta = 1/T, eps = 1)."""
     n = 10_000
     _, k_th = theorem_kappa(n, 1.0, 1 / n)
     assert k_th == pytest.approx(36.84, abs=0.01)

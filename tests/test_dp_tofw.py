@@ -8,8 +8,8 @@ import pytest
 from scipy import stats
 
 from dpbandits.geometry import clip_to_norm, lp_norm
-from dpbandits.optim.dp_tofw import DPTOFW
-from dpbandits.optim.streaming import _clip_rows
+from dpbandits.optim import DPTOFW
+from dpbandits.optim.streaming.frank_wolfe import _clip_rows
 from dpbandits.privacy import accounting
 from dpbandits.privacy.accounting import GeneralizedGaussianTreeDpEvent
 from dpbandits.privacy.mechanisms import gaussian_mechanism_delta

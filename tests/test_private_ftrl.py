@@ -12,8 +12,8 @@ import pytest
 from scipy import optimize, special, stats
 
 from dpbandits.geometry import lp_norm
-from dpbandits.optim._extra_losses import AbsoluteLoss
-from dpbandits.optim.private_ftrl import (
+from dpbandits.losses import AbsoluteLoss
+from dpbandits.optim.batch.private_ftrl import (
     FTRL_CAVEAT,
     PrivateFTRL,
     generalized_gaussian_coordinates,
@@ -213,7 +213,7 @@ def test_bad_input():
         PrivateFTRL(1.0, 1e-5, noise="none")
     with pytest.raises(ValueError, match="step_schedule"):
         PrivateFTRL(1.0, 1e-5, step_schedule="decay")
-    with pytest.raises(ValueError, match="delta must be > 0"):
+    with pytest.raises(ValueError, match=r"delta must be in \(0, 1\)"):
         PrivateFTRL(1.0, 0.0)
     with pytest.raises(ValueError, match="lipschitz"):
         PrivateFTRL(1.0, 1e-5, lipschitz=-2.0)

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 from dp_accounting.rdp import rdp_privacy_accountant
 
-from dpbandits.optim._extra_losses import AbsoluteLoss, GeometricMedianLoss, HingeLoss
-from dpbandits.optim.private_sgd import PrivateSGD, expected_stopping_time, n_fresh_steps
+from dpbandits.losses import AbsoluteLoss, GeometricMedianLoss, HingeLoss
+from dpbandits.optim import PrivateSGD
+from dpbandits.optim.batch.private_sgd import expected_stopping_time, n_fresh_steps
 
 ABS = AbsoluteLoss()
 
@@ -179,7 +180,7 @@ def test_same_seed_bit_identical():
 def test_bad_input():
     with pytest.raises(ValueError, match="epsilon"):
         PrivateSGD(0.0, 1e-5)
-    with pytest.raises(ValueError, match="delta must be > 0"):
+    with pytest.raises(ValueError, match=r"delta must be in \(0, 1\)"):
         PrivateSGD(1.0, 0.0)
     with pytest.raises(ValueError, match="lipschitz"):
         PrivateSGD(1.0, 1e-5, lipschitz=0.0)

@@ -14,9 +14,8 @@ import pytest
 
 from dpbandits.geometry import dual_exponent, lp_norm
 from dpbandits.losses import HuberLoss, LogisticLoss, SquaredLoss
-from dpbandits.optim.dp_pofw import DPPOFW
-from dpbandits.optim.dp_tofw import DPTOFW
-from dpbandits.optim.streaming import (
+from dpbandits.optim import DPPOFW, DPTOFW
+from dpbandits.optim.streaming.frank_wolfe import (
     frank_wolfe_step_size,
     gradient_increment,
     increment_sensitivity,

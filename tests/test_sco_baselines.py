@@ -15,9 +15,10 @@ from dp_accounting.rdp import rdp_privacy_accountant as rdp
 
 from dpbandits.geometry import lp_norm
 from dpbandits.losses import HuberLoss, LogisticLoss, SquaredLoss
-from dpbandits.optim import _noisy_sgd_kernel as kernel
-from dpbandits.optim import sco_baselines as sb
-from dpbandits.optim.sco_baselines import LocalMD, NoisySFW, NoisySGD
+from dpbandits.optim import LocalMD, NoisySFW, NoisySGD
+from dpbandits.optim import base as optim_base
+from dpbandits.optim.batch import _noisy_sgd_kernel as kernel
+from dpbandits.optim.batch import local_md, noisy_sfw
 from dpbandits.privacy.accounting import SCO_BASELINE_ORDERS, GeneralizedGaussianDpEvent
 
 LOSS = SquaredLoss()
@@ -65,13 +66,13 @@ def test_noisy_sfw_noise_equals_formula_and_is_the_noise_drawn(monkeypatch):
     assert sch.sigma == pytest.approx(sigma, rel=1e-12)
 
     calls = []
-    original = sb.generalized_gaussian_noise
+    original = noisy_sfw.generalized_gaussian_noise
 
     def spy(rng, s, q_plus, dim, size=()):
         calls.append((s, q_plus, dim, size))
         return original(rng, s, q_plus, dim, size)
 
-    monkeypatch.setattr(sb, "generalized_gaussian_noise", spy)
+    monkeypatch.setattr(noisy_sfw, "generalized_gaussian_noise", spy)
     X, y, _ = section_5_2_data(np.random.default_rng(0), n, d, p)
     res = opt.fit(LOSS, X, y, np.random.default_rng(1), n_reps=3)
     assert [c[0] for c in calls] == pytest.approx([sigma0, sigma], rel=1e-12)
@@ -211,7 +212,7 @@ def test_local_md_stays_in_localization_balls_and_counts_clipping():
 def test_sample_without_replacement_is_uniform_and_distinct():
     rng = np.random.default_rng(0)
     for n, b in [(10, 3), (6, 5)]:  # rejection path and key-sorting path
-        idx = sb.sample_without_replacement(rng, n, b, (20_000,))
+        idx = local_md.sample_without_replacement(rng, n, b, (20_000,))
         assert idx.shape == (20_000, b)
         assert all(len(set(row)) == b for row in idx[:500])
         freq = np.bincount(idx.ravel(), minlength=n) / idx.size
@@ -331,14 +332,14 @@ def test_noisy_sgd_one_step_clips_gradient_to_l0_in_the_dual_norm(backend):
 
 def test_clipped_gradients_never_exceed_l0_and_are_counted(monkeypatch):
     seen = []
-    original = sb.clip_to_norm
+    original = optim_base.clip_to_norm
 
     def spy(x, q, bound):
         out, was = original(x, q, bound)
         seen.append((lp_norm(out, q).max(), bound, int(np.sum(was))))
         return out, was
 
-    monkeypatch.setattr(sb, "clip_to_norm", spy)
+    monkeypatch.setattr(optim_base, "clip_to_norm", spy)
     rng = np.random.default_rng(1)
     X, y, _ = section_5_2_data(rng, 400, 5, 1.5)
     y = 20 * y

@@ -147,8 +147,7 @@ class DPHDB(PrivateAgent):
         return self._eps / 2.0, self._delta / 2.0
 
     def _make_optimizer(self):
-        from dpbandits.optim.dp_pofw import DPPOFW
-        from dpbandits.optim.dp_tofw import DPTOFW
+        from dpbandits.optim import DPPOFW, DPTOFW
 
         eps, delta = self._arm_target()
         params = dict(self.optimizer_params or {})

@@ -21,9 +21,8 @@ import numpy as np
 
 from dpbandits.audits._registry import AuditContext, register, register_variants
 from dpbandits.audits._scaffold import canary_pair, shrink_output
-from dpbandits.losses import SquaredLoss
+from dpbandits.losses import AbsoluteLoss, SquaredLoss
 from dpbandits.optim import DPGD, DPSVRG, DPAccMD, DPSVRGPlusPlus, PrivateFTRL, PrivateSGD
-from dpbandits.optim._extra_losses import AbsoluteLoss
 from dpbandits.privacy.accounting import gdp_mu
 
 EPS, DELTA = 1.0, 1e-5

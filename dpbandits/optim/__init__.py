@@ -13,17 +13,30 @@ the noise it adds (``ledger``); parameters follow the scikit-learn rule (``get_p
   Ullah 2020]; Private FTRL's claim is marked not certified).
 
 ``OPTIMIZERS`` maps a short name to each class (the contract tests run every entry).
+Layout: :mod:`~dpbandits.optim.base` (the interfaces and what they share: parameters,
+privacy-target check, per-size guarantees, gradient clipping), :mod:`~dpbandits.optim.streaming`
+and :mod:`~dpbandits.optim.batch` (one module per algorithm).
 """
 
-from dpbandits.optim.base import BatchOptimizer, BatchResult, StreamingOptimizer
-from dpbandits.optim.dp_accmd import DPAccMD
-from dpbandits.optim.dp_gd import DPGD
-from dpbandits.optim.dp_pofw import DPPOFW
-from dpbandits.optim.dp_svrg import DPSVRG, DPSVRGPlusPlus
-from dpbandits.optim.dp_tofw import DPTOFW
-from dpbandits.optim.private_ftrl import PrivateFTRL
-from dpbandits.optim.private_sgd import PrivateSGD
-from dpbandits.optim.sco_baselines import LocalMD, NoisySFW, NoisySGD
+from dpbandits.optim.base import (
+    BatchOptimizer,
+    BatchResult,
+    Optimizer,
+    PrivateBatchOptimizer,
+    StreamingOptimizer,
+)
+from dpbandits.optim.batch import (
+    DPGD,
+    DPSVRG,
+    DPAccMD,
+    DPSVRGPlusPlus,
+    LocalMD,
+    NoisySFW,
+    NoisySGD,
+    PrivateFTRL,
+    PrivateSGD,
+)
+from dpbandits.optim.streaming import DPPOFW, DPTOFW
 
 #: every optimizer class of the package, by short name
 OPTIMIZERS = {
@@ -41,5 +54,5 @@ OPTIMIZERS = {
 }
 
 __all__ = ["OPTIMIZERS", "BatchOptimizer", "BatchResult", "DPAccMD", "DPGD", "DPPOFW", "DPSVRG",
-           "DPSVRGPlusPlus", "DPTOFW", "LocalMD", "NoisySFW", "NoisySGD", "PrivateFTRL",
-           "PrivateSGD", "StreamingOptimizer"]
+           "DPSVRGPlusPlus", "DPTOFW", "LocalMD", "NoisySFW", "NoisySGD", "Optimizer",
+           "PrivateBatchOptimizer", "PrivateFTRL", "PrivateSGD", "StreamingOptimizer"]

@@ -1,4 +1,6 @@
-"""Interfaces shared by every optimizer of the library (DESIGN.md, "Optimizer").
+"""Interfaces shared by every optimizer of the library, and the contracts they share once:
+parameters, the privacy-target check, per-``n`` guarantees of batch methods, per-sample
+gradient clipping and the result record.
 
 Streaming optimizers consume one sample per replication per call and release an iterate
 (continual release); batch optimizers fit a whole data set. Both are batched over a leading
@@ -9,17 +11,70 @@ can be recomputed independently of the code that calibrated it.
 
 from __future__ import annotations
 
+import math
+import time
 from abc import abstractmethod
 from dataclasses import dataclass, field
+from typing import Any
 
 import dp_accounting
 import numpy as np
 
 from dpbandits._params import Parameterized
+from dpbandits._validation import (
+    check_delta,
+    check_delta_open,
+    check_epsilon,
+    check_int,
+    check_nonnegative,
+)
+from dpbandits.geometry import clip_to_norm
+from dpbandits.losses import make_loss
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 
+__all__ = [
+    "BatchOptimizer",
+    "BatchResult",
+    "Optimizer",
+    "PrivateBatchOptimizer",
+    "StreamingOptimizer",
+    "check_clip",
+    "check_privacy_target",
+    "clipped_gradient_sum",
+    "clipped_gradients",
+    "resolve_loss",
+]
 
-class StreamingOptimizer(Parameterized):
+# Max float64 entries of a temporary per-sample gradient block (R, chunk, d).
+CHUNK_ENTRIES = 1 << 21
+
+
+class Optimizer(Parameterized):
+    """A private optimizer: parameters (scikit-learn rule), ``privacy`` and ``ledger``."""
+
+    def _store_params(self, values: dict[str, Any]) -> None:
+        """Store every constructor argument unchanged under its own name (``values`` is the
+        constructor's ``locals()``); validation comes after."""
+        for name in self._init_param_names():
+            if name in values:  # a subclass may store its own extra parameters first
+                setattr(self, name, values[name])
+
+    @property
+    @abstractmethod
+    def privacy(self) -> PrivacyGuarantee:
+        """Guarantee of everything released (for a batch method: after ``fit``)."""
+
+    @property
+    @abstractmethod
+    def ledger(self) -> dp_accounting.DpEvent:
+        """The mechanism events the noise corresponds to (for independent re-accounting)."""
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({params})"
+
+
+class StreamingOptimizer(Optimizer):
     """One sample in, one released iterate out, for ``R`` independent replications.
 
     Subclasses take their hyper-parameters in ``__init__`` (stored unchanged and validated
@@ -34,16 +89,6 @@ class StreamingOptimizer(Parameterized):
     def step(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Consume one sample per replication, ``x`` of shape ``(R, d)`` and ``y`` of
         shape ``(R,)``; return the released iterate, shape ``(R, d)``."""
-
-    @property
-    @abstractmethod
-    def privacy(self) -> PrivacyGuarantee:
-        """Guarantee of the whole released sequence of iterates."""
-
-    @property
-    @abstractmethod
-    def ledger(self) -> dp_accounting.DpEvent:
-        """The mechanism events the noise corresponds to (for independent re-accounting)."""
 
 
 @dataclass
@@ -64,7 +109,7 @@ class BatchResult:
     extra: dict = field(default_factory=dict)
 
 
-class BatchOptimizer(Parameterized):
+class BatchOptimizer(Optimizer):
     """Fits a data set privately: ``fit(loss, X, y, rng) -> BatchResult``.
 
     ``X`` is ``(n, d)`` (the same data for every replication; give ``n_reps``) or
@@ -76,12 +121,151 @@ class BatchOptimizer(Parameterized):
             ) -> BatchResult:
         """Run the algorithm; all randomness from ``rng``."""
 
-    @property
-    @abstractmethod
-    def privacy(self) -> PrivacyGuarantee:
-        """Guarantee of the released output (after ``fit`` where it depends on ``n``)."""
+
+# --------------------------------------------------------------------------------------------
+# Validation shared by every optimizer
+# --------------------------------------------------------------------------------------------
+
+
+def check_privacy_target(epsilon, delta, component: str, *, needs_delta: bool = True
+                         ) -> tuple[float, float, bool]:
+    """``(epsilon, delta, private)``: ``epsilon > 0`` (``inf`` turns the noise off); a private
+    run whose noise needs it (Gaussian noise gives no pure epsilon-DP) needs ``0 < delta <
+    1``; otherwise ``delta`` may be 0, or None when not private."""
+    eps = check_epsilon(epsilon)
+    private = math.isfinite(eps)
+    if not private and delta is None:
+        return eps, 0.0, False
+    if private and needs_delta:
+        why = f"for a private run of {component} (epsilon={eps})"
+        return eps, check_delta_open(delta, why=why), True
+    return eps, check_delta(delta), private
+
+
+def check_clip(value, name: str = "clip_norm") -> float:
+    """A clipping bound (> 0, finite)."""
+    v = check_nonnegative(name, value)
+    if v == 0.0:
+        raise ValueError(f"{name} must be > 0, got {value}")
+    return v
+
+
+def resolve_loss(loss, *, names: bool = True):
+    """A loss object with ``value`` and ``gradient`` methods (:mod:`dpbandits.losses`); with
+    ``names`` a loss name (``"squared"``, ``"logistic"``, ``"huber"``) is also accepted."""
+    if names and isinstance(loss, str):
+        return make_loss(loss)
+    if callable(getattr(loss, "gradient", None)) and callable(getattr(loss, "value", None)):
+        return loss
+    raise TypeError(
+        "loss must " + ("be a loss name ('squared', 'logistic', 'huber') or " if names else "")
+        + "provide value(theta, X, y) and gradient(theta, X, y) methods (see "
+        f"dpbandits.losses), got {type(loss).__name__}"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Per-sample gradient clipping
+# --------------------------------------------------------------------------------------------
+
+
+def clipped_gradients(loss, theta: np.ndarray, X: np.ndarray, y: np.ndarray, q: float,
+                      bound: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per-sample gradients ``loss.gradient(theta, X, y)`` (broadcast shape ``(..., d)``)
+    clipped to ``||g||_q <= bound`` (:func:`dpbandits.geometry.clip_to_norm`), and the mask
+    of the clipped ones. Every generic per-sample gradient of the batch methods goes through
+    here; :class:`~dpbandits.optim.batch.oracle.GradientOracle` has a fast path for
+    linear-predictor losses."""
+    return clip_to_norm(loss.gradient(theta, X, y), q, bound)
+
+
+def clipped_gradient_sum(loss, theta: np.ndarray, X: np.ndarray, y: np.ndarray, q: float,
+                         bound: float) -> tuple[np.ndarray, np.ndarray]:
+    """Sum over the samples (axis -2 of ``X``) of clipped per-sample gradients at ``theta
+    (R, d)``, in blocks of at most ``CHUNK_ENTRIES`` values: ``(R, d)`` and the clip counts
+    ``(R,)``. ``X`` is ``(k, d)`` or ``(Rx, k, d)`` (``Rx`` 1 or ``R``), ``y`` likewise."""
+    R, d = theta.shape
+    k = X.shape[-2]
+    step = max(1, CHUNK_ENTRIES // max(1, R * d))
+    total = np.zeros((R, d))
+    counts = np.zeros(R, dtype=np.int64)
+    for s in range(0, k, step):
+        g, was = clipped_gradients(loss, theta[:, None, :], X[..., s:s + step, :],
+                                   y[..., s:s + step], q, bound)
+        total += g.sum(axis=1)
+        counts += was.sum(axis=1)
+    return total, counts
+
+
+# --------------------------------------------------------------------------------------------
+# Batch methods whose guarantee depends on the data set's size
+# --------------------------------------------------------------------------------------------
+
+
+class PrivateBatchOptimizer(BatchOptimizer):
+    """Per-size guarantees: the noise of these methods depends on the data-set size ``n``
+    (sensitivities ``2G/n``, sampling rates ``1/n``) and for some on the dimension ``d``, so
+    ``privacy_for(n, d)`` / ``ledger_for(n, d)`` give them before fitting and ``privacy`` /
+    ``ledger`` for the last ``fit``."""
+
+    epsilon: Any
+    delta: Any
+
+    def _check_target(self) -> None:
+        """Validate ``epsilon``, ``delta`` (and ``noise_std`` if the method has it); sets
+        ``_eps``, ``_delta`` and ``_private``."""
+        noise_std = getattr(self, "noise_std", None)
+        if noise_std is not None:
+            check_nonnegative("noise_std", noise_std)
+        self._eps, self._delta, self._private = check_privacy_target(
+            self.epsilon, self.delta, type(self).__name__,
+            needs_delta=noise_std is None)
+        self._fitted: tuple[int, int] | None = None
+
+    def privacy_for(self, n: int, d: int | None = None) -> PrivacyGuarantee:
+        """Guarantee for a data set of ``n`` samples in dimension ``d``."""
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def ledger_for(self, n: int, d: int | None = None) -> dp_accounting.DpEvent:
+        """Ledger for a data set of ``n`` samples in dimension ``d``."""
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    @staticmethod
+    def _check_n(n) -> int:
+        return check_int("n", n, low=2)
 
     @property
-    @abstractmethod
+    def private(self) -> bool:
+        """False when run without noise (``epsilon = inf`` and no ``noise_std``)."""
+        return math.isfinite(self.epsilon) or bool(getattr(self, "noise_std", None))
+
+    def _require_fit(self) -> tuple[int, int]:
+        fitted = getattr(self, "_fitted", None)
+        if fitted is None:
+            raise RuntimeError(
+                f"{type(self).__name__}'s guarantee depends on the data-set size n: call fit() "
+                "first, or use privacy_for(n, d) / ledger_for(n, d)"
+            )
+        return fitted
+
+    @property
+    def privacy(self) -> PrivacyGuarantee:
+        return self.privacy_for(*self._require_fit())
+
+    @property
     def ledger(self) -> dp_accounting.DpEvent:
-        """The mechanism events the noise corresponds to."""
+        return self.ledger_for(*self._require_fit())
+
+    def _result(self, n: int, d: int, *, theta: np.ndarray, history: np.ndarray,
+                history_steps: np.ndarray, n_clipped: np.ndarray, n_gradient_evals: int,
+                extra: dict) -> BatchResult:
+        """Record the fitted size and return the result with its guarantee."""
+        self._fitted = (n, d)
+        return BatchResult(theta=theta, history=history, history_steps=history_steps,
+                           privacy=self.privacy_for(n, d), n_clipped=n_clipped,
+                           n_gradient_evals=int(n_gradient_evals), extra=extra)
+
+
+def elapsed(t0: float) -> float:
+    """Seconds since ``t0`` (``time.perf_counter``)."""
+    return time.perf_counter() - t0

@@ -41,7 +41,8 @@ from scipy.io import arff
 
 from dpbandits.losses import LogisticLoss
 from dpbandits.optim import DPGD, DPSVRG, DPSVRGPlusPlus
-from dpbandits.optim._batch_common import GradientOracle, Regularizer, objective, prepare_data
+from dpbandits.optim.batch.data import prepare_data
+from dpbandits.optim.batch.oracle import GradientOracle, Regularizer, objective
 
 HERE = Path(__file__).resolve().parent
 LOSS = LogisticLoss()

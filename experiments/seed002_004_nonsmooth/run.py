@@ -44,9 +44,9 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from dpbandits.losses import AbsoluteLoss
 from dpbandits.optim import PrivateFTRL, PrivateSGD
-from dpbandits.optim._extra_losses import AbsoluteLoss
-from dpbandits.optim.private_sgd import expected_stopping_time
+from dpbandits.optim.batch.private_sgd import expected_stopping_time
 from dpbandits.privacy import accounting as acc
 from dpbandits.privacy.audit import AuditSpec, audit
 

@@ -41,16 +41,14 @@ from __future__ import annotations
 
 import time
 
-import dp_accounting
 import numpy as np
 
 from dpbandits._validation import check_array, check_choice, check_int, check_positive, check_rng
 from dpbandits.geometry import project_l1_ball, project_l2_ball
-from dpbandits.optim._batch_common import GradientOracle, check_clip, check_loss, prepare_data
-from dpbandits.optim._private_batch import PrivateBatchOptimizer
-from dpbandits.optim.base import BatchResult
-from dpbandits.optim.dp_gd import gaussian_privacy
-from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.optim.base import BatchResult, check_clip, resolve_loss
+from dpbandits.optim.batch.data import prepare_data
+from dpbandits.optim.batch.dp_gd import FullGradientGaussian
+from dpbandits.optim.batch.oracle import GradientOracle
 
 __all__ = ["DPAccMD", "l1_squared_prox"]
 
@@ -133,7 +131,7 @@ def l1_squared_prox(x, g, beta, radius):
     return out
 
 
-class DPAccMD(PrivateBatchOptimizer):
+class DPAccMD(FullGradientGaussian):
     """DP-AccMD (Algorithm 3, seed 001), private reading (noisy gradient in both steps).
 
     Parameters
@@ -149,19 +147,12 @@ class DPAccMD(PrivateBatchOptimizer):
     record_every : keep every k-th ``y_k`` in the history.
     """
 
+    _label = "DP-AccMD"
+    _basis_alg = "Algorithm 3 / Theorem 5.3 (private reading)"
 
     def __init__(self, epsilon, delta, *, n_iters=50, geometry="l1", radius=1.0, clip_norm=1.0,
                  smoothness=None, noise_std=None, theta0=None, record_every=1):
-        self.epsilon = epsilon
-        self.delta = delta
-        self.n_iters = n_iters
-        self.geometry = geometry
-        self.radius = radius
-        self.clip_norm = clip_norm
-        self.smoothness = smoothness
-        self.noise_std = noise_std
-        self.theta0 = theta0
-        self.record_every = record_every
+        self._store_params(locals())
         check_int("n_iters", n_iters, low=1)
         check_choice("geometry", geometry, {"l1", "l2"})
         check_positive("radius", radius)
@@ -169,22 +160,7 @@ class DPAccMD(PrivateBatchOptimizer):
         if smoothness is not None:
             check_positive("smoothness", smoothness)
         check_int("record_every", record_every, low=1)
-        self._check_common()
-
-    def _noise(self, n):
-        n = self._check_n(n)
-        return gaussian_privacy(float(self.epsilon), float(self.delta), self.noise_std, n,
-                                float(self.clip_norm), int(self.n_iters), "DP-AccMD",
-                                "Algorithm 3 / Theorem 5.3 (private reading)")
-
-    def noise_std_for(self, n: int) -> float:
-        return self._noise(n)[0]
-
-    def privacy_for(self, n: int) -> PrivacyGuarantee:
-        return self._noise(n)[2]
-
-    def ledger_for(self, n: int) -> dp_accounting.DpEvent:
-        return self._noise(n)[3]
+        self._check_target()
 
     def _L(self, loss) -> float:
         if self.smoothness is not None:
@@ -224,7 +200,7 @@ class DPAccMD(PrivateBatchOptimizer):
         return x0
 
     def fit(self, loss, X, y, rng, n_reps=None) -> BatchResult:
-        check_loss(loss)
+        loss = resolve_loss(loss, names=False)
         rng = check_rng(rng)
         data = prepare_data(X, y, n_reps, min_n=2)
         sigma = self._noise(data.n)[0]
@@ -265,13 +241,12 @@ class DPAccMD(PrivateBatchOptimizer):
                 history.append(y_k.copy())
                 steps.append(k + 1)
                 walls.append(time.perf_counter() - t0)
-        self._fitted_n = n
         steps = np.asarray(steps)
-        return BatchResult(
+        return self._result(
+            n, d,
             theta=y_k,
             history=np.stack(history, axis=1),
             history_steps=steps,
-            privacy=self.privacy_for(n),
             n_clipped=n_clipped,
             n_gradient_evals=n * T,
             extra={"grad_evals": n * steps, "wall_time": np.asarray(walls), "noise_std": sigma,

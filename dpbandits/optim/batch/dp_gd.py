@@ -28,20 +28,13 @@ import dp_accounting
 import numpy as np
 
 from dpbandits._validation import check_choice, check_int, check_positive, check_rng
-from dpbandits.optim._batch_common import (
-    GradientOracle,
-    Regularizer,
-    check_clip,
-    check_loss,
-    check_theta0,
-    prepare_data,
-)
-from dpbandits.optim._private_batch import PrivateBatchOptimizer
-from dpbandits.optim.base import BatchResult
+from dpbandits.optim.base import BatchResult, PrivateBatchOptimizer, check_clip, resolve_loss
+from dpbandits.optim.batch.data import check_theta0, prepare_data
+from dpbandits.optim.batch.oracle import GradientOracle, Regularizer
 from dpbandits.privacy import accounting as acc
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 
-__all__ = ["DPGD", "gaussian_privacy"]
+__all__ = ["DPGD", "FullGradientGaussian", "gaussian_privacy"]
 
 
 def gaussian_privacy(epsilon, delta, noise_std, n, clip_norm, n_steps, name, basis_alg):
@@ -71,7 +64,31 @@ def gaussian_privacy(epsilon, delta, noise_std, n, clip_norm, n_steps, name, bas
     return sigma, k, PrivacyGuarantee(epsilon=eps, delta=float(delta), basis=basis), ledger
 
 
-class DPGD(PrivateBatchOptimizer):
+class FullGradientGaussian(PrivateBatchOptimizer):
+    """``n_iters`` Gaussian queries of the clipped mean gradient (:func:`gaussian_privacy`):
+    the noise and guarantee of DP-GD and DP-AccMD."""
+
+    _label = ""
+    _basis_alg = ""
+
+    def _noise(self, n):
+        n = self._check_n(n)
+        return gaussian_privacy(self._eps, self._delta, self.noise_std, n,
+                                float(self.clip_norm), int(self.n_iters), self._label,
+                                self._basis_alg)
+
+    def noise_std_for(self, n: int) -> float:
+        """Per-coordinate std of the noise added to every full gradient."""
+        return self._noise(n)[0]
+
+    def privacy_for(self, n: int, d: int | None = None) -> PrivacyGuarantee:
+        return self._noise(n)[2]
+
+    def ledger_for(self, n: int, d: int | None = None) -> dp_accounting.DpEvent:
+        return self._noise(n)[3]
+
+
+class DPGD(FullGradientGaussian):
     """DP-GD (Algorithm 4, seed 001).
 
     Parameters
@@ -90,22 +107,13 @@ class DPGD(PrivateBatchOptimizer):
     record_every : keep every k-th iterate in the history (plus the first and the last).
     """
 
+    _label = "DP-GD"
+    _basis_alg = "Algorithm 4 / Theorem 6.1"
 
     def __init__(self, epsilon, delta, *, n_iters=100, step_size=None, output="last",
                  clip_norm=1.0, reg=None, reg_strength=0.0, smoothness=None, noise_std=None,
                  theta0=None, record_every=1):
-        self.epsilon = epsilon
-        self.delta = delta
-        self.n_iters = n_iters
-        self.step_size = step_size
-        self.output = output
-        self.clip_norm = clip_norm
-        self.reg = reg
-        self.reg_strength = reg_strength
-        self.smoothness = smoothness
-        self.noise_std = noise_std
-        self.theta0 = theta0
-        self.record_every = record_every
+        self._store_params(locals())
         check_int("n_iters", n_iters, low=1)
         if step_size is not None:
             check_positive("step_size", step_size)
@@ -115,23 +123,7 @@ class DPGD(PrivateBatchOptimizer):
         if smoothness is not None:
             check_positive("smoothness", smoothness)
         check_int("record_every", record_every, low=1)
-        self._check_common()
-
-    def _noise(self, n):
-        n = self._check_n(n)
-        return gaussian_privacy(float(self.epsilon), float(self.delta), self.noise_std, n,
-                                float(self.clip_norm), int(self.n_iters), "DP-GD",
-                                "Algorithm 4 / Theorem 6.1")
-
-    def noise_std_for(self, n: int) -> float:
-        """Per-coordinate std of the noise added to every full gradient."""
-        return self._noise(n)[0]
-
-    def privacy_for(self, n: int) -> PrivacyGuarantee:
-        return self._noise(n)[2]
-
-    def ledger_for(self, n: int) -> dp_accounting.DpEvent:
-        return self._noise(n)[3]
+        self._check_target()
 
     def _eta(self, loss) -> float:
         if self.step_size is not None:
@@ -146,7 +138,7 @@ class DPGD(PrivateBatchOptimizer):
         return 1.0 / L
 
     def fit(self, loss, X, y, rng, n_reps=None) -> BatchResult:
-        check_loss(loss)
+        loss = resolve_loss(loss, names=False)
         rng = check_rng(rng)
         data = prepare_data(X, y, n_reps, min_n=2)
         eta = self._eta(loss)
@@ -173,13 +165,12 @@ class DPGD(PrivateBatchOptimizer):
                 history.append(x.copy())
                 steps.append(t)
                 walls.append(time.perf_counter() - t0)
-        self._fitted_n = n
         steps = np.asarray(steps)
-        return BatchResult(
+        return self._result(
+            n, d,
             theta=x if pick is None else chosen,
             history=np.stack(history, axis=1),
             history_steps=steps,
-            privacy=self.privacy_for(n),
             n_clipped=n_clipped,
             n_gradient_evals=n * T,
             extra={"grad_evals": n * steps, "wall_time": np.asarray(walls),

@@ -1,10 +1,10 @@
-"""Compiled inner loop of :class:`~dpbandits.optim.sco_baselines.NoisySGD`.
+"""Compiled inner loop of :class:`~dpbandits.optim.batch.noisy_sgd.NoisySGD`.
 
 NoisySGD takes ``n^2`` strictly sequential steps, which numpy cannot vectorize over time. This
 module runs one *chunk* of steps for every replication in a numba-compiled loop. All the
 randomness (sample indices and Gaussian noise) is drawn by the caller from its
 ``numpy.random.Generator`` and passed in, so the compiled path and the plain-numpy path of
-``sco_baselines`` consume exactly the same stream and produce the same iterates (up to
+``NoisySGD`` consume exactly the same stream and produce the same iterates (up to
 floating-point summation order; the tests compare them).
 
 Only losses of a linear predictor whose derivative ``psi(z, y)`` is known here are compiled

@@ -1,10 +1,9 @@
-"""Shared machinery of the batch private optimizers of seeds 001/002/004.
+"""Gradients and regularizers of the batch optimizers of seeds 001/002/004.
 
-* :func:`prepare_data` — validate ``X``/``y`` and resolve the replication axis ``R``;
 * :class:`GradientOracle` — per-sample gradients **clipped** to a norm bound (the Lipschitz
   constant the privacy proofs assume), their mean over the data set, and the clip counts;
 * :class:`Regularizer` — the simple regularizer ``r`` of seed 001 (none, ``l2``, ``l1``) with
-  its value and proximal operator.
+  its value and proximal operator; :func:`objective` the regularized empirical risk.
 
 Clipping is part of every algorithm here: a per-sample gradient ``g`` with ``||g||_q > G`` is
 rescaled to norm ``G`` and counted, so the sensitivity used by the noise calibration holds
@@ -18,100 +17,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpbandits._validation import (
-    check_array,
-    check_choice,
-    check_int,
-    check_nonnegative,
-)
-from dpbandits.geometry import clip_to_norm, lp_norm
+from dpbandits._validation import check_array, check_choice, check_nonnegative
+from dpbandits.geometry import lp_norm
 from dpbandits.losses import Loss
+from dpbandits.optim.base import clipped_gradient_sum, clipped_gradients
+from dpbandits.optim.batch.data import Data
+
+__all__ = ["GradientOracle", "Regularizer", "Snapshot", "objective"]
 
 _EPS = np.finfo(np.float64).eps
-# Max number of float64 entries of a temporary per-sample gradient block (R, chunk, d).
-_CHUNK_ENTRIES = 1 << 21
-
-
-@dataclass(frozen=True)
-class Data:
-    """Validated data: ``X`` is ``(n, d)`` (shared) or ``(R, n, d)``; ``y`` ``(n,)``/``(R, n)``."""
-
-    X: np.ndarray
-    y: np.ndarray
-    n_reps: int
-    n: int
-    d: int
-    shared: bool
-
-    def rows(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Rows ``idx`` (shape ``(R,)``) of each replication's data: ``(R, d)``, ``(R,)``."""
-        if self.shared:
-            return self.X[idx], self.y[idx]
-        r = np.arange(self.n_reps)
-        return self.X[r, idx], self.y[r, idx]
-
-    def row_at(self, t: int) -> tuple[np.ndarray, np.ndarray]:
-        """Row ``t`` of every replication, broadcast to ``(R, d)`` and ``(R,)``."""
-        if self.shared:
-            return (np.broadcast_to(self.X[t], (self.n_reps, self.d)),
-                    np.broadcast_to(self.y[t], (self.n_reps,)))
-        return self.X[:, t], self.y[:, t]
-
-
-def prepare_data(X, y, n_reps, *, min_n: int = 1, y_required: bool = True) -> Data:
-    """Validate ``X``, ``y`` and ``n_reps`` (see :class:`~dpbandits.optim.base.BatchOptimizer`).
-
-    ``X (n, d)`` with ``n_reps=None`` means one replication. ``X (R, n, d)`` requires
-    ``n_reps`` to be ``None`` or ``R``. ``y=None`` is allowed only when ``y_required`` is
-    False (losses that ignore labels) and is replaced by zeros.
-    """
-    X = check_array("X", X)
-    if X.ndim not in (2, 3):
-        raise ValueError(f"X must have shape (n, d) or (R, n, d), got shape {X.shape}")
-    shared = X.ndim == 2
-    if n_reps is not None:
-        n_reps = check_int("n_reps", n_reps, low=1)
-    if shared:
-        R = 1 if n_reps is None else n_reps
-        n, d = X.shape
-    else:
-        R, n, d = X.shape
-        if n_reps is not None and n_reps != R:
-            raise ValueError(f"n_reps={n_reps} does not match X with {R} replications "
-                             f"(shape {X.shape}); pass n_reps=None or {R}")
-    if d < 1:
-        raise ValueError(f"X must have at least one feature, got shape {X.shape}")
-    if n < min_n:
-        raise ValueError(f"X must have at least {min_n} rows (samples), got n={n}")
-    if y is None:
-        if y_required:
-            raise TypeError("y is required for this loss (got None)")
-        y = np.zeros(X.shape[:-1])
-    y = check_array("y", y)
-    if y.shape != X.shape[:-1]:
-        raise ValueError(f"y must have shape {X.shape[:-1]} to match X {X.shape}, got {y.shape}")
-    return Data(X=X, y=y, n_reps=R, n=n, d=d, shared=shared)
-
-
-def check_loss(loss) -> None:
-    """A loss object with ``value`` and ``gradient`` methods."""
-    if not (callable(getattr(loss, "gradient", None)) and callable(getattr(loss, "value", None))):
-        raise TypeError(
-            f"loss must provide value(theta, X, y) and gradient(theta, X, y), got "
-            f"{type(loss).__name__}; see dpbandits.losses"
-        )
-
-
-def check_theta0(theta0, n_reps: int, d: int) -> np.ndarray:
-    """Initial point: ``None`` (zeros), ``(d,)`` or ``(R, d)``; returned as a fresh ``(R, d)``."""
-    if theta0 is None:
-        return np.zeros((n_reps, d))
-    t = check_array("theta0", theta0)
-    if t.shape == (d,):
-        return np.tile(t, (n_reps, 1))
-    if t.shape == (n_reps, d):
-        return t.copy()
-    raise ValueError(f"theta0 must have shape ({d},) or ({n_reps}, {d}), got {t.shape}")
 
 
 class GradientOracle:
@@ -143,7 +57,7 @@ class GradientOracle:
     # ------------------------------------------------------------------ helpers
     def _psi(self, z: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Derivative ``d phi / d z``: the ``Loss`` subclass hook ``_psi`` (inputs were
-        validated once by :func:`prepare_data`), else the public gradient with a 1-d unit
+        validated once by the constructor), else the public gradient with a 1-d unit
         feature (``grad_theta phi(theta * 1, y) = psi``)."""
         if self._hook is not None:
             return self._hook(z, y if np.shape(y) == z.shape else np.broadcast_to(y, z.shape))
@@ -171,18 +85,7 @@ class GradientOracle:
                 scale, was = self._scale(np.abs(psi) * self._xnorm)
                 g = np.einsum("rn,rnd->rd", psi * scale, D.X) / D.n
             return g, was.sum(axis=-1)
-        R = theta.shape[0]
-        total = np.zeros((R, D.d))
-        count = np.zeros(R, dtype=np.int64)
-        chunk = max(1, _CHUNK_ENTRIES // max(1, R * D.d))
-        for start in range(0, D.n, chunk):
-            sl = slice(start, min(D.n, start + chunk))
-            Xc = D.X[sl] if D.shared else D.X[:, sl]
-            yc = D.y[sl] if D.shared else D.y[:, sl]
-            g = self.loss.gradient(theta[:, None, :], Xc, yc)
-            g, was = clip_to_norm(g, self.q, self.clip)
-            total += g.sum(axis=1)
-            count += was.sum(axis=1)
+        total, count = clipped_gradient_sum(self.loss, theta, D.X, D.y, self.q, self.clip)
         return total / D.n, count
 
     # ------------------------------------------------------------------ single samples
@@ -190,8 +93,7 @@ class GradientOracle:
            ) -> tuple[np.ndarray, np.ndarray]:
         """Clipped gradient of one sample per replication: ``theta, x (R, d)``, ``y (R,)`` ->
         ``(R, d)`` and the clipped mask ``(R,)``."""
-        g = self.loss.gradient(theta, x, y)
-        return clip_to_norm(g, self.q, self.clip)
+        return clipped_gradients(self.loss, theta, x, y, self.q, self.clip)
 
     def at_index(self, theta: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Clipped gradient of sample ``idx[r]`` of replication ``r`` at ``theta[r]``."""
@@ -297,11 +199,3 @@ def objective(loss, theta, X, y, reg: Regularizer | None = None) -> np.ndarray:
     if reg is not None:
         out = out + reg.value(flat)
     return out.reshape(lead)
-
-
-def check_clip(value, name: str = "clip_norm") -> float:
-    """The clipping bound ``G`` (> 0, finite)."""
-    v = check_nonnegative(name, value)
-    if v == 0.0:
-        raise ValueError(f"{name} must be > 0, got {value}")
-    return v

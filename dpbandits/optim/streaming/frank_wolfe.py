@@ -70,21 +70,21 @@ from __future__ import annotations
 import math
 from abc import abstractmethod
 
+import dp_accounting
 import numpy as np
 
 from dpbandits._validation import (
     as_rng,
     check_array,
     check_choice,
-    check_delta,
-    check_epsilon,
     check_int,
     check_nonnegative,
     check_positive,
 )
-from dpbandits.geometry import _lp_norm_lastaxis, dual_exponent
-from dpbandits.losses import Loss, make_loss
-from dpbandits.optim.base import StreamingOptimizer
+from dpbandits.geometry import clip_rows, dual_exponent
+from dpbandits.losses import Loss
+from dpbandits.optim.base import StreamingOptimizer, check_privacy_target, resolve_loss
+from dpbandits.privacy.guarantee import PrivacyGuarantee
 
 __all__ = [
     "CALIBRATIONS",
@@ -165,34 +165,16 @@ def increment_sensitivity(lipschitz: float, smoothness: float, diameter: float,
 
 
 _COUNT_RTOL = 1e-9
-_EPS = np.finfo(np.float64).eps
-
-
-def _row_norms(x: np.ndarray, q: float) -> np.ndarray:
-    """l_q norms of the rows of ``x`` with exactly the arithmetic of
-    :func:`dpbandits.geometry.lp_norm` / ``clip_to_norm`` (their unvalidated core), so the
-    inlined clipping below certifies the bound as the geometry module computes it."""
-    return _lp_norm_lastaxis(x, q)
 
 
 def _clip_rows(x: np.ndarray, q: float, bound: float) -> tuple[np.ndarray, np.ndarray | None]:
-    """Rows of ``x`` scaled to ``||row||_q <= bound`` (``bound`` > 0, finite); returns the
-    clipped array and the rows counted as clipped (norm > bound (1 + 1e-9)), or ``None`` when
-    no row is over the bound. Same rule as :func:`dpbandits.geometry.clip_to_norm`."""
-    norms = _row_norms(x, q)
-    over = norms > bound
-    if not over.any():
+    """Rows of ``x`` scaled to ``||row||_q <= bound`` by :func:`dpbandits.geometry.clip_rows`
+    (the rule of ``clip_to_norm``); returns the clipped array and the rows counted as clipped
+    (norm > bound (1 + 1e-9)), or ``None`` when no row is over the bound."""
+    clipped, norms = clip_rows(x, q, bound)
+    if clipped is x:
         return x, None
-    x = x * np.where(over, bound / np.where(over, norms, 1.0), 1.0)[:, None]
-    again = _row_norms(x, q)
-    still = again > bound
-    if still.any():  # rounding left a row an ulp above the bound
-        x = x * np.where(still, bound / np.where(still, again, 1.0) * (1.0 - 4.0 * _EPS),
-                         1.0)[:, None]
-        last = _row_norms(x, q) > bound
-        if last.any():  # only for subnormal bounds
-            x = np.where(last[:, None], 0.0, x)
-    return x, norms > bound * (1.0 + _COUNT_RTOL)
+    return clipped, norms > bound * (1.0 + _COUNT_RTOL)
 
 
 def _chunk_steps(values_per_step: int, remaining: int) -> int:
@@ -275,46 +257,21 @@ class StreamingFrankWolfe(StreamingOptimizer):
     def __init__(self, loss, *, dim, p, radius, horizon, epsilon, delta,
                  calibration="theorem", x_bound=1.0, y_bound=1.0, lr_scale=1.0):
         # scikit-learn style: parameters stored unchanged, validated copies kept privately.
-        self.loss = loss
-        self.dim = dim
-        self.p = p
-        self.radius = radius
-        self.horizon = horizon
-        self.epsilon = epsilon
-        self.delta = delta
-        self.calibration = calibration
-        self.x_bound = x_bound
-        self.y_bound = y_bound
-        self.lr_scale = lr_scale
-
-        if isinstance(loss, str):
-            self._loss = make_loss(loss)
-        elif callable(getattr(loss, "gradient", None)) and callable(
-            getattr(loss, "lipschitz", None)
-        ) and callable(getattr(loss, "smoothness", None)):
-            self._loss = loss
-        else:
+        self._store_params(locals())
+        self._loss = resolve_loss(loss)
+        if not (callable(getattr(self._loss, "lipschitz", None))
+                and callable(getattr(self._loss, "smoothness", None))):
             raise TypeError(
-                "loss must be a loss name ('squared', 'logistic', 'huber') or an object with "
-                f"gradient, lipschitz and smoothness methods (dpbandits.losses), got "
-                f"{type(loss).__name__}"
-            )
+                "loss must provide lipschitz and smoothness bounds (see dpbandits.losses): the "
+                f"noise is calibrated with them, got {type(loss).__name__}")
         self._linear = isinstance(self._loss, Loss)
         self._d = check_int("dim", dim, low=1)
         self._p = self._check_p(p)
         self._q = dual_exponent(self._p)
         self._radius = check_positive("radius", radius)
         self._n = check_int("horizon", horizon, low=1)
-        self._eps = check_epsilon(epsilon)
-        self._private = math.isfinite(self._eps)
-        if self._private:
-            self._delta = check_delta(delta)
-            if self._delta == 0.0:
-                raise ValueError(
-                    f"delta must be in (0, 1) for a private run (epsilon={self._eps}), got 0.0"
-                )
-        else:
-            self._delta = 0.0 if delta is None else check_delta(delta)
+        self._eps, self._delta, self._private = check_privacy_target(
+            epsilon, delta, type(self).__name__)
         self._calibration = check_choice("calibration", calibration, CALIBRATIONS)
         allow_inf = not self._private
         self._x_bound = check_positive("x_bound", x_bound, allow_inf=allow_inf)
@@ -340,6 +297,11 @@ class StreamingFrankWolfe(StreamingOptimizer):
         """Validated ``p`` for the algorithm."""
 
     @abstractmethod
+    def _compute_calibration(self):
+        """The noise in force: a record with at least ``privacy``, ``ledger`` and ``used``
+        (computed once, then cached by :meth:`_calibrate`)."""
+
+    @abstractmethod
     def _reset_private_state(self, n_reps: int, rng: np.random.Generator) -> None:
         """Per-reset state of the direction / selection (tree, noise buffers, sums)."""
 
@@ -349,6 +311,29 @@ class StreamingFrankWolfe(StreamingOptimizer):
         """Consume the increment ``g_t`` (R, d), choose ``v_t`` and write the new iterate
         ``theta + eta (v_t - theta)`` into ``out`` (distinct memory; ``theta`` must not be
         modified). Must set ``state["direction"]`` to the ``d_t`` that entered the LMO."""
+
+    # ------------------------------------------------------------------ calibration
+    def _calibrate(self):
+        cal = getattr(self, "_cal", None)
+        if cal is None:
+            cal = self._compute_calibration()
+            self._cal = cal
+        return cal
+
+    @property
+    def calibration_used(self) -> str:
+        """``"theorem"``/``"accountant"``: whose noise is in force (``"none"`` if not private)."""
+        return self._calibrate().used
+
+    @property
+    def privacy(self) -> PrivacyGuarantee:
+        """Guarantee of the whole released sequence ``theta_2, ..., theta_{n+1}`` per row."""
+        return self._calibrate().privacy
+
+    @property
+    def ledger(self) -> dp_accounting.DpEvent:
+        """The events of one datum's noise (see each optimizer's module docstring)."""
+        return self._calibrate().ledger
 
     # ------------------------------------------------------------------ constants
     @property
@@ -494,11 +479,3 @@ class StreamingFrankWolfe(StreamingOptimizer):
         st["cur"] = 1 - cur
         st["t"] = t
         return thetas[1 - cur].copy()
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__name__}(loss={self.loss!r}, dim={self.dim!r}, p={self.p!r}, "
-            f"radius={self.radius!r}, horizon={self.horizon!r}, epsilon={self.epsilon!r}, "
-            f"delta={self.delta!r}, calibration={self.calibration!r}, x_bound={self.x_bound!r}, "
-            f"y_bound={self.y_bound!r}, lr_scale={self.lr_scale!r})"
-        )

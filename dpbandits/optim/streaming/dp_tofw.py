@@ -1,7 +1,7 @@
 """DP-TOFW: private tree-based online Frank-Wolfe (seed 000, Algorithm 1, ``1 < p <= inf``).
 
 For ``t = 1..n``: push the increment ``g_t`` of the recursive gradient (eq. 3.1, see
-:mod:`dpbandits.optim.streaming`) into the binary-tree aggregator
+:mod:`dpbandits.optim.streaming.frank_wolfe`) into the binary-tree aggregator
 (:class:`dpbandits.privacy.tree.TreeAggregator`, Algorithm 5) whose every node carries
 independent generalized-Gaussian noise ``G_{||.||_+}(0, sigma_+^2)``; read the noisy prefix
 sum ``tilde G_t``; ``d_t = tilde G_t / (t+1)``; ``v_t = argmin_{||v||_p <= r} <d_t, v>`` (closed
@@ -23,8 +23,8 @@ Calibration
 
 i.e. Lemma 2.1 applied per node with ``(eps, delta) / (ceil(log2 n) + 1)`` and l_q sensitivity
 ``2 (beta D + L)``, composed over the nodes holding one datum. ``beta D`` becomes
-``lr_scale beta D`` when ``lr_scale > 1`` (:mod:`dpbandits.optim.streaming`). Two guards keep
-the guarantee true where Lemma 2.1 as stated is not: in the Gaussian branch the per-node
+``lr_scale beta D`` when ``lr_scale > 1`` (:mod:`dpbandits.optim.streaming.frank_wolfe`). Two
+guards keep the guarantee true where Lemma 2.1 as stated is not: in the Gaussian branch the per-node
 Gaussian is checked exactly (Balle & Wang 2018) and, if eq. 3.2 were too small for the
 per-node ``(eps, delta)/(ceil(log2 n)+1)``, raised to the analytic-Gaussian value (never
 lowered); in the generalized-Gaussian branch a per-node epsilon above 1 is reported as *not
@@ -72,7 +72,7 @@ import numpy as np
 
 from dpbandits._validation import check_p
 from dpbandits.geometry import NoiseGeometry, lmo_lp_ball, noise_geometry
-from dpbandits.optim.streaming import (
+from dpbandits.optim.streaming.frank_wolfe import (
     StreamingFrankWolfe,
     _ChunkedDraws,
     increment_sensitivity,
@@ -139,7 +139,7 @@ class _Calibration:
 class DPTOFW(StreamingFrankWolfe):
     """Private tree-based online Frank-Wolfe (seed 000, Algorithm 1), batched over rows.
 
-    Parameters are those of :class:`dpbandits.optim.streaming.StreamingFrankWolfe`
+    Parameters are those of :class:`dpbandits.optim.streaming.frank_wolfe.StreamingFrankWolfe`
     (``loss, dim, p, radius, horizon, epsilon, delta, calibration, x_bound, y_bound,
     lr_scale``) with ``1 < p <= inf``. See the module docstring for the noise and its two
     calibrations.
@@ -174,18 +174,13 @@ class DPTOFW(StreamingFrankWolfe):
         return 1.0 if q <= 2.0 else float(self._d) ** (0.5 - (0.0 if math.isinf(q) else 1.0 / q))
 
     # ------------------------------------------------------------------ calibration
-    def _calibrate(self) -> _Calibration:
-        cached = getattr(self, "_cal", None)
-        if cached is not None:
-            return cached
+    def _compute_calibration(self) -> _Calibration:
         if not self._private:
-            cal = _Calibration(
+            return _Calibration(
                 0.0, 0.0, math.nan, math.nan, tree_levels(self._n),
                 PrivacyGuarantee.non_private("DP-TOFW with epsilon=inf: no noise added"),
                 dp_accounting.NonPrivateDpEvent(), "none",
             )
-            self._cal = cal
-            return cal
         th = self._theorem_calibration()
         cal = th
         if self._calibration == "accountant":
@@ -203,7 +198,6 @@ class DPTOFW(StreamingFrankWolfe):
                         caveat=th.privacy.caveat),
                     th.ledger, "theorem",
                 )
-        self._cal = cal
         return cal
 
     def _theorem_calibration(self) -> _Calibration:
@@ -301,20 +295,8 @@ class DPTOFW(StreamingFrankWolfe):
         theorem, the tree's exact ``floor(log2 n)+1`` for the accountant)."""
         return self._calibrate().nodes_per_datum
 
-    @property
-    def calibration_used(self) -> str:
-        """``"theorem"``/``"accountant"``: whose noise is in force (``"none"`` if not private)."""
-        return self._calibrate().used
 
-    @property
-    def privacy(self) -> PrivacyGuarantee:
-        """Guarantee of the whole released sequence ``theta_2, ..., theta_{n+1}`` per row."""
-        return self._calibrate().privacy
 
-    @property
-    def ledger(self) -> dp_accounting.DpEvent:
-        """Node events of one datum (see the module docstring)."""
-        return self._calibrate().ledger
 
     # ------------------------------------------------------------------ streaming
     def _reset_private_state(self, n_reps, rng) -> None:

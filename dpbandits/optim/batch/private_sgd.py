@@ -45,9 +45,9 @@ import numpy as np
 
 from dpbandits._validation import check_choice, check_positive, check_rng
 from dpbandits.geometry import project_l2_ball
-from dpbandits.optim._batch_common import GradientOracle, check_clip, check_loss, prepare_data
-from dpbandits.optim._private_batch import PrivateBatchOptimizer
-from dpbandits.optim.base import BatchResult
+from dpbandits.optim.base import BatchResult, PrivateBatchOptimizer, check_clip, resolve_loss
+from dpbandits.optim.batch.data import prepare_data
+from dpbandits.optim.batch.oracle import GradientOracle
 from dpbandits.privacy import accounting as acc
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 
@@ -88,19 +88,13 @@ class PrivateSGD(PrivateBatchOptimizer):
 
     def __init__(self, epsilon, delta, *, lipschitz=1.0, radius=1.0, calibration="theorem",
                  step_size=None, noise_std=None):
-        self.epsilon = epsilon
-        self.delta = delta
-        self.lipschitz = lipschitz
-        self.radius = radius
-        self.calibration = calibration
-        self.step_size = step_size
-        self.noise_std = noise_std
+        self._store_params(locals())
         check_clip(lipschitz, "lipschitz")
         check_positive("radius", radius)
         check_choice("calibration", calibration, {"theorem", "accountant"})
         if step_size is not None:
             check_positive("step_size", step_size)
-        self._check_common()
+        self._check_target()
 
     # ---------------------------------------------------------------- Theorem 6 / Remark 1
     def theorem_parameters(self, n: int) -> dict:
@@ -108,7 +102,7 @@ class PrivateSGD(PrivateBatchOptimizer):
         the claimed guarantee, for the target ``(epsilon, delta)``; ValueError when the
         theorem does not apply (``eps <= 1/(2 sqrt n)`` or the delta range fails)."""
         n = self._check_n(n)
-        eps_bar, delta_bar = float(self.epsilon), float(self.delta)
+        eps_bar, delta_bar = self._eps, self._delta
         lo, hi = 6.0 * math.exp(-n / 16.0), 3.0 * math.exp(-4.0)
         if not lo <= delta_bar <= hi:
             raise ValueError(
@@ -141,15 +135,15 @@ class PrivateSGD(PrivateBatchOptimizer):
             return 0.0
         if self.calibration == "theorem":
             return self.theorem_parameters(n)["sigma"]
-        k = acc.wor_gaussian_multiplier(n, n_fresh_steps(n), 1, float(self.epsilon),
-                                        float(self.delta))
+        k = acc.wor_gaussian_multiplier(n, n_fresh_steps(n), 1, self._eps,
+                                        self._delta)
         return 2.0 * float(self.lipschitz) * k
 
     def noise_std_for(self, n: int) -> float:
         """``sigma``, the per-coordinate std of every step's noise."""
         return self._sigma(n)
 
-    def ledger_for(self, n: int) -> dp_accounting.DpEvent:
+    def ledger_for(self, n: int, d: int | None = None) -> dp_accounting.DpEvent:
         sigma = self._sigma(n)
         if sigma == 0.0:
             return dp_accounting.NonPrivateDpEvent()
@@ -185,7 +179,7 @@ class PrivateSGD(PrivateBatchOptimizer):
             return PrivacyGuarantee.non_private("Private SGD without noise")
         k = sigma / (2.0 * float(self.lipschitz))
         return PrivacyGuarantee(
-            epsilon=self.accountant_epsilon(n), delta=float(self.delta),
+            epsilon=self.accountant_epsilon(n), delta=self._delta,
             basis=(f"RDP accountant (replace-one): one Gaussian step (multiplier {k:.4g}) per "
                    f"sample, on a w/o-replacement subset of {n_fresh_steps(n)} of {n}; "
                    "Algorithm 1, seed 002"))
@@ -200,7 +194,7 @@ class PrivateSGD(PrivateBatchOptimizer):
         if self.noise_std is None and self.calibration == "theorem":
             tp = self.theorem_parameters(n)
         else:  # read Theorem 6 backwards from sigma, with delta = delta' = delta_bar / 3
-            d_in = float(self.delta) / 3.0
+            d_in = self._delta / 3.0
             eps_in = 8.0 * float(self.lipschitz) * math.sqrt(math.log(1.0 / d_in)) / (
                 math.sqrt(n) * self._sigma(n))
             if eps_in > 1.0 / (2.0 * math.sqrt(n)):
@@ -224,7 +218,7 @@ class PrivateSGD(PrivateBatchOptimizer):
                 "indices, which these bounds do not exploit. The figure is the paper's claim, "
                 "not a certified guarantee; accountant_privacy_for(n) is certified."))
 
-    def privacy_for(self, n: int) -> PrivacyGuarantee:
+    def privacy_for(self, n: int, d: int | None = None) -> PrivacyGuarantee:
         if self._sigma(n) == 0.0:
             return PrivacyGuarantee.non_private("Private SGD without noise")
         if self.noise_std is None and self.calibration == "theorem":
@@ -235,7 +229,7 @@ class PrivateSGD(PrivateBatchOptimizer):
     def fit(self, loss, X, y, rng, n_reps=None) -> BatchResult:
         """One run per replication on ``X (n, d)`` or ``X (R, n, d)``; ``y`` may be None for
         losses that ignore labels. History: ``w_1`` and the output."""
-        check_loss(loss)
+        loss = resolve_loss(loss, names=False)
         rng = check_rng(rng)
         data = prepare_data(X, y, n_reps, min_n=2, y_required=False)
         R, n, d = data.n_reps, data.n, data.d
@@ -275,12 +269,11 @@ class PrivateSGD(PrivateBatchOptimizer):
                 if not active.any():
                     break
         w_hat = total / K
-        self._fitted_n = n
-        return BatchResult(
+        return self._result(
+            n, d,
             theta=w_hat,
             history=np.stack([np.zeros((R, d)), w_hat], axis=1),
             history_steps=np.array([0, K]),
-            privacy=self.privacy_for(n),
             n_clipped=n_clipped,
             n_gradient_evals=K,
             extra={"tau": tau, "n_fresh": K, "noise_std": sigma, "step_size": eta,

@@ -43,16 +43,9 @@ import dp_accounting
 import numpy as np
 
 from dpbandits._validation import check_int, check_positive, check_rng
-from dpbandits.optim._batch_common import (
-    GradientOracle,
-    Regularizer,
-    check_clip,
-    check_loss,
-    check_theta0,
-    prepare_data,
-)
-from dpbandits.optim._private_batch import PrivateBatchOptimizer
-from dpbandits.optim.base import BatchResult
+from dpbandits.optim.base import BatchResult, PrivateBatchOptimizer, check_clip, resolve_loss
+from dpbandits.optim.batch.data import check_theta0, prepare_data
+from dpbandits.optim.batch.oracle import GradientOracle, Regularizer
 from dpbandits.privacy import accounting as acc
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 
@@ -109,17 +102,7 @@ class _VarianceReduced(PrivateBatchOptimizer):
     def __init__(self, epsilon, delta, *, n_epochs=10, inner_steps=None, step_size=None,
                  clip_norm=1.0, reg=None, reg_strength=0.0, smoothness=None, noise_std=None,
                  theta0=None):
-        self.epsilon = epsilon
-        self.delta = delta
-        self.n_epochs = n_epochs
-        self.inner_steps = inner_steps
-        self.step_size = step_size
-        self.clip_norm = clip_norm
-        self.reg = reg
-        self.reg_strength = reg_strength
-        self.smoothness = smoothness
-        self.noise_std = noise_std
-        self.theta0 = theta0
+        self._store_params(locals())
         check_int("n_epochs", n_epochs, low=1)
         if self._doubling and n_epochs > 40:
             raise ValueError(f"n_epochs must be <= 40 for DP-SVRG++ (epoch length 2^s m), "
@@ -132,7 +115,7 @@ class _VarianceReduced(PrivateBatchOptimizer):
             check_positive("smoothness", smoothness)
         check_clip(clip_norm)
         self._reg = Regularizer(reg, reg_strength)
-        self._check_common()
+        self._check_target()
         self._resolved = None
         self._from_loss = False
         try:  # resolvable without the loss? (else: at fit, from loss.smoothness)
@@ -192,12 +175,12 @@ class _VarianceReduced(PrivateBatchOptimizer):
             sigma = float(self.noise_std)
             if sigma == 0.0:
                 return 0.0, 0.0, 0.0
-            k_sub, k_full = acc.svrg_split(n, steps, sigma, float(self.delta), sens_sub,
+            k_sub, k_full = acc.svrg_split(n, steps, sigma, self._delta, sens_sub,
                                            sens_full)
             return sigma, k_sub, k_full
         if not math.isfinite(self.epsilon):
             return 0.0, 0.0, 0.0
-        k_sub, k_full = acc.svrg_multipliers(n, steps, float(self.epsilon), float(self.delta),
+        k_sub, k_full = acc.svrg_multipliers(n, steps, self._eps, self._delta,
                                              sens_sub, sens_full)
         return math.hypot(k_sub * sens_sub, k_full * sens_full), k_sub, k_full
 
@@ -205,13 +188,13 @@ class _VarianceReduced(PrivateBatchOptimizer):
         """Per-coordinate std of the noise added to every variance-reduced gradient."""
         return self._noise(n)[0]
 
-    def ledger_for(self, n: int) -> dp_accounting.DpEvent:
+    def ledger_for(self, n: int, d: int | None = None) -> dp_accounting.DpEvent:
         sigma, k_sub, k_full = self._noise(n)
         if sigma == 0.0:
             return dp_accounting.NonPrivateDpEvent()
         return acc.svrg_event(int(n), self.total_steps(), k_sub, k_full)
 
-    def privacy_for(self, n: int) -> PrivacyGuarantee:
+    def privacy_for(self, n: int, d: int | None = None) -> PrivacyGuarantee:
         sigma, k_sub, k_full = self._noise(n)
         if sigma == 0.0:
             return PrivacyGuarantee.non_private(f"{self._name} without noise")
@@ -220,10 +203,10 @@ class _VarianceReduced(PrivateBatchOptimizer):
                  f"(multiplier {k_full:.4g})]; decomposition of App. B.2, {self._basis_alg}, "
                  "seed 001")
         if self.noise_std is None:
-            eps = float(self.epsilon)
+            eps = self._eps
         else:
-            eps = acc.replace_one_rdp_epsilon(self.ledger_for(n), float(self.delta))
-        return PrivacyGuarantee(epsilon=eps, delta=float(self.delta), basis=basis)
+            eps = acc.replace_one_rdp_epsilon(self.ledger_for(n), self._delta)
+        return PrivacyGuarantee(epsilon=eps, delta=self._delta, basis=basis)
 
     # ---------------------------------------------------------------- the algorithm
     def variance_reduced_gradient(self, loss, theta, snapshot, X, y, idx, noise=None):
@@ -240,7 +223,7 @@ class _VarianceReduced(PrivateBatchOptimizer):
     def fit(self, loss, X, y, rng, n_reps=None) -> BatchResult:
         """Run the algorithm on ``X (n, d)`` (shared by ``n_reps`` replications) or
         ``X (R, n, d)``; history = the snapshots ``x~_0, ..., x~_T``."""
-        check_loss(loss)
+        loss = resolve_loss(loss, names=False)
         rng = check_rng(rng)
         data = prepare_data(X, y, n_reps, min_n=2)
         if self._from_loss:  # derived from a previous loss's smoothness: recompute
@@ -280,12 +263,11 @@ class _VarianceReduced(PrivateBatchOptimizer):
             history.append(snap_point.copy())
             evals.append(n_evals)
             walls.append(time.perf_counter() - t0)
-        self._fitted_n = n
-        return BatchResult(
+        return self._result(
+            n, d,
             theta=snap_point,
             history=np.stack(history, axis=1),
             history_steps=np.arange(len(history)),
-            privacy=self.privacy_for(n),
             n_clipped=n_clipped,
             n_gradient_evals=int(n_evals),
             extra={"grad_evals": np.asarray(evals), "wall_time": np.asarray(walls),

@@ -55,9 +55,9 @@ from scipy import special
 
 from dpbandits._validation import check_choice, check_p, check_positive, check_rng
 from dpbandits.geometry import dual_exponent, lmo_lp_ball, lp_norm, project_l2_ball
-from dpbandits.optim._batch_common import GradientOracle, check_clip, check_loss, prepare_data
-from dpbandits.optim._private_batch import PrivateBatchOptimizer
-from dpbandits.optim.base import BatchResult
+from dpbandits.optim.base import BatchResult, PrivateBatchOptimizer, check_clip, resolve_loss
+from dpbandits.optim.batch.data import prepare_data
+from dpbandits.optim.batch.oracle import GradientOracle
 from dpbandits.privacy import accounting as acc
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 
@@ -111,15 +111,7 @@ class PrivateFTRL(PrivateBatchOptimizer):
 
     def __init__(self, epsilon, delta, *, lipschitz=1.0, radius=1.0, p=2.0,
                  step_schedule="fixed", noise="all", step_size=None, noise_std=None):
-        self.epsilon = epsilon
-        self.delta = delta
-        self.lipschitz = lipschitz
-        self.radius = radius
-        self.p = p
-        self.step_schedule = step_schedule
-        self.noise = noise
-        self.step_size = step_size
-        self.noise_std = noise_std
+        self._store_params(locals())
         check_clip(lipschitz, "lipschitz")
         check_positive("radius", radius)
         pv = check_p("p", p, low=1.0, low_open=True)
@@ -129,7 +121,7 @@ class PrivateFTRL(PrivateBatchOptimizer):
         check_choice("noise", noise, {"all", "first"})
         if step_size is not None:
             check_positive("step_size", step_size)
-        self._check_common()
+        self._check_target()
 
     @property
     def q(self) -> float:
@@ -140,7 +132,7 @@ class PrivateFTRL(PrivateBatchOptimizer):
         """``(sigma, claimed_rdp)``: for p = 2 ``claimed_rdp`` is the zCDP ``rho``; for
         p < 2 the flat RDP value on ``(1, alpha_max)``."""
         L, q = float(self.lipschitz), self.q
-        eps, delta = float(self.epsilon), float(self.delta)
+        eps, delta = self._eps, self._delta
         if self.noise_std is not None:
             sigma = float(self.noise_std)
             if sigma == 0.0:
@@ -176,7 +168,7 @@ class PrivateFTRL(PrivateBatchOptimizer):
         """``sigma`` (Gaussian std for p = 2; generalized-Gaussian scale for p < 2)."""
         return self._claimed(self._check_n(n))[0]
 
-    def ledger_for(self, n: int) -> dp_accounting.DpEvent:
+    def ledger_for(self, n: int, d: int | None = None) -> dp_accounting.DpEvent:
         """The **claimed** event: ``ZCDpEvent(rho)`` for p = 2; for p < 2 the claim (RDP on a
         restricted range of orders) has no dp_accounting event: ``UnsupportedDpEvent``."""
         sigma, claim = self._claimed(self._check_n(n))
@@ -186,12 +178,12 @@ class PrivateFTRL(PrivateBatchOptimizer):
             return acc.zcdp_event(claim)
         return dp_accounting.UnsupportedDpEvent()
 
-    def privacy_for(self, n: int) -> PrivacyGuarantee:
+    def privacy_for(self, n: int, d: int | None = None) -> PrivacyGuarantee:
         """The paper's claimed guarantee, ``certified=False`` (see :data:`FTRL_CAVEAT`)."""
         sigma, claim = self._claimed(self._check_n(n))
         if sigma == 0.0:
             return PrivacyGuarantee.non_private("Private FTRL without noise")
-        delta = float(self.delta)
+        delta = self._delta
         if float(self.p) == 2.0:
             eps = acc.zcdp_epsilon(claim, delta)
             thm = "Theorem 5.4 (4.1)" if self.noise == "all" else "Theorem 4.4 (D.1)"
@@ -224,9 +216,9 @@ class PrivateFTRL(PrivateBatchOptimizer):
             return PrivacyGuarantee.non_private(
                 "Private FTRL: no noise on the steps after the first (noise='first')"
                 if self.noise == "first" else "Private FTRL without noise")
-        eps = acc.epsilon_of(ledger, float(self.delta), method="pld")
+        eps = acc.epsilon_of(ledger, self._delta, method="pld")
         return PrivacyGuarantee(
-            epsilon=eps, delta=float(self.delta),
+            epsilon=eps, delta=self._delta,
             basis=("each sample enters one Gaussian query (multiplier sigma/(2L)); all iterates "
                    "are post-processing; PLD accountant"))
 
@@ -243,7 +235,7 @@ class PrivateFTRL(PrivateBatchOptimizer):
             ) -> BatchResult:
         """One pass over the rows of ``X`` in order (``T = n``). History: ``w_1`` and every
         ``record_every``-th iterate (default ``max(1, T // 100)``) up to ``w_{T+1}``."""
-        check_loss(loss)
+        loss = resolve_loss(loss, names=False)
         rng = check_rng(rng)
         data = prepare_data(X, y, n_reps, min_n=2, y_required=False)
         R, T, d = data.n_reps, data.n, data.d
@@ -288,12 +280,11 @@ class PrivateFTRL(PrivateBatchOptimizer):
                 history.append(w.copy())
                 steps.append(t)
                 walls.append(time.perf_counter() - t0)
-        self._fitted_n = T
-        return BatchResult(
+        return self._result(
+            T, d,
             theta=w,
             history=np.stack(history, axis=1),
             history_steps=np.asarray(steps),
-            privacy=self.privacy_for(T),
             n_clipped=n_clipped,
             n_gradient_evals=T,
             extra={"noise_std": sigma, "step_scale": scale, "wall_time": np.asarray(walls)},

@@ -4,7 +4,7 @@ Constraint set: the l_1 ball of radius ``r`` (diameter ``D = 2r``), whose LMO is
 ``±r e_j``. For ``t = 1..n``: the recursive gradient ``d_t`` in its sum form (eq. 3.1; no tree;
 Algorithm 2's literal start ``d_1 = grad f(theta_1, x_1)`` is replaced by the sum form's
 ``d_1 = grad f(theta_1, x_1)/2``, which its privacy proof assumes — see
-:mod:`dpbandits.optim.streaming`),
+:mod:`dpbandits.optim.streaming.frank_wolfe`),
 then a private selection among the ``2d`` vertices with scores ``<d_t, v>``, i.e. ``+r d_t``
 and ``-r d_t`` (one ``(R, 2d)`` argmin per step), then
 ``theta_{t+1} = theta_t + eta_t (v_t - theta_t)``, ``eta_t = min(1, lr_scale/(t+1))``,
@@ -20,17 +20,17 @@ inverse CDF. Both use a schedule ``b_t = c / sqrt(t)``.
 Per-step privacy (pinned in ``tests/test_dp_pofw.py``)
 -----------------------------------------------------
 Conditioned on the released past, neighbouring streams (sample ``i`` replaced) differ at step
-``t >= i`` only through ``d_t - d_t' = (g_i - g_i') / (t+1)``, and
-``||g_i - g_i'||_inf <= 2 (beta D s + L) =: 2C`` (:mod:`dpbandits.optim.streaming`). Each
-score ``<d_t, ±r e_j> = ±r d_{t,j}`` therefore moves by at most
-``Delta_t = r * 2C / (t+1) = D C / (t+1)``. The scores are *not* monotone (``+e_j`` and
-``-e_j`` move in opposite directions), so report-noisy-min is ``2 Delta_t / b_t``-DP (Dwork &
-Roth, Claim 3.9, general case; the exact selection probabilities in the tests show the
-monotone bound ``Delta_t / b_t`` is exceeded), and the exponential mechanism is
-``2 Delta_t / b_t``-DP and ``2 Delta_t / b_t``-bounded-range. The paper's proof (A.6) charges
-``s_t / b_t`` with ``s_t = 2 D C / (t+1)`` — it bounds the score change with ``D`` where the
-vertices have norm ``r = D/2`` and applies the monotone claim: the two factors of 2 cancel, so
-its per-step ``eps_t`` is right. With ``b_t = kappa D C / sqrt(t)``::
+``t >= i`` only through ``d_t - d_t' = (g_i - g_i') / (t+1)``, and ``||g_i - g_i'||_inf <= 2
+(beta D s + L) =: 2C`` (:mod:`dpbandits.optim.streaming.frank_wolfe`). Each score ``<d_t, ±r
+e_j> = ±r d_{t,j}`` therefore moves by at most ``Delta_t = r * 2C / (t+1) = D C / (t+1)``. The
+scores are *not* monotone (``+e_j`` and ``-e_j`` move in opposite directions), so
+report-noisy-min is ``2 Delta_t / b_t``-DP (Dwork & Roth, Claim 3.9, general case; the exact
+selection probabilities in the tests show the monotone bound ``Delta_t / b_t`` is exceeded),
+and the exponential mechanism is ``2 Delta_t / b_t``-DP and ``2 Delta_t / b_t``-bounded-range.
+The paper's proof (A.6) charges ``s_t / b_t`` with ``s_t = 2 D C / (t+1)`` — it bounds the
+score change with ``D`` where the vertices have norm ``r = D/2`` and applies the monotone
+claim: the two factors of 2 cancel, so its per-step ``eps_t`` is right. With ``b_t = kappa D C
+/ sqrt(t)``::
 
     eps_t = 2 Delta_t / b_t = 2 sqrt(t) / ((t + 1) kappa)     (independent of D, C).
 
@@ -70,8 +70,8 @@ schedule constant is ``c = kappa D C``, so ratios of ``kappa`` are ratios of noi
     (reference: laplace through zCDP, rho_t = eps_t^2/2, would need kappa = 20.03)
 
 Batching: any number of rows (``n_reps``), e.g. ``R * K`` for K arms of a bandit agent (see
-:mod:`dpbandits.optim.streaming`). Per step: one noise slice (drawn in chunks of steps), one
-``(R, 2d)`` argmin, a sparse vertex update.
+:mod:`dpbandits.optim.streaming.frank_wolfe`). Per step: one noise slice (drawn in chunks of
+steps), one ``(R, 2d)`` argmin, a sparse vertex update.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ import numpy as np
 
 from dpbandits._validation import check_choice, check_p
 from dpbandits.geometry import lmo_lp_ball
-from dpbandits.optim.streaming import StreamingFrankWolfe, _ChunkedDraws
+from dpbandits.optim.streaming.frank_wolfe import StreamingFrankWolfe, _ChunkedDraws
 from dpbandits.privacy import accounting
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 
@@ -208,7 +208,7 @@ class _Calibration:
 class DPPOFW(StreamingFrankWolfe):
     """Private polyhedral online Frank-Wolfe (seed 000, Algorithm 2), batched over rows.
 
-    Parameters are those of :class:`dpbandits.optim.streaming.StreamingFrankWolfe`
+    Parameters are those of :class:`dpbandits.optim.streaming.frank_wolfe.StreamingFrankWolfe`
     (``loss, dim, radius, horizon, epsilon, delta, calibration, x_bound, y_bound,
     lr_scale``; ``p`` must be 1 and defaults to it) plus
 
@@ -248,22 +248,14 @@ class DPPOFW(StreamingFrankWolfe):
             )
         return p
 
-    def __repr__(self) -> str:
-        return super().__repr__()[:-1] + f", selection={self.selection!r})"
-
     # ------------------------------------------------------------------ calibration
-    def _calibrate(self) -> _Calibration:
-        cached = getattr(self, "_cal", None)
-        if cached is not None:
-            return cached
+    def _compute_calibration(self) -> _Calibration:
         if not self._private:
-            cal = _Calibration(
+            return _Calibration(
                 0.0, math.nan,
                 PrivacyGuarantee.non_private("DP-POFW with epsilon=inf: exact LMO, no noise"),
                 dp_accounting.NonPrivateDpEvent(), "none",
             )
-            self._cal = cal
-            return cal
         n, eps, delta = self._n, self._eps, self._delta
         ledger_of = _gumbel_ledger if self._selection == "gumbel" else _laplace_ledger
         theorem = None
@@ -303,7 +295,6 @@ class DPPOFW(StreamingFrankWolfe):
                     None, "theorem")
         cal = _Calibration(cal.kappa, cal.constant, cal.privacy,
                            ledger_of(n, cal.kappa), cal.used)
-        self._cal = cal
         return cal
 
     # ------------------------------------------------------------------ reporting
@@ -333,21 +324,8 @@ class DPPOFW(StreamingFrankWolfe):
             return np.full(self._n, math.inf)
         return per_step_epsilons(self._n, cal.kappa)
 
-    @property
-    def calibration_used(self) -> str:
-        """``"theorem"``/``"accountant"``: whose schedule is in force (``"none"`` if off)."""
-        return self._calibrate().used
 
-    @property
-    def privacy(self) -> PrivacyGuarantee:
-        """Guarantee of the whole released sequence ``theta_2, ..., theta_{n+1}`` per row."""
-        return self._calibrate().privacy
 
-    @property
-    def ledger(self) -> dp_accounting.DpEvent:
-        """One event per selection step: ``pure_dp_event(eps_t)`` (Laplace) or
-        ``zcdp_event(eps_t^2/8)`` (Gumbel)."""
-        return self._calibrate().ledger
 
     # ------------------------------------------------------------------ streaming
     def _reset_private_state(self, n_reps, rng) -> None:

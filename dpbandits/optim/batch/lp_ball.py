@@ -1,0 +1,63 @@
+"""What the DP-SCO baselines of seed 000's Table 5.1 (NoisySFW, LocalMD, NoisySGD) share:
+the l_p-ball parameters and the replace-one RDP guarantee of their ledgers.
+
+They are batch optimizers (``fit(loss, X, y, rng, n_reps=None) -> BatchResult``) over the
+l_p ball ``C = {||theta||_p <= radius}`` (spec: ``reference/notes/sco-baselines.md``). Every
+per-sample gradient is clipped to ``||g||_q <= L0`` (``q`` dual to ``p``; the ``lipschitz``
+parameter), so the sensitivities hold for any data; ``BatchResult.n_clipped`` counts the
+clips. With data inside the bounds nothing is clipped and the algorithms are the papers'.
+Privacy is stated for replace-one neighbours and covers every iterate of the history.
+
+For LocalMD and NoisySGD the ledger is the sequence of subsampled Gaussian steps,
+``SampledWithoutReplacementDpEvent(n, b, GaussianDpEvent(z))`` (one index per step is the
+same as sampling one index without replacement), and the reported ``privacy`` is what
+dp_accounting's RDP accountant certifies for that ledger under ``REPLACE_ONE`` neighbours
+(Wang, Balle & Kasiviswanathan 2019, Theorem 27) — recomputable with
+:func:`dpbandits.privacy.accounting.replace_one_rdp_epsilon` at
+:data:`~dpbandits.privacy.accounting.SCO_BASELINE_ORDERS`.
+
+Randomness: every draw comes from the ``rng`` given to ``fit``; same seed => bit-identical
+results (for NoisySGD, on the same backend).
+"""
+
+from __future__ import annotations
+
+from dpbandits._validation import check_int, check_p, check_positive
+from dpbandits.geometry import dual_exponent
+from dpbandits.optim.base import PrivateBatchOptimizer
+from dpbandits.privacy import accounting
+from dpbandits.privacy.guarantee import PrivacyGuarantee
+
+__all__ = ["LpBallOptimizer"]
+
+
+class LpBallOptimizer(PrivateBatchOptimizer):
+    """Validation of ``p`` (within ``p_range``), ``radius``, the privacy target, ``lipschitz``
+    and ``lr_scale``; the replace-one RDP guarantee of a ledger."""
+
+    #: (low, low_open, high) of the allowed ``p``
+    p_range: tuple[float, bool, float] = (1.0, True, 2.0)
+
+    def _check_ball(self) -> None:
+        low, low_open, high = self.p_range
+        self._p = check_p("p", self.p, low=low, low_open=low_open)
+        if self._p > high:
+            raise ValueError(f"p must be <= {high} for {type(self).__name__}, got {self._p}")
+        self._q = dual_exponent(self._p)
+        self._radius = check_positive("radius", self.radius)
+        self._check_target()
+        self._L0 = check_positive("lipschitz", self.lipschitz)
+        self._lr = check_positive("lr_scale", self.lr_scale)
+
+    @staticmethod
+    def _check_n(n) -> int:
+        return check_int("n", n, low=1)
+
+    def _accountant_guarantee(self, event, basis: str) -> PrivacyGuarantee:
+        eps = accounting.replace_one_rdp_epsilon(event, self._delta,
+                                                 accounting.SCO_BASELINE_ORDERS)
+        return PrivacyGuarantee(
+            epsilon=eps, delta=self._delta, notion="DP", neighbouring="replace-one",
+            basis=basis + f"; certified by dp_accounting RDP (replace-one) on the ledger: "
+            f"epsilon={eps:.4g} at delta={self._delta:.3g} (target epsilon={self._eps:g})",
+        )

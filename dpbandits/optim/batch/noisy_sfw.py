@@ -1,0 +1,291 @@
+"""NoisySFW: noisy stochastic Frank-Wolfe with variance reduction (Bassily, Guzmán & Nandi,
+"Non-Euclidean differentially private stochastic convex optimization", COLT 2021 — seed 000's
+"Bassily et al. 2021b" — Algorithm 3), one of the DP-SCO baselines of seed 000's Table 5.1
+(shared conventions: :mod:`dpbandits.optim.batch.lp_ball`).
+
+Clipping: besides every per-sample gradient (``||g||_q <= L0``), each per-sample *difference*
+``clip grad f(theta_t) - clip grad f(theta_{t-1})`` is clipped to ``L1 ||theta_t -
+theta_{t-1}||_p`` (``smoothness`` parameter): the smoothness bound that the privacy proof uses
+would otherwise not survive the first clipping (radial clipping in a non-Euclidean norm is
+only 2-Lipschitz). ``extra["n_diff_clipped"]`` counts the difference clips.
+
+Privacy: each sample enters exactly one noisy aggregate (first half ``B0`` once, then
+disjoint batches of the second half), so by parallel composition the output is
+``(epsilon, delta)``-DP as soon as each aggregate is, and each aggregate uses the generalized
+Gaussian mechanism (seed 000 Lemma 2.1 = Bassily et al. 2021b) with
+``sigma = s sqrt(2 kappa log(1/delta)) / epsilon`` for its l_q sensitivity ``s``:
+``s0 = 2 L0 / |B0|`` and ``s = 2 L1 eta M / b`` (``M = 2 radius``). With ``|B0| = n/2`` and
+``b = sqrt(n)/2`` these are the note's ``sigma_0 = 4 sqrt(2 kappa) L0 sqrt(log(1/delta))/(n
+eps)`` and ``sigma = sqrt(32 kappa L1^2 M^2 eta^2 log(1/delta) / (n eps^2))``; for other
+``n`` the actual (floored) batch sizes are used, which only adds noise. When the smooth norm
+is Euclidean (``q_plus = 2``: ``p = 2``, or small ``d``) the noise is an ordinary Gaussian;
+it is then checked with the exact Gaussian formula (Balle & Wang 2018) and raised if Lemma
+2.1's value were too small. Otherwise, as for DP-TOFW, Lemma 2.1 is trusted only for
+``epsilon <= 1`` (above, the guarantee is reported as not certified). The ledger is the one
+mechanism a sample enters (:meth:`NoisySFW.ledger_for`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass
+
+import dp_accounting
+import numpy as np
+from dp_accounting import dp_event as _ev
+
+from dpbandits._validation import check_epsilon, check_int, check_positive, check_rng
+from dpbandits.geometry import dual_exponent, lmo_lp_ball, lp_norm, noise_geometry
+from dpbandits.optim.base import (
+    BatchResult,
+    clipped_gradient_sum,
+    clipped_gradients,
+    elapsed,
+    resolve_loss,
+)
+from dpbandits.optim.batch.data import prepare_data
+from dpbandits.optim.batch.lp_ball import LpBallOptimizer
+from dpbandits.privacy import accounting
+from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.privacy.mechanisms import (
+    gaussian_mechanism_delta,
+    gaussian_sigma_analytic,
+    generalized_gaussian_noise,
+)
+
+__all__ = ["NoisySFW", "NoisySFWSchedule", "noisy_sfw_schedule"]
+
+
+@dataclass(frozen=True)
+class NoisySFWSchedule:
+    """Everything NoisySFW derives from ``(n, d)`` and its parameters (module docstring)."""
+
+    n: int
+    d: int
+    n_first: int  # |B0| = floor(n / 2)
+    batch_size: int  # b = floor(sqrt(n) / 2)
+    n_rounds: int  # K = floor(sqrt(n)) - 1 variance-reduced rounds after theta_1
+    eta: float  # lr_scale * log(n) / (2 sqrt(n))
+    diameter: float  # M = 2 radius
+    kappa: float
+    q_plus: float
+    plus_scale: float  # ||z||_+ = plus_scale * ||z||_{q_plus}
+    sensitivity0: float  # 2 L0 / |B0|
+    sensitivity: float  # 2 L1 eta M / b
+    sigma0: float  # generalized-Gaussian sigma of the first aggregate (0 if not private)
+    sigma: float  # ... of every later round
+    sigma_over_sensitivity: float  # sqrt(2 kappa log(1/delta)) / eps (Lemma 2.1), or raised
+    gaussian_branch: bool  # q_plus == 2: the noise is N(0, (sigma / plus_scale)^2 I)
+    noise_multiplier: float  # Gaussian branch: std / l2 sensitivity (else nan)
+    sigma_raised: bool  # Gaussian branch: Lemma 2.1's sigma was below the exact Gaussian one
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def noisy_sfw_schedule(n, d, *, p, radius, epsilon, delta, lipschitz, smoothness,
+                       lr_scale=1.0) -> NoisySFWSchedule:
+    """NoisySFW's batch sizes, step and noise for ``n`` samples in dimension ``d``."""
+    n = check_int("n", n, low=4)
+    d = check_int("d", d, low=1)
+    eps = check_epsilon(epsilon)
+    n_first = n // 2
+    batch = int(math.floor(math.sqrt(n) / 2.0))
+    rounds = int(math.floor(math.sqrt(n))) - 1
+    eta = lr_scale * math.log(n) / (2.0 * math.sqrt(n))
+    if eta > 1.0:
+        raise ValueError(
+            f"lr_scale={lr_scale} gives the Frank-Wolfe step eta={eta:.4g} > 1 for n={n} "
+            "(iterates would leave the constraint set); use a smaller lr_scale"
+        )
+    M = 2.0 * radius
+    geo = noise_geometry(p, d)
+    s0 = 2.0 * lipschitz / n_first
+    s = 2.0 * smoothness * eta * M / batch
+    gaussian = geo.q_plus == 2.0
+    q = dual_exponent(p)
+    # ||z||_2 <= c2 ||z||_q: the l_2 sensitivity of an l_q-bounded difference
+    c2 = 1.0 if q <= 2.0 else float(d) ** (0.5 - (0.0 if math.isinf(q) else 1.0 / q))
+    raised = False
+    if math.isfinite(eps):
+        ratio = math.sqrt(2.0 * geo.kappa * math.log(1.0 / delta)) / eps  # Lemma 2.1
+        z = math.nan
+        if gaussian:
+            # Gaussian branch: the noise is N(0, (sigma/scale)^2 I), an ordinary Gaussian
+            # mechanism; check it exactly (Balle & Wang 2018) and raise sigma if Lemma 2.1's
+            # value were too small for (eps, delta) (never lower it).
+            z = ratio / geo.scale / c2
+            if gaussian_mechanism_delta(z, eps, 1.0) > delta:
+                z = gaussian_sigma_analytic(eps, delta, 1.0)
+                ratio = z * c2 * geo.scale
+                raised = True
+        sigma0, sigma = ratio * s0, ratio * s
+    else:
+        ratio, z, sigma0, sigma = 0.0, math.inf, 0.0, 0.0
+    return NoisySFWSchedule(n, d, n_first, batch, rounds, eta, M, geo.kappa, geo.q_plus,
+                            geo.scale, s0, s, sigma0, sigma, ratio, gaussian, z, raised)
+
+
+# Lemma 2.1 is a tail bound whose Gaussian instance fails for large epsilon (see
+# dpbandits.optim.dp_tofw); above this epsilon the generalized-Gaussian guarantee is reported
+# as not certified, as DP-TOFW does.
+_LEMMA_2_1_MAX_EPS = 1.0
+
+
+class NoisySFW(LpBallOptimizer):
+    """Noisy stochastic Frank-Wolfe with variance reduction (Bassily et al. 2021b, Alg. 3).
+
+    For ``1 < p <= 2``. The first half ``B0`` of the data gives ``grad_0`` = mean clipped
+    gradient at ``theta_0 = 0`` + generalized-Gaussian noise (``sigma0``), and
+    ``theta_1 = (1 - eta) theta_0 + eta LMO(grad_0)``. Then rounds ``t = 1..K``,
+    ``K = floor(sqrt(n)) - 1``, over disjoint batches of ``b = floor(sqrt(n)/2)`` samples of
+    the second half:
+    ``grad += mean(clip grad f(theta_t) - clip grad f(theta_{t-1}))`` (each difference clipped
+    to ``L1 ||theta_t - theta_{t-1}||_p``) ``+`` noise (``sigma``);
+    ``theta_{t+1} = (1 - eta) theta_t + eta LMO(grad)``. Output: the last iterate.
+
+    Parameters
+    ----------
+    p : float in (1, 2]
+    radius : float > 0
+        Constraint ``||theta||_p <= radius``; ``M = 2 radius``.
+    epsilon, delta : target guarantee; ``epsilon = inf`` turns the noise off.
+    lipschitz : float > 0
+        ``L0``: per-sample gradients are clipped to ``||g||_q <= L0``.
+    smoothness : float > 0
+        ``L1``: per-sample differences are clipped to ``L1 ||theta_t - theta_{t-1}||_p``.
+    lr_scale : float > 0
+        Multiplies the paper's ``eta = log(n) / (2 sqrt(n))`` (must keep ``eta <= 1``).
+
+    ``fit`` returns the iterates ``theta_0 .. theta_{K+1}`` as history (``history_steps`` = round
+    index; ``extra["history_samples"]`` samples used so far, ``extra["history_time"]`` seconds
+    since the start of ``fit``).
+    """
+
+    def __init__(self, *, p=1.5, radius=1.0, epsilon=1.0, delta=None, lipschitz=1.0,
+                 smoothness=1.0, lr_scale=1.0):
+        self._store_params(locals())
+        self._check_ball()
+        self._L1 = check_positive("smoothness", smoothness)
+
+    def schedule(self, n, d) -> NoisySFWSchedule:
+        """Batch sizes, step size and noise levels for ``n`` samples in dimension ``d``."""
+        return noisy_sfw_schedule(n, d, p=self._p, radius=self._radius, epsilon=self._eps,
+                                  delta=self._delta, lipschitz=self._L0,
+                                  smoothness=self._L1, lr_scale=self._lr)
+
+    def privacy_for(self, n, d=None) -> PrivacyGuarantee:
+        """``(epsilon, delta)``-DP: generalized Gaussian mechanism per disjoint aggregate."""
+        sch = self.schedule(n, d)
+        if not self._private:
+            return PrivacyGuarantee.non_private("NoisySFW without noise (epsilon = inf)")
+        basis = (
+            "Bassily, Guzman & Nandi 2021 Alg. 3 (NoisySFW): "
+            + ("Gaussian mechanism (smooth norm l_2; exact check, Balle & Wang 2018)"
+               if sch.gaussian_branch else
+               f"generalized Gaussian mechanism (seed 000 Lemma 2.1, kappa={sch.kappa:.4g}, "
+               f"||.||_+ = l_{sch.q_plus:.4g})")
+            + f" on each of {sch.n_rounds + 1} aggregates over disjoint samples (parallel "
+            "composition); sensitivities enforced by clipping"
+        )
+        if sch.gaussian_branch or self._eps <= _LEMMA_2_1_MAX_EPS:
+            return PrivacyGuarantee(epsilon=self._eps, delta=self._delta, basis=basis)
+        return PrivacyGuarantee(
+            epsilon=self._eps, delta=self._delta, basis=basis, certified=False,
+            caveat=(f"epsilon {self._eps:.3g} > {_LEMMA_2_1_MAX_EPS}: Lemma 2.1 (generalized "
+                    "Gaussian mechanism) is not trusted there; its Gaussian instance fails "
+                    "for large epsilon"),
+        )
+
+    def ledger_for(self, n, d=None) -> dp_accounting.DpEvent:
+        """The one mechanism a sample enters (aggregates are over disjoint samples).
+
+        Gaussian branch (``q_plus = 2``): a ``GaussianDpEvent`` with the noise multiplier
+        relative to the l_2 sensitivity. Otherwise a
+        :class:`~dpbandits.privacy.accounting.GeneralizedGaussianDpEvent`
+        (no accountant supports it; the guarantee rests on Lemma 2.1).
+        """
+        sch = self.schedule(n, d)
+        if not self._private:
+            return _ev.NonPrivateDpEvent()
+        if sch.gaussian_branch:
+            return _ev.GaussianDpEvent(noise_multiplier=sch.noise_multiplier)
+        return accounting.GeneralizedGaussianDpEvent(
+            sch.sigma_over_sensitivity, sch.q_plus, sch.plus_scale, sch.kappa, self._eps,
+            self._delta)
+
+    def fit(self, loss, X, y, rng, n_reps=None) -> BatchResult:
+        """Run NoisySFW on ``X`` ``(n, d)`` / ``(R, n, d)`` and ``y``; noise from ``rng``."""
+        t0 = time.perf_counter()
+        loss = resolve_loss(loss)
+        rng = check_rng(rng)
+        data = prepare_data(X, y, n_reps)
+        R, n, d = data.n_reps, data.n, data.d
+        if n < 4:
+            raise ValueError(f"NoisySFW needs n >= 4 samples, got n={n}")
+        sch = self.schedule(n, d)
+        p, q, r, eta, L0, L1 = self._p, self._q, self._radius, sch.eta, self._L0, self._L1
+
+        def noise(sigma, size):
+            if sigma == 0.0:
+                return np.zeros((*size, d))
+            # Z ~ G_{||.||_+}(0, sigma^2) with ||z||_+ = scale ||z||_{q+}: Z = W / scale,
+            # W ~ G_{||.||_{q+}}(0, sigma^2), i.e. the l_{q+} sampler at sigma / scale.
+            return generalized_gaussian_noise(rng, sigma / sch.plus_scale, sch.q_plus, d, size)
+
+        K = sch.n_rounds
+        n_clipped = np.zeros(R, dtype=np.int64)
+        n_diff = np.zeros(R, dtype=np.int64)
+        hist = np.zeros((R, K + 2, d))  # theta_0 = 0, theta_1, ..., theta_{K+1}
+        samples = np.zeros(K + 2, dtype=np.int64)
+        times = np.zeros(K + 2)
+
+        theta_prev = np.zeros((R, d))
+        Xb, yb = data.block(0, sch.n_first)
+        gsum, cnt = clipped_gradient_sum(loss, theta_prev, Xb, yb, q, L0)
+        n_clipped += cnt
+        grad = gsum / sch.n_first + noise(sch.sigma0, (R,))
+        theta = (1.0 - eta) * theta_prev + eta * lmo_lp_ball(grad, p, r)
+        round_noise = noise(sch.sigma, (K, R))
+        hist[:, 1] = theta
+        samples[1] = sch.n_first
+        times[1] = elapsed(t0)
+        start = sch.n_first
+        b = sch.batch_size
+        # Rounds t = 1 .. K (the authors' `for t in range(1, int(sqrt(n)))`), batch t being
+        # samples [n_first + (t-1) b, n_first + t b) of the second half.
+        for t in range(1, K + 1):
+            Xb, yb = data.block(start, start + b)
+            start += b
+            g1, w1 = clipped_gradients(loss, theta[:, None, :], Xb, yb, q, L0)
+            g0, w0 = clipped_gradients(loss, theta_prev[:, None, :], Xb, yb, q, L0)
+            n_clipped += w1.sum(axis=1) + w0.sum(axis=1)
+            diff = g1 - g0
+            bound = L1 * lp_norm(theta - theta_prev, p)  # (R,)
+            dn = lp_norm(diff, q)  # (R, b)
+            over = dn > bound[:, None]
+            if np.any(over):
+                fac = np.where(over, bound[:, None] / np.where(over, dn, 1.0), 1.0)
+                diff = diff * fac[..., None]
+                n_diff += over.sum(axis=1)
+            grad = grad + diff.mean(axis=1) + round_noise[t - 1]
+            theta_prev, theta = theta, (1.0 - eta) * theta + eta * lmo_lp_ball(grad, p, r)
+            hist[:, t + 1] = theta
+            samples[t + 1] = start
+            times[t + 1] = elapsed(t0)
+        return self._result(
+            n, d,
+            theta=theta.copy(),
+            history=hist,
+            history_steps=np.arange(K + 2),
+            n_clipped=n_clipped,
+            n_gradient_evals=sch.n_first + 2 * sch.batch_size * K,
+            extra={
+                "schedule": sch.to_dict(),
+                "n_diff_clipped": n_diff,
+                "history_samples": samples,
+                "history_time": times,
+                "seconds": elapsed(t0),
+            },
+        )
