@@ -425,21 +425,21 @@ def test_bad_privacy_parameters(cls):
         cls(1.0, 1e-3, noise_std=-1.0)
 
 
-def test_bad_hyperparameters_and_data():
-    with pytest.raises(ValueError, match="n_epochs"):
-        DPSVRG(1.0, 1e-3, n_epochs=0)
-    with pytest.raises(TypeError, match="inner_steps"):
-        DPSVRG(1.0, 1e-3, inner_steps=2.5)
-    with pytest.raises(ValueError, match="reg must be one of"):
-        DPGD(1.0, 1e-3, reg="l3")
-    with pytest.raises(ValueError, match="reg_strength"):
-        DPGD(1.0, 1e-3, reg_strength=0.1)
-    with pytest.raises(ValueError, match="output"):
-        DPGD(1.0, 1e-3, output="best")
-    with pytest.raises(ValueError, match="geometry"):
-        DPAccMD(1.0, 1e-3, geometry="linf")
-    with pytest.raises(ValueError, match="step_size"):
-        DPGD(1.0, 1e-3, step_size=-0.1)
+@pytest.mark.parametrize("cls, kwargs, error, match", [
+    (DPSVRG, {"n_epochs": 0}, ValueError, "n_epochs"),
+    (DPSVRG, {"inner_steps": 2.5}, TypeError, "inner_steps"),
+    (DPGD, {"reg": "l3"}, ValueError, "reg must be one of"),
+    (DPGD, {"reg_strength": 0.1}, ValueError, "reg_strength"),
+    (DPGD, {"output": "best"}, ValueError, "output"),
+    (DPAccMD, {"geometry": "linf"}, ValueError, "geometry"),
+    (DPGD, {"step_size": -0.1}, ValueError, "step_size"),
+])
+def test_bad_hyperparameters(cls, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        cls(1.0, 1e-3, **kwargs)
+
+
+def test_bad_data():
     opt = DPGD(1.0, 1e-3, n_iters=2)
     X, y = logistic_problem(n=20, d=3)
     rng = np.random.default_rng(0)

@@ -204,18 +204,19 @@ def test_same_seed_bit_identical_and_anytime():
         assert np.all(lp_norm(a.history, float(kw.get("p", 2.0))) <= 1.0 + 1e-9)
 
 
-def test_bad_input():
-    with pytest.raises(ValueError, match="p must be in"):
-        PrivateFTRL(1.0, 1e-5, p=3.0)
-    with pytest.raises(ValueError, match="p must be >"):
-        PrivateFTRL(1.0, 1e-5, p=1.0)
-    with pytest.raises(ValueError, match="noise must be one of"):
-        PrivateFTRL(1.0, 1e-5, noise="none")
-    with pytest.raises(ValueError, match="step_schedule"):
-        PrivateFTRL(1.0, 1e-5, step_schedule="decay")
-    with pytest.raises(ValueError, match=r"delta must be in \(0, 1\)"):
-        PrivateFTRL(1.0, 0.0)
-    with pytest.raises(ValueError, match="lipschitz"):
-        PrivateFTRL(1.0, 1e-5, lipschitz=-2.0)
+@pytest.mark.parametrize("args, kwargs, match", [
+    ((1.0, 1e-5), {"p": 3.0}, "p must be in"),
+    ((1.0, 1e-5), {"p": 1.0}, "p must be >"),
+    ((1.0, 1e-5), {"noise": "none"}, "noise must be one of"),
+    ((1.0, 1e-5), {"step_schedule": "decay"}, "step_schedule"),
+    ((1.0, 0.0), {}, r"delta must be in \(0, 1\)"),
+    ((1.0, 1e-5), {"lipschitz": -2.0}, "lipschitz"),
+])
+def test_bad_parameters(args, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        PrivateFTRL(*args, **kwargs)
+
+
+def test_bad_data():
     with pytest.raises(ValueError, match="y must have shape"):
         PrivateFTRL(1.0, 1e-5).fit(ABS, np.ones((10, 2)), np.zeros(9), np.random.default_rng(0))

@@ -35,6 +35,7 @@ from dpbandits.privacy.guarantee import PrivacyGuarantee
 __all__ = [
     "BatchOptimizer",
     "BatchResult",
+    "IterateHistory",
     "Optimizer",
     "PrivateBatchOptimizer",
     "StreamingOptimizer",
@@ -264,6 +265,32 @@ class PrivateBatchOptimizer(BatchOptimizer):
         return BatchResult(theta=theta, history=history, history_steps=history_steps,
                            privacy=self.privacy_for(n, d), n_clipped=n_clipped,
                            n_gradient_evals=int(n_gradient_evals), extra=extra)
+
+
+class IterateHistory:
+    """Iterates a batch ``fit`` keeps (each ``(R, d)``), with the step (or cost) and the wall
+    time since the history was started at which each was recorded."""
+
+    def __init__(self, theta0: np.ndarray):
+        self._iterates = [theta0.copy()]
+        self._steps: list[int] = [0]
+        self._walls = [0.0]
+        self._t0 = time.perf_counter()
+
+    def record(self, theta: np.ndarray, step: int) -> None:
+        self._iterates.append(theta.copy())
+        self._steps.append(step)
+        self._walls.append(elapsed(self._t0))
+
+    def iterates(self) -> np.ndarray:
+        """``(R, n_recorded, d)``."""
+        return np.stack(self._iterates, axis=1)
+
+    def steps(self) -> np.ndarray:
+        return np.asarray(self._steps)
+
+    def wall_times(self) -> np.ndarray:
+        return np.asarray(self._walls)
 
 
 def elapsed(t0: float) -> float:

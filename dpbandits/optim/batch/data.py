@@ -1,5 +1,5 @@
-"""Data of the batch optimizers: validation of ``X``/``y``/``n_reps`` (:func:`prepare_data`)
-and of the initial point."""
+"""Data of the batch optimizers: validation of ``X``/``y``/``n_reps`` (:func:`prepare_data`),
+of the initial point, and the checked start of every ``fit`` (:func:`start_fit`)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpbandits._validation import check_array, check_int
+from dpbandits._validation import check_array, check_int, check_rng
+from dpbandits.optim.base import resolve_loss
 
-__all__ = ["Data", "check_theta0", "prepare_data"]
+__all__ = ["Data", "check_theta0", "prepare_data", "start_fit"]
 
 
 @dataclass(frozen=True)
@@ -96,3 +97,12 @@ def check_theta0(theta0, n_reps: int, d: int) -> np.ndarray:
     if t.shape == (n_reps, d):
         return t.copy()
     raise ValueError(f"theta0 must have shape ({d},) or ({n_reps}, {d}), got {t.shape}")
+
+
+def start_fit(loss, X, y, rng, n_reps, *, loss_names: bool = True, min_n: int = 1,
+              y_required: bool = True) -> tuple:
+    """What every batch ``fit`` starts from, checked in this order: ``(loss, rng, data)``
+    (:func:`~dpbandits.optim.base.resolve_loss`, a numpy Generator, :func:`prepare_data`)."""
+    loss = resolve_loss(loss, names=loss_names)
+    rng = check_rng(rng)
+    return loss, rng, prepare_data(X, y, n_reps, min_n=min_n, y_required=y_required)

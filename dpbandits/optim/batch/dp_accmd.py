@@ -39,14 +39,12 @@ Privacy (Theorem 5.3): ``T`` Gaussian queries of the clipped mean gradient (sens
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
-from dpbandits._validation import check_array, check_choice, check_int, check_positive, check_rng
+from dpbandits._validation import check_array, check_choice, check_positive
 from dpbandits.geometry import project_l1_ball, project_l2_ball
-from dpbandits.optim.base import BatchResult, check_clip, resolve_loss
-from dpbandits.optim.batch.data import prepare_data
+from dpbandits.optim.base import BatchResult, IterateHistory
+from dpbandits.optim.batch.data import start_fit
 from dpbandits.optim.batch.dp_gd import FullGradientGaussian
 from dpbandits.optim.batch.oracle import GradientOracle
 
@@ -153,14 +151,9 @@ class DPAccMD(FullGradientGaussian):
     def __init__(self, epsilon, delta, *, n_iters=50, geometry="l1", radius=1.0, clip_norm=1.0,
                  smoothness=None, noise_std=None, theta0=None, record_every=1):
         self._store_params(locals())
-        check_int("n_iters", n_iters, low=1)
         check_choice("geometry", geometry, {"l1", "l2"})
         check_positive("radius", radius)
-        check_clip(clip_norm)
-        if smoothness is not None:
-            check_positive("smoothness", smoothness)
-        check_int("record_every", record_every, low=1)
-        self._check_target()
+        self._check_schedule()
 
     def _L(self, loss) -> float:
         if self.smoothness is not None:
@@ -200,9 +193,7 @@ class DPAccMD(FullGradientGaussian):
         return x0
 
     def fit(self, loss, X, y, rng, n_reps=None) -> BatchResult:
-        loss = resolve_loss(loss, names=False)
-        rng = check_rng(rng)
-        data = prepare_data(X, y, n_reps, min_n=2)
+        loss, rng, data = start_fit(loss, X, y, rng, n_reps, loss_names=False, min_n=2)
         sigma = self._noise(data.n)[0]
         R, n, d, T = data.n_reps, data.n, data.d, int(self.n_iters)
         r = float(self.radius)
@@ -215,9 +206,8 @@ class DPAccMD(FullGradientGaussian):
             u = np.concatenate([np.maximum(x0, 0), np.maximum(-x0, 0)], axis=-1) / r
             u = u + np.maximum(0.0, 1.0 - u.sum(-1, keepdims=True)) / (2 * d)
             log_u = np.log(np.maximum(u, 1e-300))
-        history, steps, walls = [y_k.copy()], [0], [0.0]
         n_clipped = np.zeros(R, dtype=np.int64)
-        t0 = time.perf_counter()
+        history = IterateHistory(y_k)
         for k in range(T):
             alpha = (k + 2) / (4.0 * LC)
             rk = 2.0 / (k + 2)
@@ -238,17 +228,15 @@ class DPAccMD(FullGradientGaussian):
                 log_u = np.log(np.maximum(w, 1e-300))
                 z_k = r * (w[:, :d] - w[:, d:])
             if (k + 1) % self.record_every == 0 or k + 1 == T:
-                history.append(y_k.copy())
-                steps.append(k + 1)
-                walls.append(time.perf_counter() - t0)
-        steps = np.asarray(steps)
+                history.record(y_k, k + 1)
+        steps = history.steps()
         return self._result(
             n, d,
             theta=y_k,
-            history=np.stack(history, axis=1),
+            history=history.iterates(),
             history_steps=steps,
             n_clipped=n_clipped,
             n_gradient_evals=n * T,
-            extra={"grad_evals": n * steps, "wall_time": np.asarray(walls), "noise_std": sigma,
+            extra={"grad_evals": n * steps, "wall_time": history.wall_times(), "noise_std": sigma,
                    "L_C": LC, "z_last": z_k},
         )

@@ -22,14 +22,18 @@ averages over ``{0, ..., T-1}``, which is what is implemented (the note's readin
 from __future__ import annotations
 
 import math
-import time
 
 import dp_accounting
 import numpy as np
 
-from dpbandits._validation import check_choice, check_int, check_positive, check_rng
-from dpbandits.optim.base import BatchResult, PrivateBatchOptimizer, check_clip, resolve_loss
-from dpbandits.optim.batch.data import check_theta0, prepare_data
+from dpbandits._validation import check_choice, check_int, check_positive
+from dpbandits.optim.base import (
+    BatchResult,
+    IterateHistory,
+    PrivateBatchOptimizer,
+    check_clip,
+)
+from dpbandits.optim.batch.data import check_theta0, start_fit
 from dpbandits.optim.batch.oracle import GradientOracle, Regularizer
 from dpbandits.privacy import accounting as acc
 from dpbandits.privacy.guarantee import PrivacyGuarantee
@@ -70,6 +74,16 @@ class FullGradientGaussian(PrivateBatchOptimizer):
 
     _label = ""
     _basis_alg = ""
+
+    def _check_schedule(self) -> None:
+        """The parameters both methods share: ``n_iters``, ``clip_norm``, ``smoothness``,
+        ``record_every`` and the privacy target."""
+        check_int("n_iters", self.n_iters, low=1)
+        check_clip(self.clip_norm)
+        if self.smoothness is not None:
+            check_positive("smoothness", self.smoothness)
+        check_int("record_every", self.record_every, low=1)
+        self._check_target()
 
     def _noise(self, n):
         n = self._check_n(n)
@@ -114,16 +128,11 @@ class DPGD(FullGradientGaussian):
                  clip_norm=1.0, reg=None, reg_strength=0.0, smoothness=None, noise_std=None,
                  theta0=None, record_every=1):
         self._store_params(locals())
-        check_int("n_iters", n_iters, low=1)
         if step_size is not None:
             check_positive("step_size", step_size)
         check_choice("output", output, {"last", "random"})
-        check_clip(clip_norm)
         self._reg = Regularizer(reg, reg_strength)
-        if smoothness is not None:
-            check_positive("smoothness", smoothness)
-        check_int("record_every", record_every, low=1)
-        self._check_target()
+        self._check_schedule()
 
     def _eta(self, loss) -> float:
         if self.step_size is not None:
@@ -138,9 +147,7 @@ class DPGD(FullGradientGaussian):
         return 1.0 / L
 
     def fit(self, loss, X, y, rng, n_reps=None) -> BatchResult:
-        loss = resolve_loss(loss, names=False)
-        rng = check_rng(rng)
-        data = prepare_data(X, y, n_reps, min_n=2)
+        loss, rng, data = start_fit(loss, X, y, rng, n_reps, loss_names=False, min_n=2)
         eta = self._eta(loss)
         sigma = self._noise(data.n)[0]
         R, n, d, T = data.n_reps, data.n, data.d, int(self.n_iters)
@@ -149,9 +156,8 @@ class DPGD(FullGradientGaussian):
         x = check_theta0(self.theta0, R, d)
         pick = rng.integers(0, T, size=R) if self.output == "random" else None
         chosen = x.copy() if pick is not None else None
-        history, steps, walls = [x.copy()], [0], [0.0]
         n_clipped = np.zeros(R, dtype=np.int64)
-        t0 = time.perf_counter()
+        history = IterateHistory(x)
         for t in range(1, T + 1):
             if pick is not None:  # x_{t-1} is the candidate for m = t - 1
                 hit = pick == t - 1
@@ -162,18 +168,16 @@ class DPGD(FullGradientGaussian):
                 g = g + rng.normal(0.0, sigma, size=(R, d))
             x = reg.prox(x - eta * g, eta)
             if t % self.record_every == 0 or t == T:
-                history.append(x.copy())
-                steps.append(t)
-                walls.append(time.perf_counter() - t0)
-        steps = np.asarray(steps)
+                history.record(x, t)
+        steps = history.steps()
         return self._result(
             n, d,
             theta=x if pick is None else chosen,
-            history=np.stack(history, axis=1),
+            history=history.iterates(),
             history_steps=steps,
             n_clipped=n_clipped,
             n_gradient_evals=n * T,
-            extra={"grad_evals": n * steps, "wall_time": np.asarray(walls),
+            extra={"grad_evals": n * steps, "wall_time": history.wall_times(),
                    "noise_std": sigma, "step_size": eta, "output_index": pick,
                    "last_iterate": x},
         )

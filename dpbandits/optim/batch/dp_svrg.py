@@ -37,14 +37,18 @@ experiments in ``experiments/seed001_dp_erm`` quantify the consequence.
 from __future__ import annotations
 
 import math
-import time
 
 import dp_accounting
 import numpy as np
 
-from dpbandits._validation import check_int, check_positive, check_rng
-from dpbandits.optim.base import BatchResult, PrivateBatchOptimizer, check_clip, resolve_loss
-from dpbandits.optim.batch.data import check_theta0, prepare_data
+from dpbandits._validation import check_int, check_positive
+from dpbandits.optim.base import (
+    BatchResult,
+    IterateHistory,
+    PrivateBatchOptimizer,
+    check_clip,
+)
+from dpbandits.optim.batch.data import check_theta0, prepare_data, start_fit
 from dpbandits.optim.batch.oracle import GradientOracle, Regularizer
 from dpbandits.privacy import accounting as acc
 from dpbandits.privacy.guarantee import PrivacyGuarantee
@@ -223,9 +227,7 @@ class _VarianceReduced(PrivateBatchOptimizer):
     def fit(self, loss, X, y, rng, n_reps=None) -> BatchResult:
         """Run the algorithm on ``X (n, d)`` (shared by ``n_reps`` replications) or
         ``X (R, n, d)``; history = the snapshots ``x~_0, ..., x~_T``."""
-        loss = resolve_loss(loss, names=False)
-        rng = check_rng(rng)
-        data = prepare_data(X, y, n_reps, min_n=2)
+        loss, rng, data = start_fit(loss, X, y, rng, n_reps, loss_names=False, min_n=2)
         if self._from_loss:  # derived from a previous loss's smoothness: recompute
             self._resolved = None
         eta, m = self._resolve(loss)
@@ -235,11 +237,9 @@ class _VarianceReduced(PrivateBatchOptimizer):
         reg = self._reg
         snap_point = check_theta0(self.theta0, R, d)
         x = snap_point.copy()
-        history = [snap_point.copy()]
-        evals, walls = [0], [0.0]
         n_clipped = np.zeros(R, dtype=np.int64)
         n_evals = 0
-        t0 = time.perf_counter()
+        history = IterateHistory(snap_point)  # steps: gradient evaluations so far
         for m_s in self._epoch_lengths(m):
             snap = oracle.snapshot(snap_point)
             n_clipped += snap.n_clipped
@@ -260,17 +260,15 @@ class _VarianceReduced(PrivateBatchOptimizer):
                     acc += x
             n_evals += 2 * m_s
             snap_point = acc / m_s
-            history.append(snap_point.copy())
-            evals.append(n_evals)
-            walls.append(time.perf_counter() - t0)
+            history.record(snap_point, n_evals)
         return self._result(
             n, d,
             theta=snap_point,
-            history=np.stack(history, axis=1),
-            history_steps=np.arange(len(history)),
+            history=history.iterates(),
+            history_steps=np.arange(len(history.steps())),
             n_clipped=n_clipped,
             n_gradient_evals=int(n_evals),
-            extra={"grad_evals": np.asarray(evals), "wall_time": np.asarray(walls),
+            extra={"grad_evals": history.steps(), "wall_time": history.wall_times(),
                    "noise_std": sigma, "step_size": eta, "inner_steps": m,
                    "epoch_lengths": self._epoch_lengths(m), "last_iterate": x},
         )

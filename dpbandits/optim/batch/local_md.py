@@ -30,9 +30,8 @@ from dpbandits.optim.base import (
     BatchResult,
     clipped_gradients,
     elapsed,
-    resolve_loss,
 )
-from dpbandits.optim.batch.data import prepare_data
+from dpbandits.optim.batch.data import start_fit
 from dpbandits.optim.batch.lp_ball import LpBallOptimizer
 from dpbandits.privacy import accounting
 from dpbandits.privacy.guarantee import PrivacyGuarantee
@@ -204,9 +203,7 @@ class LocalMD(LpBallOptimizer):
     def fit(self, loss, X, y, rng, n_reps=None) -> BatchResult:
         """Run LocalMD on ``X`` ``(n, d)`` / ``(R, n, d)`` and ``y``; all draws from ``rng``."""
         t0 = time.perf_counter()
-        loss = resolve_loss(loss)
-        rng = check_rng(rng)
-        data = prepare_data(X, y, n_reps)
+        loss, rng, data = start_fit(loss, X, y, rng, n_reps)
         R, n, d = data.n_reps, data.n, data.d
         if d < 2:
             raise ValueError(f"LocalMD needs d >= 2 features (its batch size uses log d), "

@@ -35,16 +35,15 @@ import dp_accounting
 import numpy as np
 from dp_accounting import dp_event as _ev
 
-from dpbandits._validation import check_epsilon, check_int, check_positive, check_rng
+from dpbandits._validation import check_epsilon, check_int, check_positive
 from dpbandits.geometry import dual_exponent, lmo_lp_ball, lp_norm, noise_geometry
 from dpbandits.optim.base import (
     BatchResult,
     clipped_gradient_sum,
     clipped_gradients,
     elapsed,
-    resolve_loss,
 )
-from dpbandits.optim.batch.data import prepare_data
+from dpbandits.optim.batch.data import start_fit
 from dpbandits.optim.batch.lp_ball import LpBallOptimizer
 from dpbandits.privacy import accounting
 from dpbandits.privacy.guarantee import PrivacyGuarantee
@@ -218,9 +217,7 @@ class NoisySFW(LpBallOptimizer):
     def fit(self, loss, X, y, rng, n_reps=None) -> BatchResult:
         """Run NoisySFW on ``X`` ``(n, d)`` / ``(R, n, d)`` and ``y``; noise from ``rng``."""
         t0 = time.perf_counter()
-        loss = resolve_loss(loss)
-        rng = check_rng(rng)
-        data = prepare_data(X, y, n_reps)
+        loss, rng, data = start_fit(loss, X, y, rng, n_reps)
         R, n, d = data.n_reps, data.n, data.d
         if n < 4:
             raise ValueError(f"NoisySFW needs n >= 4 samples, got n={n}")

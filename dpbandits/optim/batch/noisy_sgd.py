@@ -30,7 +30,6 @@ from dpbandits._validation import (
     check_delta_open,
     check_epsilon,
     check_int,
-    check_rng,
 )
 from dpbandits.geometry import lp_norm, project_l2_ball, project_lp_ball
 from dpbandits.losses import GLMLoss, HuberLoss, LogisticLoss, SquaredLoss
@@ -39,10 +38,9 @@ from dpbandits.optim.base import (
     BatchResult,
     clipped_gradients,
     elapsed,
-    resolve_loss,
 )
 from dpbandits.optim.batch import _noisy_sgd_kernel as _kernel
-from dpbandits.optim.batch.data import prepare_data
+from dpbandits.optim.batch.data import start_fit
 from dpbandits.optim.batch.lp_ball import LpBallOptimizer
 from dpbandits.privacy import accounting
 from dpbandits.privacy.accounting import SCO_BASELINE_ORDERS
@@ -203,9 +201,7 @@ class NoisySGD(LpBallOptimizer):
         ``(R, d, T, n_history)``.
         """
         t0 = time.perf_counter()
-        loss = resolve_loss(loss)
-        rng = check_rng(rng)
-        data = prepare_data(X, y, n_reps)
+        loss, rng, data = start_fit(loss, X, y, rng, n_reps)
         R, n, d = data.n_reps, data.n, data.d
         backend = self._resolve_backend(loss)
         T = self._steps(n)

@@ -47,16 +47,20 @@ one depends on the differing sample — one Gaussian mechanism of multiplier ``s
 from __future__ import annotations
 
 import math
-import time
 
 import dp_accounting
 import numpy as np
 from scipy import special
 
-from dpbandits._validation import check_choice, check_p, check_positive, check_rng
+from dpbandits._validation import check_choice, check_p, check_positive
 from dpbandits.geometry import dual_exponent, lmo_lp_ball, lp_norm, project_l2_ball
-from dpbandits.optim.base import BatchResult, PrivateBatchOptimizer, check_clip, resolve_loss
-from dpbandits.optim.batch.data import prepare_data
+from dpbandits.optim.base import (
+    BatchResult,
+    IterateHistory,
+    PrivateBatchOptimizer,
+    check_clip,
+)
+from dpbandits.optim.batch.data import start_fit
 from dpbandits.optim.batch.oracle import GradientOracle
 from dpbandits.privacy import accounting as acc
 from dpbandits.privacy.guarantee import PrivacyGuarantee
@@ -235,9 +239,8 @@ class PrivateFTRL(PrivateBatchOptimizer):
             ) -> BatchResult:
         """One pass over the rows of ``X`` in order (``T = n``). History: ``w_1`` and every
         ``record_every``-th iterate (default ``max(1, T // 100)``) up to ``w_{T+1}``."""
-        loss = resolve_loss(loss, names=False)
-        rng = check_rng(rng)
-        data = prepare_data(X, y, n_reps, min_n=2, y_required=False)
+        loss, rng, data = start_fit(loss, X, y, rng, n_reps, loss_names=False, min_n=2,
+                                    y_required=False)
         R, T, d = data.n_reps, data.n, data.d
         sigma, _ = self._claimed(T)
         p, q = float(self.p), self.q
@@ -254,9 +257,8 @@ class PrivateFTRL(PrivateBatchOptimizer):
         oracle = GradientOracle(loss, data, L, q=q)
         G = np.zeros((R, d))
         w = np.zeros((R, d))  # w_1 = argmin_W Psi = 0
-        history, steps, walls = [w.copy()], [0], [0.0]
         n_clipped = np.zeros(R, dtype=np.int64)
-        t0 = time.perf_counter()
+        history = IterateHistory(w)
         block = 256
         noise = None
         for t in range(1, T + 1):
@@ -277,15 +279,13 @@ class PrivateFTRL(PrivateBatchOptimizer):
                 radius_t = np.minimum(r, eta * (p - 1.0) * lp_norm(G, q))
                 w = lmo_lp_ball(G, p, 1.0) * radius_t[:, None]
             if t % record_every == 0 or t == T:
-                history.append(w.copy())
-                steps.append(t)
-                walls.append(time.perf_counter() - t0)
+                history.record(w, t)
         return self._result(
             T, d,
             theta=w,
-            history=np.stack(history, axis=1),
-            history_steps=np.asarray(steps),
+            history=history.iterates(),
+            history_steps=history.steps(),
             n_clipped=n_clipped,
             n_gradient_evals=T,
-            extra={"noise_std": sigma, "step_scale": scale, "wall_time": np.asarray(walls)},
+            extra={"noise_std": sigma, "step_scale": scale, "wall_time": history.wall_times()},
         )

@@ -43,10 +43,10 @@ import math
 import dp_accounting
 import numpy as np
 
-from dpbandits._validation import check_choice, check_positive, check_rng
+from dpbandits._validation import check_choice, check_positive
 from dpbandits.geometry import project_l2_ball
-from dpbandits.optim.base import BatchResult, PrivateBatchOptimizer, check_clip, resolve_loss
-from dpbandits.optim.batch.data import prepare_data
+from dpbandits.optim.base import BatchResult, PrivateBatchOptimizer, check_clip
+from dpbandits.optim.batch.data import start_fit
 from dpbandits.optim.batch.oracle import GradientOracle
 from dpbandits.privacy import accounting as acc
 from dpbandits.privacy.guarantee import PrivacyGuarantee
@@ -229,9 +229,8 @@ class PrivateSGD(PrivateBatchOptimizer):
     def fit(self, loss, X, y, rng, n_reps=None) -> BatchResult:
         """One run per replication on ``X (n, d)`` or ``X (R, n, d)``; ``y`` may be None for
         losses that ignore labels. History: ``w_1`` and the output."""
-        loss = resolve_loss(loss, names=False)
-        rng = check_rng(rng)
-        data = prepare_data(X, y, n_reps, min_n=2, y_required=False)
+        loss, rng, data = start_fit(loss, X, y, rng, n_reps, loss_names=False, min_n=2,
+                                    y_required=False)
         R, n, d = data.n_reps, data.n, data.d
         sigma = self._sigma(n)
         L, r = float(self.lipschitz), float(self.radius)
