@@ -33,7 +33,7 @@ from dp_accounting import dp_event as _ev
 from dp_accounting.rdp import RdpAccountant, compute_epsilon
 from dp_accounting.rdp.rdp_privacy_accountant import compute_delta
 
-from dpbandits._validation import check_real
+from dpbandits._validation import check_delta_open
 from dpbandits.privacy.accounting.events import check_event, flatten
 
 __all__ = [
@@ -130,7 +130,7 @@ def replace_one_rdp_epsilon(event, delta, orders=RDP_ORDERS) -> float:
     Kasiviswanathan 2019, Thm. 27). Cached on the event's repr (``ComposedDpEvent`` holds a
     list, so events are not hashable)."""
     check_event(event)
-    delta = check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+    delta = check_delta_open(delta)
     key = (repr(event), float(delta), tuple(orders))
     if key not in _CACHE:
         if len(_CACHE) > 4096:
