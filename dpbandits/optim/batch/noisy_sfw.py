@@ -127,8 +127,8 @@ def noisy_sfw_schedule(n, d, *, p, radius, epsilon, delta, lipschitz, smoothness
 
 
 # Lemma 2.1 is a tail bound whose Gaussian instance fails for large epsilon (see
-# dpbandits.optim.dp_tofw); above this epsilon the generalized-Gaussian guarantee is reported
-# as not certified, as DP-TOFW does.
+# dpbandits.optim.streaming.dp_tofw); above this epsilon the generalized-Gaussian guarantee is
+# reported as not certified, as DP-TOFW does.
 _LEMMA_2_1_MAX_EPS = 1.0
 
 

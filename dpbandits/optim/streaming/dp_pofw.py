@@ -60,7 +60,7 @@ certifies for the same ``(eps, delta)``, found with
 It is never noisier than the theorem calibration (it falls back to it, saying so).
 
 Gain at the Figure 5.1 setting (``n = T = 1e4``, ``d = 50``, ``delta = 1/T``, ``eps = 1``),
-computed by ``python -m dpbandits.optim.dp_pofw`` (``d`` plays no role in the scales; the
+computed by ``python -m dpbandits.optim.streaming.dp_pofw`` (``d`` plays no role in the scales; the
 schedule constant is ``c = kappa D C``, so ratios of ``kappa`` are ratios of noise scales)::
 
     theorem (Algorithm 2)        kappa = 36.84  (the proof's Azuma bound at this kappa: 0.689;

@@ -48,7 +48,7 @@ certified* (Lemma 2.1's Gaussian instance fails for large epsilon, e.g. ``eps = 
   ``s``. It is never noisier than the theorem calibration; the basis says so.
 
 Noise at ``n = 1e4``, ``d = 20``, ``eps = 1``, ``delta = 1e-4`` (``python -m
-dpbandits.optim.dp_tofw``; ``sigma_+`` for ``beta D + L = 4``)::
+dpbandits.optim.streaming.dp_tofw``; ``sigma_+`` for ``beta D + L = 4``)::
 
     p = inf : theorem 2620.1, accountant 426.6  -> 6.14x less noise (Gaussian branch)
     p = 2   : theorem  585.9, accountant  95.4  -> 6.14x less noise (Gaussian branch)

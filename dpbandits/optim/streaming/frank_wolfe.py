@@ -1,8 +1,8 @@
 """Shared machinery of the streaming private Frank-Wolfe optimizers of seed 000.
 
-:class:`~dpbandits.optim.dp_tofw.DPTOFW` (Algorithm 1, ``1 < p <= inf``) and
-:class:`~dpbandits.optim.dp_pofw.DPPOFW` (Algorithm 2, ``p = 1``) share everything except how
-the search direction is privatized; this module holds the common part:
+:class:`~dpbandits.optim.streaming.dp_tofw.DPTOFW` (Algorithm 1, ``1 < p <= inf``) and
+:class:`~dpbandits.optim.streaming.dp_pofw.DPPOFW` (Algorithm 2, ``p = 1``) share everything
+except how the search direction is privatized; this module holds the common part:
 
 * the recursive gradient of Xie et al. (2020) in its *sum form* (seed 000, eq. 3.1)::
 
