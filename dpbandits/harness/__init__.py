@@ -4,7 +4,9 @@ Public names (import them from here, not from the submodules):
 
 * :func:`simulate` — one agent on one environment, R replications, -> :class:`SimulationResult`;
 * :func:`compare` — several agents on common random numbers, -> (frame, summary, results);
-* :func:`sweep` over a :class:`SweepSpec` (parallel, resumable);
+* :func:`sweep` over a :class:`SweepSpec` (parallel, resumable), on the general grid runner
+  :func:`run_grid` (:func:`grid_cells` x seeds, stored per cell in :class:`CellFiles` or one
+  :class:`CsvTable`; finished cells are skipped on a re-run);
 * :func:`save_results`, :func:`load_results`, :func:`summarize` — tidy frames on disk;
 * :func:`plot_regret_curves` — cumulative-regret curves with analytic 95% bands;
 * :class:`AgentTuningObjective` — an agent's hyper-parameters as a DP-GIBO objective.
@@ -19,15 +21,16 @@ from __future__ import annotations
 import importlib
 
 from dpbandits.harness.compare import compare, summary_table
+from dpbandits.harness.grid import CellFiles, CsvTable, GridCell, grid_cells, run_grid
 from dpbandits.harness.results import SimulationResult, load_results, save_results, summarize
 from dpbandits.harness.simulate import simulate
 from dpbandits.harness.sweep import SweepSpec, sweep
 
 _LAZY = {"plot_regret_curves": "plots", "AgentTuningObjective": "tuning"}
 
-__all__ = ["AgentTuningObjective", "SimulationResult", "SweepSpec", "compare", "load_results",
-           "plot_regret_curves", "save_results", "simulate", "summarize", "summary_table",
-           "sweep"]
+__all__ = ["AgentTuningObjective", "CellFiles", "CsvTable", "GridCell", "SimulationResult",
+           "SweepSpec", "compare", "grid_cells", "load_results", "plot_regret_curves",
+           "run_grid", "save_results", "simulate", "summarize", "summary_table", "sweep"]
 
 
 def __getattr__(name: str):
