@@ -81,15 +81,19 @@ def load_config(path) -> dict:
     return validate_config(read_config(path))
 
 
+def _refuse_unknown_keys(table: dict, allowed, *, prefix: str) -> None:
+    unknown = set(table) - set(allowed)
+    if unknown:
+        key = sorted(unknown)[0]
+        raise ConfigError(f"unknown config key '{prefix}{key}'{did_you_mean(key, allowed)}; "
+                          f"allowed: {sorted(allowed)}")
+
+
 def validate_config(raw: dict) -> dict:
     """Check keys and types; return a normalised dict (agents as label -> spec)."""
     from dpbandits.agents import available_agents
 
-    unknown = set(raw) - TOP_KEYS
-    if unknown:
-        key = sorted(unknown)[0]
-        raise ConfigError(f"unknown config key '{key}'{did_you_mean(key, TOP_KEYS)}; allowed: "
-                          f"{sorted(TOP_KEYS)}")
+    _refuse_unknown_keys(raw, TOP_KEYS, prefix="")
     if "env" not in raw:
         raise ConfigError("config is missing the required key 'env' (a registered env id)")
     cfg = dict(raw)
@@ -129,11 +133,7 @@ def validate_config(raw: dict) -> dict:
     known = set(available_agents())
     for label, spec in agents.items():
         _expect(f"agents.{label}", spec, dict, "a table")
-        bad = set(spec) - AGENT_KEYS
-        if bad:
-            key = sorted(bad)[0]
-            raise ConfigError(f"unknown config key 'agents.{label}.{key}'"
-                              f"{did_you_mean(key, AGENT_KEYS)}; allowed: {sorted(AGENT_KEYS)}")
+        _refuse_unknown_keys(spec, AGENT_KEYS, prefix=f"agents.{label}.")
         if "name" not in spec:
             raise ConfigError(f"config is missing the required key 'agents.{label}.name'")
         name = _expect(f"agents.{label}.name", spec["name"], str, "an agent name")
