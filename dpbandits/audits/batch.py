@@ -72,7 +72,7 @@ GD_N, GD_T = 10, 16
 
 @register("dp-gd", fast_runs=20_000, thorough_runs=400_000, label=_LABEL)
 def audit_dp_gd(ctx: AuditContext):
-    """optim.dp_gd.DPGD (GDP-calibrated, last iterate)
+    """optim.DPGD (GDP-calibrated, last iterate)
 
     Canary: one of n = 10 samples with clipped gradient +-G, the others zero (d = 1, T = 16)
     Broken variant: per-step noise / 10 (noise level patched on the instance)
@@ -86,7 +86,7 @@ def audit_dp_gd(ctx: AuditContext):
 
 @register("dp-accmd", fast_runs=20_000, thorough_runs=400_000, label=_LABEL)
 def audit_dp_accmd(ctx: AuditContext):
-    """optim.dp_accmd.DPAccMD (l_2 ball, radius 100: projections inactive)
+    """optim.DPAccMD (l_2 ball, radius 100: projections inactive)
 
     Canary: one of n = 10 samples with clipped gradient +-G, the others zero (d = 1, T = 16)
     Broken variant: per-step noise / 10 (noise level patched on the instance)
@@ -139,7 +139,7 @@ PSGD_N = 2  # every sample is used (K = n): no amplification, one Gaussian query
 
 @register("private-sgd", fast_runs=10_000, thorough_runs=200_000, label=_LABEL)
 def audit_private_sgd(ctx: AuditContext):
-    """optim.private_sgd.PrivateSGD (seed 002, accountant calibration)
+    """optim.PrivateSGD (seed 002, accountant calibration)
 
     Canary: one of n = 2 samples with clipped subgradient +-L, the others zero (d = 1, radius 100)
     Broken variant: per-step noise / 10 (noise level patched on the instance)
@@ -208,18 +208,18 @@ _ftrl_paper = register_variants(
                 "of the algorithm (see private-ftrl-certified)",
     expected="violation", has_broken=False)
 _ftrl_paper("private-ftrl",
-            component="optim.private_ftrl.PrivateFTRL (seed 004, Theorem 5.4 claim, "
+            component="optim.PrivateFTRL (seed 004, Theorem 5.4 claim, "
                       "certified=False)",
             shows="the published zCDP claim of Private FTRL (amplification by iteration "
                   "without contraction) is violated: the mean-reverting |w| dynamics cancel "
                   "the accumulated noise and expose the last sample")
 _ftrl_paper("private-ftrl-first", fast_runs=2_000, thorough_runs=50_000,
-            component="optim.private_ftrl.PrivateFTRL (noise='first', Theorem 4.4 claim, "
+            component="optim.PrivateFTRL (noise='first', Theorem 4.4 claim, "
                       "certified=False)",
             shows="Theorem 4.4's anytime variant (noise on xi_1 only) gives no privacy at all "
                   "to a late sample")
 register("private-ftrl-certified", fast_runs=10_000, thorough_runs=200_000,
-         component="optim.private_ftrl.PrivateFTRL: the valid bound certified_privacy_for "
+         component="optim.PrivateFTRL: the valid bound certified_privacy_for "
                    "(one Gaussian query per sample)",
          canary=_FTRL_CANARY, broken_variant=_BROKEN, label=_LABEL,
          shows="the bound the implementation does certify holds on the counterexample that "

@@ -48,7 +48,7 @@ SFW_N, SFW_D = 16, 1
 
 @register("noisy-sfw", fast_runs=20_000, thorough_runs=1_000_000, label="noise / 10")
 def audit_noisy_sfw(ctx: AuditContext):
-    """optim.sco_baselines.NoisySFW (p = 2: Gaussian branch)
+    """optim.NoisySFW (p = 2: Gaussian branch)
 
     Canary: sample 1 (in the first half B0): clipped gradient +-L0 e_1; all other samples zero
         gradient (n = 16, d = 1)
@@ -124,8 +124,8 @@ _sgd = register_variants(
                 "claimed epsilon is the RDP accountant's (replace-one), itself an upper "
                 "bound")
 _sgd("noisy-sgd",
-     component="optim.sco_baselines.NoisySGD (paper's sigma; claim = RDP accountant)")
-_sgd("noisy-sgd-accountant", component="optim.sco_baselines.NoisySGD (accountant calibration)")
+     component="optim.NoisySGD (paper's sigma; claim = RDP accountant)")
+_sgd("noisy-sgd-accountant", component="optim.NoisySGD (accountant calibration)")
 
 
 # --------------------------------------------------------------------------------------------
@@ -138,7 +138,7 @@ LMD_BROKEN_C = 0.1
 
 @register("local-md", fast_runs=2_000, thorough_runs=40_000, label=f"noise constant {LMD_BROKEN_C}")
 def audit_local_md(ctx: AuditContext):
-    """optim.sco_baselines.LocalMD (p = 2, noise constant c = 100)
+    """optim.LocalMD (p = 2, noise constant c = 100)
 
     Canary: sample 1 of phase 1: clipped gradient +-L0 e_1, the others zero (n = 64, d = 2)
     Broken variant: noise constant c = 0.1 instead of 100 (the RDP claim for c = 100 has large

@@ -118,16 +118,16 @@ _tofw = register_variants(
                 "calibration, not necessarily in the released theta); canaries at later "
                 "positions, other losses")
 _tofw("dp-tofw", broken_variant=_TOFW["dp-tofw"][3],
-      component="optim.dp_tofw.DPTOFW (p = 2, theorem calibration eq. 3.2)",
+      component="optim.DPTOFW (p = 2, theorem calibration eq. 3.2)",
       shows="the Gaussian tree of DP-TOFW hides one sample's gradient increment as claimed "
             "(Theorem 3.1; loose: ~4x slack in mu)")
 _tofw("dp-tofw-accountant", broken_variant=_TOFW["dp-tofw-accountant"][3],
-      component="optim.dp_tofw.DPTOFW (p = 2, PLD accountant calibration)",
+      component="optim.DPTOFW (p = 2, PLD accountant calibration)",
       shows="the accountant calibration of DP-TOFW is tight and correct: the canary reaches "
             "97% of the claimed mu")
 _tofw("dp-tofw-generalized", broken_variant=_TOFW["dp-tofw-generalized"][3],
       fast_runs=5_000, thorough_runs=100_000,
-      component="optim.dp_tofw.DPTOFW (p = 1.5, d = 4: l_3 generalized-Gaussian nodes)",
+      component="optim.DPTOFW (p = 1.5, d = 4: l_3 generalized-Gaussian nodes)",
       shows="the generalized-Gaussian branch (Lemma 2.1 per node) is not less private than "
             "claimed for this canary")
 
@@ -187,12 +187,12 @@ _pofw = register_variants(
                 "two-vertex report-noisy-min leaks less, so a correct DP-POFW audits well "
                 "below its epsilon -- only calibration errors of a few x are detectable")
 _pofw("dp-pofw", broken_variant=_pofw_broken("dp-pofw"),
-      component="optim.dp_pofw.DPPOFW (Laplace, theorem calibration, Theorem 3.4)",
+      component="optim.DPPOFW (Laplace, theorem calibration, Theorem 3.4)",
       shows="the released iterates of DP-POFW hide the first sample (Theorem 3.4 schedule)")
 _pofw("dp-pofw-accountant", broken_variant=_pofw_broken("dp-pofw-accountant"),
-      component="optim.dp_pofw.DPPOFW (Laplace, PLD accountant calibration)",
+      component="optim.DPPOFW (Laplace, PLD accountant calibration)",
       shows="the accountant schedule (~2x less noise than the theorem) still hides the first "
             "sample")
 _pofw("dp-pofw-gumbel", broken_variant=_pofw_broken("dp-pofw-gumbel"),
-      component="optim.dp_pofw.DPPOFW (exponential mechanism, zCDP accountant)",
+      component="optim.DPPOFW (exponential mechanism, zCDP accountant)",
       shows="the exponential-mechanism (bounded-range) schedule still hides the first sample")
