@@ -18,3 +18,4 @@ from dpbandits.agents import dp_hdb as _dp_hdb  # noqa: E402,F401
 from dpbandits.agents import dp_ucb as _dp_ucb  # noqa: E402,F401
 from dpbandits.agents import fliphat as _fliphat  # noqa: E402,F401
 from dpbandits.agents import references as _references  # noqa: E402,F401
+from dpbandits.agents import screened_ls as _screened_ls  # noqa: E402,F401
