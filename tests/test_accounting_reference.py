@@ -5,7 +5,6 @@ saying why they moved."""
 
 from __future__ import annotations
 
-import dp_accounting
 import pytest
 
 from dpbandits.agents import make_agent
