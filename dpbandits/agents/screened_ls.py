@@ -40,18 +40,25 @@ Privacy (replace-one neighbouring on one user's ``(x_t, r_t)``)
   subspace.
 * Fitting release: the Gram is released as the vector ``(G_ii, sqrt(2) G_ij)_{i<j}``
   (whose l2 norm is the Frobenius norm) plus ``N(0, sigma_G^2 I)``, i.e. a symmetric noise
-  matrix with variance ``sigma_G^2`` on the diagonal and ``sigma_G^2 / 2`` off it; since
-  ``||u u' - u' u'^T||_F <= sqrt(2)`` (also across arms), the sensitivity is ``sqrt(2)``.
-  The targets have sensitivity ``2 y_max``. Two Gaussian mechanisms, composed exactly in
-  Gaussian DP; ``gram_share`` of ``mu^2`` goes to the Gram.
-* Each episode's mechanism is calibrated to ``(epsilon, delta)`` (exact Gaussian DP,
-  checked by the PLD accountant). The episodes hold disjoint users and each only
-  post-processes earlier *published* releases (the schedule is fixed in advance), so the
-  sequence of releases is ``(epsilon, delta)``-DP in any one user's data (parallel
-  composition); each action is a function of its own user's context, the releases and the
-  agent's own randomness, so the agent is ``(epsilon, delta)``-JDP (billboard lemma, Hsu et
-  al. 2014; Shariff & Sheffet 2018). ``ledger`` is the event of the episode with the
-  largest epsilon.
+  matrix with variance ``sigma_G^2`` on the diagonal and ``sigma_G^2 / 2`` off it, together
+  with the targets plus ``N(0, sigma_b^2 I)``: one Gaussian mechanism with two known noise
+  scales, exactly ``mu``-GDP for ``mu^2 = sup ||dG||_F^2/sigma_G^2 + ||db||^2/sigma_b^2``
+  over neighbours (:func:`fit_sensitivity`). Write ``A = 2/sigma_G^2``,
+  ``B = 2 y_max^2/sigma_b^2``, ``rho = ||u||, rho' = ||u'|| <= 1`` and
+  ``p = |<u, u'>| <= rho rho'``. Same arm: ``||u u^T - u' u'^T||_F^2 = rho^4 + rho'^4 - 2p^2``
+  and ``||y u - y' u'||^2 <= y_max^2 (rho^2 + rho'^2 + 2p)``, so
+  ``mu^2 <= A + B - A p^2 + B p <= A + B + B^2/(4A)`` (``2B`` when ``B > 2A``, as ``p <= 1``).
+  Different arms: ``mu^2 <= A + B``. The bound is attained (unit ``u, u'`` with
+  ``<u, u'> = B/(2A)``, ``y = -y' = y_max``). ``gram_share`` is ``A / (A + 2B)``, the Gram's
+  part of the two worst cases added up.
+* Each release is one Gaussian mechanism of noise multiplier ``k`` (``1/k``-GDP), the
+  smallest ``k`` the PLD accountant certifies at ``(epsilon, delta)``. The episodes hold
+  disjoint users and each only post-processes earlier *published* releases (the schedule is
+  fixed in advance), so the sequence of releases is ``(epsilon, delta)``-DP in any one
+  user's data (parallel composition); each action is a function of its own user's context,
+  the releases and the agent's own randomness, so the agent is ``(epsilon, delta)``-JDP
+  (billboard lemma, Hsu et al. 2014; Shariff & Sheffet 2018). ``ledger`` is that Gaussian
+  event (parallel composition: the largest of the episodes' events, all equal).
 
 Enforced and counted: rewards clipped (``n_clipped_rewards_``); rows with ``||x|| = 0`` (or
 ``||x_S|| = 0``) contribute nothing (``n_zero_rows_``).
@@ -79,7 +86,7 @@ import numpy as np
 
 from dpbandits._validation import check_int, check_positive, check_real
 from dpbandits.agents.base import PrivateAgent, register_agent
-from dpbandits.privacy.accounting import calibrate, compose, epsilon_of, gaussian_event
+from dpbandits.privacy.accounting import calibrate, gaussian_event
 from dpbandits.privacy.accounting import gaussian_multiplier as _gdp_multiplier
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 
@@ -106,6 +113,17 @@ def _goe(rng: np.random.Generator, shape: tuple, sigma: float) -> np.ndarray:
     out = upper + np.swapaxes(upper, -1, -2)
     out[..., np.arange(s), np.arange(s)] = rng.standard_normal(shape[:-1]) * sigma
     return out
+
+
+def fit_sensitivity(k_gram: float, k_target: float) -> float:
+    """Exact replace-one sensitivity, in the noise metric, of the fitting release whose Gram
+    has noise multiplier ``k_gram`` (std ``k_gram sqrt(2)``) and whose targets have
+    ``k_target`` (std ``k_target 2 y_max``): ``sqrt(A + B + B^2/(4A))`` with
+    ``A = 1/k_gram^2`` and ``B = 1/(2 k_target^2)``, or ``sqrt(2B)`` when ``B > 2A``
+    (derivation in the module docstring). The release is ``1/k``-GDP for ``k`` = 1 / this."""
+    a = 1.0 / check_positive("k_gram", k_gram) ** 2
+    b = 0.5 / check_positive("k_target", k_target) ** 2
+    return math.sqrt(a + b + b * b / (4.0 * a) if b <= 2.0 * a else 2.0 * b)
 
 
 def _normalize(x: np.ndarray, r: np.ndarray, y_max: float):
@@ -166,27 +184,25 @@ class ScreenedLS(PrivateAgent):
 
     # -- calibration -------------------------------------------------------------------------
     def _calibrate(self) -> None:
-        """Noise multipliers of the two kinds of release, each certified at (eps, delta)."""
-        K = self.n_arms
+        """Noise scales of both kinds of release at one certified multiplier ``k``."""
+        K, g = self.n_arms, self._share
         self.sensitivities = {"screen": 2.0 * self._y_screen * math.sqrt((K - 1) / K),
                               "gram": math.sqrt(2.0), "target": 2.0 * self._y_fit}
         if not self._private:
-            self.multipliers = {"screen": 0.0, "gram": 0.0, "target": 0.0}
-            self.sigmas = dict(self.multipliers)
+            self.multiplier = 0.0
+            self.sigmas = {"screen": 0.0, "gram": 0.0, "target": 0.0}
             return
-        eps, dlt, g = self._eps, self._delta, self._share
-        base = _gdp_multiplier(eps, dlt, 1)  # exact GDP; nudged up until the PLD certifies
-        k_screen = calibrate(lambda k: gaussian_event(k), eps, dlt, lower=base,
-                             growth=1.0 + 1e-4, rtol=math.inf)
-        k_fit = calibrate(lambda k: self._fit_event(k), eps, dlt, lower=base,
-                          growth=1.0 + 1e-4, rtol=math.inf)
-        self.multipliers = {"screen": k_screen, "gram": k_fit / math.sqrt(g),
-                            "target": k_fit / math.sqrt(1.0 - g)}
-        self.sigmas = {k: self.multipliers[k] * self.sensitivities[k] for k in self.multipliers}
-
-    def _fit_event(self, k: float):
-        g = self._share
-        return compose([gaussian_event(k / math.sqrt(g)), gaussian_event(k / math.sqrt(1 - g))])
+        base = _gdp_multiplier(self._eps, self._delta, 1)  # exact GDP, nudged up until the
+        k = calibrate(gaussian_event, self._eps, self._delta, lower=base,  # PLD certifies it
+                      growth=1.0 + 1e-4, rtol=math.inf)
+        self.multiplier = k
+        # Gram and targets: multipliers k_G, k_b with 1/k_G^2 : 1/k_b^2 = g : 1 - g, scaled so
+        # that the exact sensitivity (fit_sensitivity) of the joint release is 1/k
+        unit = fit_sensitivity(1.0 / math.sqrt(g), 1.0 / math.sqrt(1.0 - g))
+        k_gram, k_target = unit * k / math.sqrt(g), unit * k / math.sqrt(1.0 - g)
+        self.sigmas = {"screen": k * self.sensitivities["screen"],
+                       "gram": k_gram * self.sensitivities["gram"],
+                       "target": k_target * self.sensitivities["target"]}
 
     # -- privacy -----------------------------------------------------------------------------
     @property
@@ -196,23 +212,18 @@ class ScreenedLS(PrivateAgent):
         return PrivacyGuarantee(
             self._eps, self._delta, notion="JDP", neighbouring="replace-one",
             basis=("Gaussian mechanisms on row-normalized statistics (||u|| <= 1 by "
-                   "construction, targets clipped), one release per user: each episode's "
-                   "release (screening contrasts; or the screened Gram and targets, composed "
-                   "exactly in Gaussian DP) is calibrated to (epsilon, delta) and certified "
-                   "by the dp_accounting PLD accountant; episodes on a fixed schedule hold "
-                   "disjoint users (parallel composition); actions post-process the releases "
-                   "and the user's own context (billboard lemma)"))
+                   "construction, targets clipped), one release per user: every episode's "
+                   "release (screening contrasts; or the screened Gram and targets, one "
+                   "Gaussian mechanism with its exact joint sensitivity) is 1/k-GDP with k "
+                   "certified at (epsilon, delta) by the dp_accounting PLD accountant; episodes "
+                   "on a fixed schedule hold disjoint users (parallel composition); actions "
+                   "post-process the releases and the user's own context (billboard lemma)"))
 
     @property
     def ledger(self):
-        """Event of the episode kind with the largest epsilon (parallel composition)."""
-        if not self._private:
-            return None
-        events = [gaussian_event(self.multipliers["screen"])]
-        if len(self._ends) > self._n_screen:
-            events.append(self._fit_event(self.multipliers["gram"] * math.sqrt(self._share)))
-        eps = [epsilon_of(e, self._delta) for e in events]
-        return events[int(np.argmax(eps))]
+        """The Gaussian event of every episode's release (parallel composition: their
+        maximum, and they are equal)."""
+        return gaussian_event(self.multiplier) if self._private else None
 
     @property
     def episode_ends_(self) -> list[int]:

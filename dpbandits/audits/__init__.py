@@ -24,7 +24,8 @@ __all__ = ["AUDITS", "CONFIDENCE", "MISSING", "AuditContext", "AuditResult", "Re
            "format_table", "run_audits", "select"]
 
 #: catalogue modules, in the order of the report (each registers its audits on import)
-CATALOGUE = ("mechanisms", "peeling", "tree", "streaming", "sco", "batch", "agents", "bo")
+CATALOGUE = ("mechanisms", "peeling", "tree", "streaming", "sco", "batch", "agents",
+             "screened_ls", "bo")
 
 for _module in CATALOGUE:
     try:
