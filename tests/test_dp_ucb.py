@@ -7,11 +7,14 @@ from dpbandits.agents import make_agent
 from dpbandits.agents.dp_ucb import (
     gaussian_sigma_accountant,
     gaussian_sigma_theorem,
-    symmetric_gaussian_noise,
     tree_depth,
-    wishart_noise,
 )
-from dpbandits.privacy.mechanisms import gaussian_mechanism_delta, gaussian_sigma_analytic
+from dpbandits.privacy.mechanisms import (
+    gaussian_mechanism_delta,
+    gaussian_sigma_analytic,
+    symmetric_gaussian_matrix,
+    wishart_matrix,
+)
 from dpbandits.privacy.tree import tree_levels
 
 
@@ -128,8 +131,8 @@ def test_wishart_release_eigenvalues_lie_in_proposition_9_bounds(shifted):
     agent = make_agent("dp-ucb", n_arms=K, dim=d, horizon=T, epsilon=0.5, delta=1e-3,
                        noise="wishart", wishart_shift=shifted)
     c = agent.constants
-    w = wishart_noise(np.random.default_rng(8), (200,), D + 1, c["m"] * c["k"],
-                      agent.l_tilde**2)
+    w = wishart_matrix(np.random.default_rng(8), D + 1, c["m"] * c["k"], agent.l_tilde**2,
+                       (200,))
     eig = np.linalg.eigvalsh(w[:, :D, :D] + c["shift"] * np.eye(D))
     assert c["rho_min"] <= eig.min() and eig.max() <= c["rho_max"]
     # Sheffet (2015, Thm 4.1) per node at the advanced-composition split of Section 4.1
@@ -171,7 +174,7 @@ def test_effective_sensitivity_of_symmetrized_gram_update():
 def test_symmetrized_node_noise_moments():
     rng = np.random.default_rng(2)
     s, n = 1.5, 40_000
-    z = symmetric_gaussian_noise(s)(rng, (n, 4, 4))
+    z = symmetric_gaussian_matrix(rng, s, 4, n)
     assert np.array_equal(z, np.swapaxes(z, 1, 2))
     # sample variance of n normals has relative std sqrt(2/n) ~ 0.007; allow 5 sigma
     tol = 5 * math.sqrt(2 / n)
@@ -179,35 +182,37 @@ def test_symmetrized_node_noise_moments():
     assert z[:, 2, 2].var() / (2 * s**2) == pytest.approx(1.0, abs=tol)
 
 
-def test_release_minus_noise_is_exact_gram_prefix_with_single_shift():
-    d, K, T = 2, 2, 13
-    agent = make_agent("dp-ucb", n_arms=K, dim=d, horizon=T, epsilon=1.0, delta=0.01)
-    agent.reset(2, np.random.default_rng(0))
-    recorded = []
-    inner = agent._tree.node_noise
-
-    def spy(rng, shape):
-        z = inner(rng, shape)
-        recorded.append(z)
-        return z
-
-    agent._tree.node_noise = spy
-    rng = np.random.default_rng(1)
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_release_minus_noise_is_exact_gram_prefix_with_single_shift(backend):
+    """The release at t is the exact Gram prefix plus the noise of the nodes at the set bits
+    of t, node t being the symmetric Gaussian of the t-th block of P = n(n+1)/2 standard
+    normals of the generator spawned from the agent's (recomputed here from the same seed)."""
+    d, K, T, R = 2, 2, 13, 2
     D = K * d
-    M = np.zeros((2, D + 1, D + 1))
+    n = D + 1
+    agent = make_agent("dp-ucb", n_arms=K, dim=d, horizon=T, epsilon=1.0, delta=0.01,
+                       backend=backend)
+    agent.reset(R, np.random.default_rng(0))
+    s = agent.constants["node_sigma"]
+    iu, ju = np.triu_indices(n)
+    z = np.random.default_rng(0).spawn(1)[0].standard_normal((T, R, iu.size))
+    nodes = np.zeros((T, R, n, n))
+    nodes[:, :, iu, ju] = z * np.where(iu == ju, s * math.sqrt(2), s)
+    nodes[:, :, ju, iu] = nodes[:, :, iu, ju]
+    rng = np.random.default_rng(1)
+    M = np.zeros((R, n, n))
     for t in range(1, T + 1):
-        x = _contexts(rng, 1, d, reps=2)[0]
-        arms = rng.integers(0, K, 2)
-        y = rng.uniform(-1, 1, 2)
+        x = _contexts(rng, 1, d, reps=R)[0]
+        arms = rng.integers(0, K, R)
+        y = rng.uniform(-1, 1, R)
         agent.update(x, arms, y)
-        v = np.zeros((2, D + 1))
-        for r in range(2):
+        v = np.zeros((R, n))
+        for r in range(R):
             v[r, arms[r] * d:(arms[r] + 1) * d] = x[r]
         v[:, D] = y
         M += v[:, :, None] * v[:, None, :]
         # the binary mechanism sums the noise of the nodes at the set bits of t
-        nodes = [((t >> j) << j) for j in range(t.bit_length()) if (t >> j) & 1]
-        noise = sum(recorded[n - 1] for n in nodes)
+        noise = sum(nodes[((t >> j) << j) - 1] for j in range(t.bit_length()) if (t >> j) & 1)
         released = agent._release
         np.testing.assert_allclose(released - noise, M, atol=1e-8)
         assert np.array_equal(released, np.swapaxes(released, 1, 2))
@@ -216,9 +221,8 @@ def test_release_minus_noise_is_exact_gram_prefix_with_single_shift():
         np.testing.assert_allclose(agent._V, released[:, :D, :D] + shift * np.eye(D),
                                    rtol=1e-12)
         np.testing.assert_allclose(agent._u, released[:, :D, D])
-    # one node drawn per step (no fresh per-round noise, no T pre-drawn matrices)
-    assert len(recorded) == T
-    assert agent._tree._exact.shape[0] <= tree_depth(T)
+    # O(log T) memory: one partial noise sum per level
+    assert agent._stack.shape[0] <= tree_depth(T)
 
 
 def test_noise_block_plus_shift_lies_in_proposition_11_bounds_at_figure_size():
@@ -226,11 +230,10 @@ def test_noise_block_plus_shift_lies_in_proposition_11_bounds_at_figure_size():
     agent = make_agent("dp-ucb", n_arms=2, dim=50, horizon=T, epsilon=1.0)
     c = agent.constants
     rng = np.random.default_rng(3)
-    node = symmetric_gaussian_noise(c["node_sigma"])
     draws = 60
     total = np.zeros((draws, D + 1, D + 1))
     for _ in range(c["m"]):  # worst case: m nodes in one release
-        total += node(rng, (draws, D + 1, D + 1))
+        total += symmetric_gaussian_matrix(rng, c["node_sigma"], D + 1, draws)
     V = total[:, :D, :D] + c["shift"] * np.eye(D)
     eig = np.linalg.eigvalsh(V)
     assert eig.min() >= c["rho_min"]
@@ -243,7 +246,7 @@ def test_noise_block_plus_shift_lies_in_proposition_11_bounds_at_figure_size():
 
 def test_wishart_noise_mean_and_topup_to_m_nodes():
     rng = np.random.default_rng(4)
-    w = wishart_noise(rng, (4000,), 3, 7, 2.0)
+    w = wishart_matrix(rng, 3, 7, 2.0, (4000,))
     assert np.all(np.linalg.eigvalsh(w) > 0)
     # E W = df * scale * I; entry (0,0)/scale ~ chi2(7): std sqrt(14)
     tol = 5 * math.sqrt(2 * 7) * 2.0 / math.sqrt(4000)

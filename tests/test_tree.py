@@ -7,7 +7,12 @@ import pytest
 from scipy import stats
 
 from dpbandits.privacy.mechanisms import gaussian_noise, generalized_gaussian_noise
-from dpbandits.privacy.tree import TreeAggregator, tree_levels, tree_max_nodes_per_release
+from dpbandits.privacy.tree import (
+    TreeAggregator,
+    tree_levels,
+    tree_max_nodes_per_release,
+    tree_node_levels,
+)
 
 HORIZONS = [1, 2, 3, 7, 8, 9, 1000]
 
@@ -263,3 +268,17 @@ def test_bad_node_noise_output():
         4, 2, 3, lambda rng, shape: np.full(shape, np.inf), np.random.default_rng(0))
     with pytest.raises(ValueError, match="node_noise"):
         tree.add(np.zeros((3, 2)))
+
+
+def test_partial_noise_sums_equal_the_nodes_at_the_set_bits():
+    """S[level] = eta_t + S[above] (tree_node_levels) is the sum of the noise of the nodes at
+    the set bits of t, for every t; integer noise keeps the comparison exact."""
+    T = 1100
+    eta = np.arange(1, T + 1) * 1000 + 7  # node t's noise, distinct integers
+    S = np.zeros(tree_levels(T), dtype=np.int64)
+    for t in range(1, T + 1):
+        level, above = tree_node_levels(t)
+        assert (t >> level) & 1 and not t & ((1 << level) - 1)
+        S[level] = eta[t - 1] + (S[above] if above >= 0 else 0)
+        nodes = [((t >> j) << j) for j in range(t.bit_length()) if (t >> j) & 1]
+        assert S[level] == sum(eta[n - 1] for n in nodes), t

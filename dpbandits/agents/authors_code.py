@@ -19,20 +19,27 @@ accountant.
   warm-up ends. Meant for l_1-normalized contexts.
 * ``dp-ucb-authors-code``: fresh symmetrized Gaussian noise every round (no tree), no PSD
   shift, ``L = sqrt(dK)`` with no reward term in the scale, the upper-bound form of beta_t
-  with the per-arm ``d``, and the squared-norm bonus ``beta x^T V^-1 x``.
+  with the per-arm ``d``, and the squared-norm bonus ``beta x^T V^-1 x``. The code inverts
+  ``V``; this solves ``V w = [u~, phi_1 .. phi_K]`` (symmetric indefinite LDL^T, the same
+  numbers up to rounding). The symmetrized noise is drawn from its ``D(D+1)/2`` independent
+  entries (:func:`dpbandits.privacy.mechanisms.symmetric_gaussian_matrix`), then the ``D``
+  normals of the target, per round, a chunk of rounds at a time.
 """
 
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 
-from dpbandits._validation import check_positive
+from dpbandits._validation import check_choice, check_positive
+from dpbandits.agents._ucb_kernels import BACKENDS, ucb_ops
 from dpbandits.agents.base import PrivateAgent, register_agent
 from dpbandits.agents.dp_hdb import preselected_greedy, resolve_t0
-from dpbandits.agents.dp_ucb import gaussian_bounds, tree_depth
+from dpbandits.agents.dp_ucb import _normals, gaussian_bounds, tree_depth
 from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.privacy.streams import ChunkedDraws
 
 
 def authors_dphdb_scale(horizon: int, epsilon: float, delta: float, t) -> np.ndarray:
@@ -45,9 +52,9 @@ def authors_dphdb_per_step_epsilons(horizon, epsilon, delta, *, radius=1.0, x_bo
                                     y_bound=1.0) -> np.ndarray:
     """Per-step epsilon the code's selection really has, for one arm's stream.
 
-    As in Algorithm 2's analysis (proof A.6; :mod:`dpbandits.optim.dp_pofw`): replacing one
-    sample moves ``d_t`` by at most ``2 (beta D + L)/(t+1)`` in l_inf and each score
-    ``|d_{t,j}|`` by as much, so report-noisy-max with scale ``b_t`` is
+    As in Algorithm 2's analysis (proof A.6; :mod:`dpbandits.optim.streaming.dp_pofw`):
+    replacing one sample moves ``d_t`` by at most ``2 (beta D + L)/(t+1)`` in l_inf and each
+    score ``|d_{t,j}|`` by as much, so report-noisy-max with scale ``b_t`` is
     ``2 * 2 (beta D + L) / ((t+1) b_t)``-DP. Squared loss: ``L = (x r + y) x``,
     ``beta = x^2`` with ``x = x_bound`` (l_inf), ``r = radius``, ``D = 2 r``.
     """
@@ -146,15 +153,21 @@ class DPHDBAuthorsCode(PrivateAgent):
 
 @register_agent("dp-ucb-authors-code")
 class DPUCBAuthorsCode(PrivateAgent):
-    """DP-UCB as the authors' code of seed 000 runs it (module docstring). Not certified."""
+    """DP-UCB as the authors' code of seed 000 runs it (module docstring). Not certified.
+
+    ``backend``: ``"auto"``/``"numba"`` (compiled kernels) or ``"numpy"`` (same streams).
+    """
 
     supported_links = ("identity",)
 
     def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,
-                 delta: float | None = None, noise_std: float = 0.05, theta_bound: float = 1.0):
+                 delta: float | None = None, noise_std: float = 0.05, theta_bound: float = 1.0,
+                 backend: str = "auto"):
         super().__init__(n_arms=n_arms, dim=dim, horizon=horizon, epsilon=epsilon, delta=delta)
         self.noise_std = noise_std
         self.theta_bound = theta_bound
+        self.backend = backend
+        check_choice("backend", backend, BACKENDS)
         alpha = 1.0 / horizon
         self._sigma, self._ups, self._gamma = 0.0, 0.0, 0.0
         if self._private:  # Proposition 11's constants for the code's sigma
@@ -171,36 +184,42 @@ class DPUCBAuthorsCode(PrivateAgent):
     def _reset(self, n_reps, rng):
         D = self.dim * self.n_arms
         self._rng = rng
-        self._G = np.zeros((n_reps, D, D))
-        self._u = np.zeros((n_reps, D))
+        self._ops = ucb_ops(self.backend, n_reps, D)
+        self._M = np.zeros((n_reps, D + 1, D + 1))  # [G, u; u^T, .] (upper triangle)
+        self._A = np.zeros((n_reps, D, D))
+        self._rhs = np.zeros((n_reps, self.n_arms + 1, D))
+        self._ipiv = np.zeros((n_reps, D), dtype=np.int32)
+        self._work = np.zeros((n_reps, 64 * D))
+        P = D * (D + 1) // 2
+        self._noise = None
+        self._no_z = np.zeros((n_reps, 0))
+        if self._sigma > 0:  # round t: P normals (the symmetric Z), then D (the target's)
+            self._noise = ChunkedDraws(partial(_normals, rng.spawn(1)[0], (n_reps, P + D)),
+                                       self.horizon, n_reps * (P + D), prefetch=True)
 
     def act(self, contexts):
         x = contexts
         R, d, K = x.shape[0], self.dim, self.n_arms
         D = d * K
         if self._sigma > 0:
-            z = self._rng.standard_normal((R, D, D)) * self._sigma
-            V = self._G + (z + np.swapaxes(z, 1, 2)) / math.sqrt(2.0)
-            u = self._u + self._sigma * self._rng.standard_normal((R, D))
+            zz = self._noise.next()[0]
+            z, zu = zz[:, :-D], zz[:, -D:]
             rho_min, rho_max = self._ups, 3 * self._ups
         else:
-            V, u, rho_min, rho_max = self._G + np.eye(D), self._u, 1.0, 1.0
-        Vinv = np.linalg.inv(V)
-        theta = np.einsum("rij,rj->ri", Vinv, u)
+            z = zu = self._no_z
+            rho_min = rho_max = 1.0
+        mean, quad, ok = np.empty((R, K)), np.empty((R, K)), np.empty(R, dtype=np.bool_)
+        self._ops["authors_terms"](self._M, z, zu, self._sigma, x, self._A, self._rhs,
+                                   self._ipiv, self._work, mean, quad, ok)
+        if not ok.all():
+            raise np.linalg.LinAlgError("dp-ucb-authors-code: the noisy Gram matrix is "
+                                        "exactly singular")
         t = self.t_ + 1
         Lsq = float(D)
         beta = (self.noise_std * math.sqrt(2 * math.log(2 / self._alpha) + d * math.log(
             rho_max / rho_min + t * Lsq / (d * rho_min)))
             + self.theta_bound * math.sqrt(rho_max) + self._gamma)
-        blocks = Vinv.reshape(R, K, d, K, d)[:, np.arange(K), :, np.arange(K), :]  # (K,R,d,d)
-        quad = np.einsum("rd,krde,re->rk", x, blocks, x)
-        mean = np.einsum("rd,rkd->rk", x, theta.reshape(R, K, d))
         return np.argmax(mean + beta * quad, axis=1)  # squared-norm bonus, as in the code
 
     def _update(self, contexts, arms, rewards):
-        R, d = contexts.shape
-        D = d * self.n_arms
-        phi = np.zeros((R, D))
-        phi[np.arange(R)[:, None], arms[:, None] * d + np.arange(d)] = contexts
-        self._G += phi[:, :, None] * phi[:, None, :]
-        self._u += rewards[:, None] * phi
+        self._ops["gram_update"](self._M, contexts, arms, rewards)

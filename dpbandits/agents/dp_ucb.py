@@ -36,24 +36,47 @@ eigenvalue bounds of Proposition 9 hold as stated). Optional downward shift ``c 
 index is ``<theta~, phi_i> + beta_t sqrt(phi_i^T V_t^{-1} phi_i)`` (square root, not the
 squared norm). ``epsilon = inf`` switches noise off and uses the constant regularizer
 ``reg I`` (then the agent is exactly OFUL on the disjoint model).
+
+Computation. The release at ``t`` is computed as ``M_t + N_t``: ``M_t`` the exact prefix Gram
+matrix (one rank-one update of ``(d+1)^2`` entries per round) and ``N_t`` the noise of the
+nodes at the set bits of ``t``, kept as ``O(log T)`` partial sums
+(:func:`dpbandits.privacy.tree.tree_node_levels`: one matrix addition per round). This is the
+tree's release (the sum of its noisy nodes) up to floating-point order, so the guarantee is
+the tree's. The only ``O(D^3)`` work per round is the Cholesky factorization of ``V_t``
+(Wishart noise adds two Bartlett products, node and top-up, ``n^3/3`` flops each); it runs in
+the compiled kernels of :mod:`dpbandits.agents._ucb_kernels` (``backend="numpy"``: the numpy
+twin). If ``V_t`` is not positive definite (A4 fails; counted in ``n_indefinite_``) that
+round's indices come from an LU solve.
+
+Random streams. Gaussian nodes: a generator spawned from the agent's draws, for node
+``t = 1..T``, ``n(n+1)/2`` standard normals per replication (``n = D + 1``; the packed upper
+triangle of :func:`dpbandits.privacy.mechanisms.symmetric_gaussian_matrix`, exact). Wishart:
+four spawned generators (node normals, node chi-squares, top-up normals, top-up
+chi-squares; :func:`~dpbandits.privacy.mechanisms.wishart_matrix`'s Bartlett variates, exact),
+top-ups for releases ``j = 0..T``. Draws come a chunk of rounds at a time, the next chunk
+drawn by a background thread (:class:`dpbandits.privacy.streams.ChunkedDraws`); results do not
+depend on the chunk size, the prefetching, the backend's thread count or serial/parallel
+build (the numpy twin agrees up to rounding).
 """
 
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
-from scipy.linalg.lapack import dpotrf as _potrf
-from scipy.linalg.lapack import dpotrs as _potrs
 
 from dpbandits._validation import (
     check_choice,
     check_positive,
     check_real,
 )
+from dpbandits.agents._ucb_kernels import BACKENDS, ucb_ops
+from dpbandits.agents._ucb_kernels import np_terms as _terms
 from dpbandits.agents.base import PrivateAgent, register_agent
 from dpbandits.privacy.guarantee import PrivacyGuarantee
-from dpbandits.privacy.tree import TreeAggregator, tree_levels
+from dpbandits.privacy.streams import ChunkedDraws
+from dpbandits.privacy.tree import tree_levels, tree_node_levels
 
 
 def tree_depth(horizon: int) -> int:
@@ -110,30 +133,6 @@ def wishart_bounds(horizon, feature_dim, k, l_tilde, alpha, shifted: bool) -> di
                 2 * math.log(2 * horizon / alpha))))}
 
 
-def symmetric_gaussian_noise(sigma: float):
-    """Node sampler: ``(Z' + Z'^T)/sqrt(2)`` with ``Z'_ij ~ N(0, sigma^2)``."""
-
-    def draw(rng, shape):
-        z = rng.standard_normal(shape)
-        return (z + np.swapaxes(z, -1, -2)) * (sigma / math.sqrt(2.0))
-
-    return draw
-
-
-def wishart_noise(rng, size: tuple, dim: int, df: int, scale: float) -> np.ndarray:
-    """``Wishart_dim(scale * I, df)`` draws of shape ``(*size, dim, dim)`` (Bartlett).
-
-    ``A`` lower triangular with ``A_ii = sqrt(chi2(df - i))`` (0-based ``i``) and
-    ``A_ij ~ N(0, 1)`` below the diagonal; ``W = scale * A A^T``. O(dim^3) per draw however
-    large ``df`` is.
-    """
-    a = np.tril(rng.standard_normal((*size, dim, dim)), k=-1)
-    diag = np.sqrt(rng.chisquare(df - np.arange(dim), size=(*size, dim)))
-    idx = np.arange(dim)
-    a[..., idx, idx] = diag
-    return scale * (a @ np.swapaxes(a, -1, -2))
-
-
 @register_agent("dp-ucb")
 class DPUCB(PrivateAgent):
     """Jointly differentially private LinUCB of Shariff & Sheffet (2018), disjoint model.
@@ -145,7 +144,9 @@ class DPUCB(PrivateAgent):
     ``|y|``, ``noise_std`` sigma (reward sub-Gaussian parameter), ``theta_bound`` S on
     ``||vec theta||_2`` (default ``sqrt(n_arms)``: each ``||theta_i||_1 <= 1``), ``alpha``
     (failure probability, default ``1/horizon``), ``reg`` (the constant regularizer when
-    ``epsilon = inf``), ``wishart_shift`` (shift the Wishart noise down, Prop. 9).
+    ``epsilon = inf``), ``wishart_shift`` (shift the Wishart noise down, Prop. 9),
+    ``backend`` (``"auto"``: the numba kernels when numba is installed; ``"numba"``;
+    ``"numpy"``: the vectorized numpy twin, same streams, results equal up to rounding).
     """
 
     supported_links = ("identity",)
@@ -155,7 +156,7 @@ class DPUCB(PrivateAgent):
                  calibration: str = "theorem", context_bound: float | None = None,
                  reward_bound: float = 1.0, noise_std: float = 0.05,
                  theta_bound: float | None = None, alpha: float | None = None,
-                 reg: float = 1.0, wishart_shift: bool = True):
+                 reg: float = 1.0, wishart_shift: bool = True, backend: str = "auto"):
         super().__init__(n_arms=n_arms, dim=dim, horizon=horizon, epsilon=epsilon, delta=delta)
         self.noise = noise
         self.calibration = calibration
@@ -166,8 +167,10 @@ class DPUCB(PrivateAgent):
         self.alpha = alpha
         self.reg = reg
         self.wishart_shift = wishart_shift
+        self.backend = backend
 
         check_choice("noise", noise, {"gaussian", "wishart"})
+        check_choice("backend", backend, BACKENDS)
         check_choice("calibration", calibration, {"theorem", "accountant"})
         if noise == "wishart" and calibration != "theorem":
             raise ValueError("calibration='accountant' is only available for noise='gaussian' "
@@ -184,6 +187,7 @@ class DPUCB(PrivateAgent):
         if not isinstance(wishart_shift, bool):
             raise TypeError(f"wishart_shift must be a bool, got {wishart_shift!r}")
         self.feature_dim = dim * n_arms
+        self._wishart = self._private and noise == "wishart"
         self.l_tilde = math.sqrt(self._L**2 + self._B**2)
         self.constants = self._constants()
 
@@ -234,118 +238,173 @@ class DPUCB(PrivateAgent):
     # -- state -----------------------------------------------------------------------------
     def _reset(self, n_reps, rng):
         D = self.feature_dim
+        n = D + 1
         self._rng = rng
-        if not self._private:
-            node = None
-        elif self.noise == "gaussian":
-            node = symmetric_gaussian_noise(self.constants["node_sigma"])
-        else:
-            k, scale = self.constants["k"], self.l_tilde**2
-            node = lambda g, shape: wishart_noise(g, shape[:1], D + 1, k, scale)  # noqa: E731
-        self._tree = TreeAggregator(self.horizon, (D + 1, D + 1), n_reps, node,
-                                    rng if node is not None else None)
-        self._release = np.zeros((n_reps, D + 1, D + 1))  # M_1 + N_1 = 0 (nothing added)
-        self._topup = np.zeros((n_reps, D + 1, D + 1))
-        if node is not None and self.noise == "wishart":  # the empty release sums 0 nodes
-            self._topup = wishart_noise(rng, (n_reps,), D + 1,
-                                        self.constants["m"] * self.constants["k"],
-                                        self.l_tilde**2)
-        self.n_clipped_contexts_ = np.zeros(n_reps, dtype=np.int64)
-        self.n_clipped_rewards_ = np.zeros(n_reps, dtype=np.int64)
-        self.n_indefinite_ = np.zeros(n_reps, dtype=np.int64)
+        self._ops = ucb_ops(self.backend, n_reps, n)
+        self._M = np.zeros((n_reps, n, n))  # exact prefix Gram of [phi; y] (upper triangle)
+        levels = tree_levels(self.horizon) if self._private else 0
+        self._stack = np.zeros((levels, n_reps, n, n))  # partial noise sums (tree_node_levels)
+        self._lev = -1  # stack level holding the current release's noise; -1: none
+        wishart = (n_reps, n, n) if self._wishart else (1, 1, 1)
+        self._topup = np.zeros(wishart)
+        self._node = np.zeros(wishart)  # a Wishart node, before it enters the stack
+        self._use_topup = False
+        self._F = np.zeros((n_reps, D, D))  # Cholesky factor of V_t (upper)
+        self._u = np.zeros((n_reps, D))
+        self._logdet = np.zeros(n_reps)
+        self._ok = np.ones(n_reps, dtype=np.bool_)
+        self._rhs = np.zeros((n_reps, self.n_arms + 1, D))
+        self._counts = np.zeros((n_reps, 3), dtype=np.int64)  # clipped x, clipped y, not PD
+        self._no_z = np.zeros((n_reps, 0))
+        self._nodes = self._topups = None
+        if self._private:
+            self._draw_streams(n_reps, rng)
         self._last_beta = None
-        self._prepare()
+        c = self.constants
+        self._bounds = np.array([self._L, self._B])
+        self._scales = np.array([c["node_sigma"], c["node_sigma"] * math.sqrt(2.0)]
+                                if self._private and not self._wishart else [0.0, 0.0])
+        self._beta_c = np.array([2 * math.log(2 / self._alpha), D * math.log(c["rho_min"]),
+                                 self._sigma, self._S * math.sqrt(c["rho_max"]), c["gamma"]])
+        if self._wishart:  # the empty release sums 0 nodes: all m*k degrees in the top-up
+            self._next_topup()
+        self._advance(np.zeros((n_reps, self.dim)), np.zeros(n_reps, dtype=np.int64),
+                      np.zeros(n_reps), 0)
 
-    def _prepare(self):
-        """Regularized Gram matrix V_t and noisy target u~_t from the current release."""
-        D = self.feature_dim
-        rel = self._release + self._topup
-        V = rel[:, :D, :D].copy()
-        V[:, np.arange(D), np.arange(D)] += self.constants["shift"]
-        self._V = V
-        self._u = rel[:, :D, D]
+    @property
+    def n_clipped_contexts_(self) -> np.ndarray:
+        """Updates whose context was clipped to ``||x||_2 <= L``, per replication."""
+        return self._counts[:, 0].copy()
 
-    def _solve(self, phi):
-        """theta~, phi_i^T V^-1 phi_i for every arm, and ln det V.
+    @property
+    def n_clipped_rewards_(self) -> np.ndarray:
+        """Updates whose reward was clipped to ``|y| <= B~``, per replication."""
+        return self._counts[:, 1].copy()
 
-        One Cholesky factorization per replication (LAPACK potrf/potrs). The loop over
-        replications is deliberate: each iteration is an O(D^3) factorization, numpy has no
-        batched triangular solve, and the batched numpy path (cholesky + LU solve) measured
-        about 4x slower per replication at D = 100.
-        """
-        V, u = self._V, self._u
-        K, d = self.n_arms, self.dim
-        rhs = np.concatenate([u[:, :, None], phi], axis=2)  # (R, D, 1 + K)
-        w = np.empty_like(rhs)
-        logdet = np.empty(V.shape[0])
-        for r in range(V.shape[0]):
-            chol, info = _potrf(V[r], lower=1, clean=0)
-            if info == 0:
-                w[r], _ = _potrs(chol, rhs[r], lower=1)
-                logdet[r] = 2.0 * np.log(np.diagonal(chol)).sum()
+    @property
+    def n_indefinite_(self) -> np.ndarray:
+        """Releases whose ``V_t`` was not positive definite (A4 failed; solved by LU)."""
+        return self._counts[:, 2].copy()
+
+    def _draw_streams(self, R, rng):
+        """Chunked node (and top-up) variates from generators spawned for them (module
+        docstring, "Random streams")."""
+        n, T = self.feature_dim + 1, self.horizon
+        P = n * (n + 1) // 2
+        if not self._wishart:
+            self._nodes = ChunkedDraws(partial(_normals, rng.spawn(1)[0], (R, P)), T, R * P,
+                                       prefetch=True)
+            return
+        k, m = self.constants["k"], self.constants["m"]
+        g = rng.spawn(4)
+        self._nodes = ChunkedDraws(partial(_wishart_draws, g[0], g[1], R, n, k, None), T,
+                                   R * P, prefetch=True)
+        self._topups = ChunkedDraws(partial(_wishart_draws, g[2], g[3], R, n, k, m), T + 1,
+                                    R * P, prefetch=True)
+
+    def _next_topup(self):
+        """Top-up of the next release ``j``: ``Wishart(L~^2 I, (m - popcount(j)) k)``."""
+        z, chi, degrees = self._topups.next()
+        self._use_topup = bool(degrees > 0)
+        if self._use_topup:
+            self._ops["wishart_into"](self._topup, z, chi, self.l_tilde**2)
+
+    def _advance(self, x, arms, y, t):
+        """Add the record of round ``t`` (none at ``t = 0``), complete node ``t`` and factor
+        the release ``V_t = release[:D, :D] + shift I``, ``u~_t = release[:D, D]``."""
+        push = hi = -1
+        z, node = self._no_z, self._node
+        if self._private and t > 0:
+            push, hi = tree_node_levels(t)
+            if self._wishart:
+                zn, chi = self._nodes.next()
+                self._ops["wishart_into"](node, zn, chi, self.l_tilde**2)
+                self._next_topup()
             else:
-                # A4 (H_t PSD) fails with probability <= alpha/(2T) per round (Prop. 11):
-                # count it and proceed as the authors' code does (LU solve, clamp below).
-                self.n_indefinite_[r] += 1
-                w[r] = np.linalg.solve(V[r], rhs[r])
-                logdet[r] = np.linalg.slogdet(V[r])[1]
-        theta = w[:, :, 0]
-        blocks = np.arange(K)
-        # phi_i^T V^-1 phi_i: phi_i is x in block i, so only block i of column i matters
-        wq = w[:, :, 1:].reshape(-1, K, d, K)[:, blocks, :, blocks]  # (K, R, d)
-        x = phi[:, :d, 0]
-        quad = np.einsum("krd,rd->rk", wq, x)
-        return theta, np.maximum(quad, 0.0), logdet
+                z = self._nodes.next()[0]
+            self._lev = push
+        self._ops["ucb_update"](self._M, x, arms, y, self._bounds, self._counts, self._stack,
+                                push, hi, z, self._scales, node, self._topup, self._use_topup,
+                                float(self.constants["shift"]), self._F, self._u,
+                                self._logdet, self._ok)
 
-    def _features(self, x):
-        R, d, K = x.shape[0], self.dim, self.n_arms
-        phi = np.zeros((R, K, d, K))
-        phi[:, np.arange(K), :, np.arange(K)] = x[None]
-        return phi.reshape(R, K * d, K)
+    @property
+    def _release(self) -> np.ndarray:
+        """The tree's current release ``M_t + N_t``, full symmetric ``(R, D+1, D+1)``."""
+        rel = self._M + self._stack[self._lev] if self._lev >= 0 else self._M.copy()
+        return _symmetric(rel)
 
-    def _clip_contexts(self, x):
-        norms = np.linalg.norm(x, axis=1)
-        over = norms > self._L
-        if over.any():
-            x = x * np.where(over, self._L / np.where(over, norms, 1.0), 1.0)[:, None]
-        return x, over
+    @property
+    def _V(self) -> np.ndarray:
+        """``V_t``: the release's ``D x D`` block plus the top-up and ``shift I``."""
+        D = self.feature_dim
+        rel = self._release + (_symmetric(self._topup) if self._use_topup else 0.0)
+        return rel[:, :D, :D] + self.constants["shift"] * np.eye(D)
 
     def beta(self, logdet) -> np.ndarray:
         """Proposition 4, data-dependent form, per replication."""
-        c = self.constants
-        inner = (2 * math.log(2 / self._alpha) + logdet
-                 - self.feature_dim * math.log(c["rho_min"]))
-        return (self._sigma * np.sqrt(np.maximum(inner, 0.0))
-                + self._S * math.sqrt(c["rho_max"]) + c["gamma"])
+        c_a, c_b, c_sig, c_s, c_g = self._beta_c
+        return c_sig * np.sqrt(np.maximum(c_a + logdet - c_b, 0.0)) + c_s + c_g
 
     def indices(self, contexts) -> np.ndarray:
-        """UCB index of every arm, shape (R, K)."""
-        x, _ = self._clip_contexts(self._check_contexts(contexts))
-        phi = self._features(x)
-        theta, quad, logdet = self._solve(phi)
-        beta = self.beta(logdet)
+        """UCB index of every arm, shape (R, K): ``<theta~, phi_i> + beta_t
+        sqrt(phi_i^T V_t^-1 phi_i)``."""
+        return self._indices(self._check_contexts(contexts))
+
+    def _indices(self, x):
+        R, K = x.shape[0], self.n_arms
+        beta, idx = np.empty(R), np.empty((R, K))
+        self._ops["ucb_act"](self._F, self._ok, self._u, self._logdet, x, self._L,
+                             self._beta_c, self._rhs, beta, idx)
+        if not self._ok.all():  # indefinite V_t: LU solve and log|det| (rare, see _advance)
+            self._indefinite(x, beta, idx)
         self._last_beta = beta
-        mean = np.einsum("rdk,rd->rk", phi, theta)
-        return mean + beta[:, None] * np.sqrt(quad)
+        return idx
+
+    def _indefinite(self, x, beta, idx):
+        bad = np.flatnonzero(~self._ok)
+        d, K = self.dim, self.n_arms
+        xb = x[bad]
+        norms = np.linalg.norm(xb, axis=1)
+        xb = xb * np.minimum(1.0, self._L / np.where(norms > 0, norms, 1.0))[:, None]
+        V = self._V[bad]
+        rhs = np.zeros((bad.size, 1 + K, self.feature_dim))
+        rhs[:, 0] = self._u[bad]
+        for k in range(K):
+            rhs[:, 1 + k, k * d:(k + 1) * d] = xb
+        rhs = np.swapaxes(np.linalg.solve(V, np.swapaxes(rhs, 1, 2)), 1, 2)
+        mean, quad = np.empty((bad.size, K)), np.empty((bad.size, K))
+        _terms(rhs, xb, np.ones(bad.size, dtype=bool), mean, quad)
+        beta[bad] = self.beta(np.linalg.slogdet(V)[1])
+        idx[bad] = mean + beta[bad, None] * np.sqrt(np.maximum(quad, 0.0))
 
     def act(self, contexts):
-        return np.argmax(self.indices(contexts), axis=1)
+        return np.argmax(self._indices(contexts), axis=1)
 
     def _update(self, contexts, arms, rewards):
-        x, over = self._clip_contexts(contexts)
-        self.n_clipped_contexts_ += over
-        y_over = np.abs(rewards) > self._B
-        self.n_clipped_rewards_ += y_over
-        y = np.clip(rewards, -self._B, self._B)
-        R, d, D = x.shape[0], self.dim, self.feature_dim
-        v = np.zeros((R, D + 1))
-        cols = arms[:, None] * d + np.arange(d)[None]
-        v[np.arange(R)[:, None], cols] = x
-        v[:, D] = y
-        self._release = self._tree.add(v[:, :, None] * v[:, None, :])
-        if self._private and self.noise == "wishart":
-            missing = self.constants["m"] - self._tree.last_node_count
-            self._topup = (wishart_noise(self._rng, (R,), D + 1, missing * self.constants["k"],
-                                         self.l_tilde**2) if missing > 0
-                           else np.zeros_like(self._topup))
-        self._prepare()
+        self._advance(contexts, arms, rewards, self.t_ + 1)
+
+
+def _normals(g, shape, start, count):
+    """Rounds ``start .. start + count - 1`` of ``shape`` standard normals each."""
+    return (g.standard_normal((count, *shape)),)
+
+
+def _wishart_draws(g_z, g_chi, R, n, k, m, start, count):
+    """Bartlett variates of ``Wishart_n(I, df)`` for ``count`` rounds and ``R`` replications:
+    the strict upper triangle (``g_z``) and the ``n`` chi-squares ``chi2(df - n + 1 + i)``
+    (``g_chi``). Nodes (``m = None``): ``df = k``; top-ups of releases ``j = start ..``:
+    ``df = (m - popcount(j)) k``, returned as the third array (0: no top-up, and the
+    variates drawn for it, with ``df = k``, are unused)."""
+    base = np.arange(n) - n + 1
+    z = g_z.standard_normal((count, R, n * (n - 1) // 2))
+    if m is None:
+        return z, g_chi.chisquare(np.broadcast_to(k + base, (count, R, n)))
+    degrees = (m - np.array([j.bit_count() for j in range(start, start + count)])) * k
+    df = np.where(degrees > 0, degrees, k)[:, None, None] + base
+    return z, g_chi.chisquare(np.broadcast_to(df, (count, R, n))), degrees
+
+
+def _symmetric(upper: np.ndarray) -> np.ndarray:
+    """The symmetric matrices whose upper triangles are those of ``upper`` (..., n, n)."""
+    return np.triu(upper) + np.swapaxes(np.triu(upper, 1), -1, -2)

@@ -8,6 +8,9 @@ Contents
 Noise
     :func:`laplace_noise`, :func:`gaussian_noise`, :func:`generalized_gaussian_noise`
     (the l_{q+} "generalized Gaussian" of seed 000, Algorithm 4, Lemma 2.1/3.1).
+Random matrices (the node noise of DP-UCB's tree)
+    :func:`symmetric_gaussian_matrix` (the law of ``(Z + Z^T)/sqrt 2``) and
+    :func:`wishart_matrix` (Bartlett), each from the fewest variates its law needs.
 Private selection (batched, scores of shape ``(R, m)`` -> indices ``(R,)``)
     :func:`report_noisy_argmax`, :func:`report_noisy_argmin` (Laplace noise) and
     :func:`exponential_mechanism` (Gumbel-max, ``P(i) ∝ exp(score_i / scale)``), with their
@@ -54,6 +57,8 @@ __all__ = [
     "laplace_noise",
     "gaussian_noise",
     "generalized_gaussian_noise",
+    "symmetric_gaussian_matrix",
+    "wishart_matrix",
     "report_noisy_argmax",
     "report_noisy_argmin",
     "exponential_mechanism",
@@ -151,6 +156,53 @@ def generalized_gaussian_noise(rng: np.random.Generator, sigma, q_plus, d, size=
     norm = top[..., 0] * np.sum(scaled**q, axis=-1) ** (1.0 / q)
     norm = np.where(norm > 0.0, norm, 1.0)
     return (r / norm)[..., None] * (signs * mag)
+
+
+def symmetric_gaussian_matrix(rng: np.random.Generator, sigma, n, size=()) -> np.ndarray:
+    """Symmetric ``(*size, n, n)`` matrices with the law of ``(Z + Z^T)/sqrt(2)``,
+    ``Z_ij ~ N(0, sigma²)`` i.i.d. (Shariff & Sheffet 2018, Section 4.2).
+
+    Exact, from ``n(n+1)/2`` normals per matrix instead of ``n²``: the entries on and above
+    the diagonal of ``(Z + Z^T)/sqrt 2`` are independent (each uses its own pair
+    ``Z_ij, Z_ji``, or ``Z_ii`` alone), ``(Z_ij + Z_ji)/sqrt 2 ~ N(0, sigma²)`` off the diagonal
+    and ``sqrt(2) Z_ii ~ N(0, 2 sigma²)`` on it; the lower triangle is the mirror image. So
+    the upper triangle is drawn row by row (``standard_normal((*size, n(n+1)/2))``, row-major
+    over ``i <= j``) and scaled by ``sigma`` (``sigma sqrt 2`` on the diagonal).
+    """
+    rng = check_rng(rng)
+    s = check_nonnegative("sigma", sigma)
+    n = check_int("n", n, low=1)
+    lead = _check_size(size)
+    iu, ju = np.triu_indices(n)
+    z = rng.standard_normal((*lead, iu.size)) * np.where(iu == ju, s * math.sqrt(2.0), s)
+    out = np.empty((*lead, n, n))
+    out[..., iu, ju] = z
+    out[..., ju, iu] = z
+    return out
+
+
+def wishart_matrix(rng: np.random.Generator, n, df, scale=1.0, size=()) -> np.ndarray:
+    """``Wishart_n(scale I, df)`` draws of shape ``(*size, n, n)``, ``df >= n`` (Bartlett).
+
+    Exact: Bartlett's decomposition gives ``W = L L^T ~ Wishart_n(I, df)`` for ``L`` lower
+    triangular with ``L_ii² ~ chi²(df - i)`` (0-based ``i``) and ``L_ij ~ N(0, 1)`` below
+    the diagonal, all independent. With ``P`` the reversal permutation, ``P W P`` has the same
+    law (``P I P = I``) and equals ``U U^T`` with ``U = P L P`` upper triangular,
+    ``U_ii² ~ chi²(df - n + 1 + i)``. ``U U^T`` is what LAPACK's ``dlauum`` computes in
+    ``n³/3`` flops; this function uses the same ``U`` (strict upper triangle row-major from
+    ``standard_normal``, then the ``n`` chi-squares from ``chisquare``) and ``matmul``.
+    """
+    rng = check_rng(rng)
+    n = check_int("n", n, low=1)
+    df = check_real("df", df, low=n)
+    c = check_nonnegative("scale", scale)
+    lead = _check_size(size)
+    iu, ju = np.triu_indices(n, 1)
+    u = np.zeros((*lead, n, n))
+    u[..., iu, ju] = rng.standard_normal((*lead, iu.size))
+    diag = np.sqrt(rng.chisquare(df - n + 1 + np.arange(n), size=(*lead, n)))
+    u[..., np.arange(n), np.arange(n)] = diag
+    return c * (u @ np.swapaxes(u, -1, -2))
 
 
 # ----------------------------------------------------------------------------- selection

@@ -49,7 +49,7 @@ import numpy as np
 
 from dpbandits._validation import check_array, check_int, check_rng
 
-__all__ = ["TreeAggregator", "tree_levels", "tree_max_nodes_per_release"]
+__all__ = ["TreeAggregator", "tree_levels", "tree_max_nodes_per_release", "tree_node_levels"]
 
 
 def tree_levels(horizon) -> int:
@@ -65,6 +65,24 @@ def tree_max_nodes_per_release(horizon) -> int:
     """``max_{1 <= t <= T} popcount(t)``: most noisy nodes any release sums."""
     T = check_int("horizon", horizon, low=1)
     return (T + 1).bit_length() - 1
+
+
+def tree_node_levels(t: int) -> tuple[int, int]:
+    """``(level, above)`` at step ``t >= 1``: the level of the node completed at ``t``
+    (trailing zeros of ``t``) and the lowest level above it whose node the release at ``t``
+    also sums (the next set bit of ``t``; ``-1`` if none).
+
+    This is what keeping the release noise as partial sums needs: with ``S[j]`` the sum of
+    the noise of the released nodes at levels ``>= j`` (valid at the set bits ``j``), step
+    ``t`` sets ``S[level] = eta_t + S[above]`` and the release noise at ``t`` is
+    ``S[level]``: one addition per step instead of ``popcount(t) - 1``, ``O(log T)`` arrays.
+    ``S[above]`` is still valid because the bits of ``t`` above ``level`` are those of
+    ``t - 1``.
+    """
+    level = (t & -t).bit_length() - 1
+    rest = t >> (level + 1)
+    above = -1 if rest == 0 else level + 1 + (rest & -rest).bit_length() - 1
+    return level, above
 
 
 def _check_shape(shape) -> tuple[int, ...]:

@@ -1,0 +1,416 @@
+"""Per-round arithmetic of DP-UCB and of the authors'-code DP-UCB, compiled and in numpy.
+
+Every function exists twice with the same arguments: a numba kernel (loops, LAPACK through
+:mod:`dpbandits._lapack`, ``prange`` over replications in the parallel build) and a numpy
+twin (vectorized; scipy's LAPACK per replication on the *same memory layout*, so both call
+the same LAPACK routine on the same numbers). Replications are independent, so the kernels'
+results do not depend on the number of threads. All randomness is drawn by the caller with
+numpy Generators and passed in as standard variates.
+
+Matrices are ``(n, n)`` C-ordered with only the upper triangle meaningful (see
+:mod:`dpbandits._lapack`); ``n = D + 1`` for the Gram matrix of ``[phi; y]``, ``phi`` the
+disjoint-model feature (the context in block ``a`` of ``R^{dK}``, ``D = dK``).
+
+Node noise from variates (the exactness arguments are in
+:func:`dpbandits.privacy.mechanisms.symmetric_gaussian_matrix` and
+:func:`~dpbandits.privacy.mechanisms.wishart_matrix`): a symmetric Gaussian node is its
+packed upper triangle (row-major over ``i <= j``) of standard normals times ``s`` off the
+diagonal and ``s sqrt 2`` on it; a Wishart node is ``scale U U^T`` with ``U`` upper
+triangular, its strict upper triangle packed standard normals and ``U_ii = sqrt(chi2)``.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+
+import numpy as np
+from scipy.linalg.lapack import dlauum as _sp_lauum
+from scipy.linalg.lapack import dpotrf as _sp_potrf
+from scipy.linalg.lapack import dpotrs as _sp_potrs
+from scipy.linalg.lapack import dsysv as _sp_sysv
+
+from dpbandits._lapack import (
+    HAVE_NUMBA,
+    chol_solve_upper,
+    chol_upper,
+    lauum_upper,
+    sym_solve_upper,
+)
+
+__all__ = ["BACKENDS", "np_terms", "ucb_ops"]
+
+BACKENDS = frozenset({"auto", "numba", "numpy"})
+
+if HAVE_NUMBA:
+    from numba import prange as _prange
+else:  # pragma: no cover
+    _prange = range
+
+
+# --------------------------------------------------------------------------------------------
+# numba kernels (plain Python here; compiled below, serially and with prange)
+# --------------------------------------------------------------------------------------------
+def _wishart_into(out, z, chi, scale):
+    """``out[r]`` (upper) = ``scale U U^T``, ``U`` upper triangular with ``U_ii =
+    sqrt(chi[r, i])`` and strict upper triangle ``z[r]`` (packed)."""
+    R, n = out.shape[0], out.shape[1]
+    for r in _prange(R):
+        a = out[r]
+        p = 0
+        for i in range(n):
+            a[i, i] = math.sqrt(chi[r, i])
+            for j in range(i + 1, n):
+                a[i, j] = z[r, p]
+                p += 1
+        lauum_upper(a)
+        for i in range(n):
+            for j in range(i, n):
+                a[i, j] *= scale
+
+
+def _ucb_update(M, x, arms, y, bounds, counts, stack, push, hi, z, scales, node, topup,
+                use_topup, shift, F, u, logdet, ok):
+    """One DP-UCB update for every replication ``r``.
+
+    1. clip ``x[r]`` to ``||x||_2 <= bounds[0]`` and ``y[r]`` to ``|y| <= bounds[1]``,
+       counting each in ``counts[r, 0]``, ``counts[r, 1]``;
+    2. ``M[r] += v v^T``, ``v = [phi_{arms[r]}(x); y]``;
+    3. if ``push >= 0``: the node completed now enters the noise stack,
+       ``stack[push] = node + stack[hi]`` (``hi < 0``: nothing above), the node being the
+       symmetric Gaussian of packed normals ``z[r]`` times ``scales = (s_off, s_diag)``
+       when ``z`` has columns, else ``node[r]``;
+    4. the release ``M + stack[push] (+ topup)``: ``u[r]`` its ``[:D, D]`` column, ``F[r]``
+       the Cholesky factor of ``V = release[:D, :D] + shift I``, ``logdet[r] = ln det V``,
+       ``ok[r]`` whether ``V`` is positive definite (``counts[r, 2]`` counts when not).
+    """
+    R, n = M.shape[0], M.shape[1]
+    D = n - 1
+    d = x.shape[1]
+    gauss = z.shape[1] > 0
+    for r in _prange(R):
+        ss = 0.0
+        for a in range(d):
+            ss += x[r, a] * x[r, a]
+        nrm = math.sqrt(ss)
+        f = 1.0
+        if nrm > bounds[0]:
+            f = bounds[0] / nrm
+            counts[r, 0] += 1
+        yr = y[r]
+        if abs(yr) > bounds[1]:
+            counts[r, 1] += 1
+            yr = bounds[1] if yr > 0 else -bounds[1]
+        base = arms[r] * d
+        m = M[r]
+        for a in range(d):
+            xa = x[r, a] * f
+            for b in range(a, d):
+                m[base + a, base + b] += xa * (x[r, b] * f)
+            m[base + a, D] += xa * yr
+        m[D, D] += yr * yr
+        if push >= 0:
+            p = 0
+            for i in range(n):
+                for j in range(i, n):
+                    if gauss:
+                        v = z[r, p] * (scales[1] if i == j else scales[0])
+                        p += 1
+                    else:
+                        v = node[r, i, j]
+                    stack[push, r, i, j] = v + stack[hi, r, i, j] if hi >= 0 else v
+        fr = F[r]
+        for i in range(D):
+            for j in range(i, n):
+                v = m[i, j]
+                if push >= 0:
+                    v = v + stack[push, r, i, j]
+                if use_topup:
+                    v = v + topup[r, i, j]
+                if j == D:
+                    u[r, i] = v
+                elif i == j:
+                    fr[i, j] = v + shift
+                else:
+                    fr[i, j] = v
+        info = chol_upper(fr)
+        ok[r] = info == 0
+        s = 0.0
+        if info == 0:
+            for i in range(D):
+                s += math.log(fr[i, i])
+        else:
+            counts[r, 2] += 1
+        logdet[r] = 2.0 * s
+
+
+def _ucb_act(F, ok, u, logdet, x, bound, beta_c, rhs, beta, idx):
+    """UCB indices ``idx[r, k] = <theta~, phi_k> + beta sqrt(phi_k^T V^-1 phi_k)`` from the
+    factor of :func:`_ucb_update` (replications with ``ok[r]`` False are skipped). ``x`` is
+    clipped to ``||x||_2 <= bound``; ``beta[r] = c_sig sqrt(max(c_a + logdet - c_b, 0)) +
+    c_s + c_g`` with ``beta_c = (c_a, c_b, c_sig, c_s, c_g)`` (Proposition 4)."""
+    R, d = x.shape
+    K = rhs.shape[1] - 1
+    for r in _prange(R):
+        if not ok[r]:
+            continue
+        ss = 0.0
+        for a in range(d):
+            ss += x[r, a] * x[r, a]
+        nrm = math.sqrt(ss)
+        f = bound / nrm if nrm > bound else 1.0
+        b = rhs[r]
+        b[:] = 0.0
+        b[0] = u[r]
+        for k in range(K):
+            for a in range(d):
+                b[1 + k, k * d + a] = x[r, a] * f
+        chol_solve_upper(F[r], b)
+        inner = beta_c[0] + logdet[r] - beta_c[1]
+        br = beta_c[2] * math.sqrt(max(inner, 0.0)) + beta_c[3] + beta_c[4]
+        beta[r] = br
+        for k in range(K):
+            m = 0.0
+            q = 0.0
+            for a in range(d):
+                m += x[r, a] * f * b[0, k * d + a]
+                q += x[r, a] * f * b[1 + k, k * d + a]
+            idx[r, k] = m + br * math.sqrt(max(q, 0.0))
+
+
+def _authors_terms(M, z, zu, sigma, x, A, rhs, ipiv, work, mean, quad, ok):
+    """The authors'-code round: ``V = G + Z`` with ``G = M[:D, :D]`` (``Z`` symmetric
+    Gaussian: packed standard normals ``z`` times ``sigma`` off the diagonal, ``sigma sqrt 2``
+    on it) and ``u = M[:D, D] + sigma zu``; solve ``V w = [u, phi_1 .. phi_K]`` (symmetric
+    indefinite, Bunch-Kaufman) and return ``mean[r, k] = <theta~, phi_k>``, ``quad[r, k] =
+    phi_k^T V^-1 phi_k``. ``sigma = 0`` (no noise): ``V = G + I``, ``u = M[:D, D]``."""
+    R, d = x.shape
+    D = M.shape[1] - 1
+    K = rhs.shape[1] - 1
+    s_diag = sigma * math.sqrt(2.0)
+    for r in _prange(R):
+        a = A[r]
+        p = 0
+        for i in range(D):
+            for j in range(i, D):
+                if sigma > 0:
+                    a[i, j] = M[r, i, j] + z[r, p] * (s_diag if i == j else sigma)
+                else:
+                    a[i, j] = M[r, i, j] + (1.0 if i == j else 0.0)
+                p += 1
+        b = rhs[r]
+        b[:] = 0.0
+        for i in range(D):
+            b[0, i] = M[r, i, D] + sigma * zu[r, i] if sigma > 0 else M[r, i, D]
+        for k in range(K):
+            for c in range(d):
+                b[1 + k, k * d + c] = x[r, c]
+        info = sym_solve_upper(a, b, ipiv[r], work[r])
+        ok[r] = info == 0
+        for k in range(K):
+            m = 0.0
+            q = 0.0
+            for c in range(d):
+                m += x[r, c] * b[0, k * d + c]
+                q += x[r, c] * b[1 + k, k * d + c]
+            mean[r, k] = m
+            quad[r, k] = q
+
+
+def _gram_update(M, x, arms, y):
+    """``M[r] += v v^T`` (upper triangle), ``v = [phi_{arms[r]}(x[r]); y[r]]``."""
+    R = M.shape[0]
+    D = M.shape[1] - 1
+    d = x.shape[1]
+    for r in _prange(R):
+        base = arms[r] * d
+        yr = y[r]
+        for a in range(d):
+            xa = x[r, a]
+            for b in range(a, d):
+                M[r, base + a, base + b] += xa * x[r, b]
+            M[r, base + a, D] += xa * yr
+        M[r, D, D] += yr * yr
+
+
+_PY = {"wishart_into": _wishart_into, "ucb_update": _ucb_update, "ucb_act": _ucb_act,
+       "authors_terms": _authors_terms, "gram_update": _gram_update}
+
+
+def _renamed(f, suffix: str):
+    """A copy of ``f`` under another qualified name: numba's disk cache is keyed by the
+    function's name, not by its compile options, so the serial and the parallel build of one
+    function must not share it."""
+    g = types.FunctionType(f.__code__, f.__globals__, f.__name__ + suffix, f.__defaults__)
+    g.__qualname__ = f.__qualname__ + suffix
+    return g
+
+
+class _Compiled:
+    """The numba kernels, serial (one replication) and parallel over replications."""
+
+    def __init__(self):
+        import numba
+
+        self._serial = {k: numba.njit(cache=True, nogil=True)(f) for k, f in _PY.items()}
+        self._parallel = {k: numba.njit(cache=True, nogil=True, parallel=True)(
+            _renamed(f, "_parallel")) for k, f in _PY.items()}
+
+    def get(self, name: str, parallel: bool):
+        return (self._parallel if parallel else self._serial)[name]
+
+
+#: work per round (replications x (n^3 + 2000)) from which the parallel build pays for its
+#: per-round synchronization; below it the serial build runs and the noise-drawing thread of
+#: :mod:`dpbandits.privacy.streams` is the second core's work
+PARALLEL_WORK = 2**26
+
+
+KERNELS: _Compiled | None = _Compiled() if HAVE_NUMBA else None
+
+
+# --------------------------------------------------------------------------------------------
+# numpy twins
+# --------------------------------------------------------------------------------------------
+def _np_wishart_into(out, z, chi, scale):
+    n = out.shape[1]
+    iu, ju = np.triu_indices(n, 1)
+    out[:] = 0.0
+    out[:, iu, ju] = z
+    out[:, np.arange(n), np.arange(n)] = np.sqrt(chi)
+    for r in range(out.shape[0]):
+        # the transposed (Fortran) view is the memory LAPACK sees in the kernel
+        w, _ = _sp_lauum(out[r].T, lower=1)
+        out[r] = np.triu(w.T) * scale
+
+
+def _np_clip_rows(x, bound):
+    nrm = np.sqrt(np.einsum("rd,rd->r", x, x))
+    over = nrm > bound
+    return x * np.where(over, bound / np.where(over, nrm, 1.0), 1.0)[:, None], over
+
+
+def _np_gram_update(M, x, arms, y):
+    R, n = M.shape[0], M.shape[1]
+    d = x.shape[1]
+    v = np.zeros((R, n))
+    v[np.arange(R)[:, None], arms[:, None] * d + np.arange(d)] = x
+    v[:, n - 1] = y
+    M += np.triu(v[:, :, None] * v[:, None, :])
+
+
+def _np_ucb_update(M, x, arms, y, bounds, counts, stack, push, hi, z, scales, node, topup,
+                   use_topup, shift, F, u, logdet, ok):
+    R, n = M.shape[0], M.shape[1]
+    D = n - 1
+    x, over = _np_clip_rows(x, bounds[0])
+    counts[:, 0] += over
+    counts[:, 1] += np.abs(y) > bounds[1]
+    _np_gram_update(M, x, arms, np.clip(y, -bounds[1], bounds[1]))
+    rel = M.copy()
+    if push >= 0:
+        if z.shape[1] > 0:
+            iu, ju = np.triu_indices(n)
+            node = np.zeros((R, n, n))
+            node[:, iu, ju] = z * np.where(iu == ju, scales[1], scales[0])
+        stack[push] = node + stack[hi] if hi >= 0 else node
+        rel = rel + stack[push]
+    if use_topup:
+        rel = rel + topup
+    u[:] = rel[:, :D, D]
+    V = np.triu(rel[:, :D, :D])
+    V[:, np.arange(D), np.arange(D)] += shift
+    for r in range(R):
+        c, info = _sp_potrf(V[r].T, lower=1, clean=0)
+        ok[r] = info == 0
+        F[r] = c.T
+        logdet[r] = 2.0 * np.log(np.diagonal(c)).sum() if info == 0 else 0.0
+    counts[:, 2] += ~ok
+
+
+def _np_ucb_act(F, ok, u, logdet, x, bound, beta_c, rhs, beta, idx):
+    R, d = x.shape
+    K = rhs.shape[1] - 1
+    x, _ = _np_clip_rows(x, bound)
+    rows = np.arange(R)
+    rhs[:] = 0.0
+    rhs[:, 0] = u
+    for k in range(K):
+        rhs[rows, 1 + k, k * d:(k + 1) * d] = x
+    for r in np.flatnonzero(ok):
+        w, _ = _sp_potrs(F[r].T, rhs[r].T, lower=1)
+        rhs[r] = w.T
+    inner = beta_c[0] + logdet - beta_c[1]
+    b = beta_c[2] * np.sqrt(np.maximum(inner, 0.0)) + beta_c[3] + beta_c[4]
+    beta[ok] = b[ok]
+    mean, quad = np.empty((R, K)), np.empty((R, K))
+    np_terms(rhs, x, ok, mean, quad)
+    idx[ok] = (mean + b[:, None] * np.sqrt(np.maximum(quad, 0.0)))[ok]
+
+
+def np_terms(rhs, x, ok, mean, quad):
+    """``mean[r, k] = <theta~, phi_k>`` and ``quad[r, k] = phi_k^T V^-1 phi_k`` from solved
+    right-hand sides ``rhs`` (R, 1 + K, D) (rows where ``ok``)."""
+    R, d = x.shape
+    K = rhs.shape[1] - 1
+    blocks = np.arange(K)
+    theta = rhs[:, 0].reshape(R, K, d)
+    wq = rhs[:, 1:].reshape(R, K, K, d)[:, blocks, blocks]  # (R, K, d): block k of column k
+    mean[ok] = np.einsum("rkd,rd->rk", theta, x)[ok]
+    quad[ok] = np.einsum("rkd,rd->rk", wq, x)[ok]
+
+
+def _np_authors_terms(M, z, zu, sigma, x, A, rhs, ipiv, work, mean, quad, ok):
+    R, d = x.shape
+    D = M.shape[1] - 1
+    K = rhs.shape[1] - 1
+    iu, ju = np.triu_indices(D)
+    if sigma > 0:
+        A[:, iu, ju] = M[:, iu, ju] + z * np.where(iu == ju, sigma * math.sqrt(2.0), sigma)
+    else:
+        A[:, iu, ju] = M[:, iu, ju] + (iu == ju)
+    rows = np.arange(R)
+    rhs[:] = 0.0
+    rhs[:, 0] = M[:, :D, D] + sigma * zu if sigma > 0 else M[:, :D, D]
+    for k in range(K):
+        rhs[rows, 1 + k, k * d:(k + 1) * d] = x
+    for r in range(R):
+        # lwork as in the kernel, so both take LAPACK's same (blocked) path
+        _, _, w, info = _sp_sysv(A[r].T, rhs[r].T, lwork=work.shape[1], lower=1)
+        ok[r] = info == 0
+        rhs[r] = w.T
+    np_terms(rhs, x, ok, mean, quad)
+
+
+NUMPY = {"wishart_into": _np_wishart_into, "ucb_update": _np_ucb_update,
+         "ucb_act": _np_ucb_act, "authors_terms": _np_authors_terms,
+         "gram_update": _np_gram_update}
+
+
+class UcbOps:
+    """The functions of one backend by name (``ops["ucb_update"]``). Pickles by its
+    arguments, so agents holding one pickle mid-run."""
+
+    def __init__(self, backend: str, n_reps: int, n: int):
+        self.args = (backend, n_reps, n)
+        if backend == "numpy" or (backend == "auto" and KERNELS is None):
+            self.backend, self._ops = "numpy", NUMPY
+            return
+        if KERNELS is None:  # pragma: no cover
+            raise ValueError("backend='numba' requested but numba is not installed")
+        self.parallel = n_reps > 1 and n_reps * (n**3 + 2000) >= PARALLEL_WORK
+        self.backend = "numba"
+        self._ops = {name: KERNELS.get(name, self.parallel) for name in NUMPY}
+
+    def __getitem__(self, name: str):
+        return self._ops[name]
+
+    def __reduce__(self):
+        return (UcbOps, self.args)
+
+
+def ucb_ops(backend: str, n_reps: int, n: int) -> UcbOps:
+    """The functions of ``backend`` (``"auto"``, ``"numba"`` or ``"numpy"``) for ``n_reps``
+    replications of ``n x n`` matrices: the parallel kernels when the work per round reaches
+    :data:`PARALLEL_WORK` (results are the same either way)."""
+    return UcbOps(backend, n_reps, n)

@@ -1,0 +1,123 @@
+"""Noise for a sequence of rounds, drawn a chunk of rounds at a time.
+
+An agent that needs fresh noise every round pays numpy's per-call overhead every round unless
+it draws many rounds at once. :class:`ChunkedDraws` draws ``chunk`` rounds with one call of a
+user function and hands them out one round at a time. The user function must consume its
+generators *sequentially* (drawing rounds ``a..b-1`` then ``b..c-1`` gives the same numbers as
+drawing ``a..c-1`` at once), so results never depend on the chunk size; a function that
+needs several laws keeps one generator per law (e.g. ``rng.spawn(2)``), since interleaving two
+laws on one generator makes the stream depend on where the chunks end.
+
+With ``prefetch=True`` the next chunk is drawn by a background thread while the current one is
+used (numpy's samplers release the GIL, so this puts a second core to work). The draws still
+happen one after the other in the same order, so the numbers are the same with or without it,
+provided the stream's generators are its own (spawned for it, used by nothing else).
+Setting the environment variable ``DPBANDITS_PREFETCH=0`` turns prefetching off (e.g. when
+every core already runs a worker process). A stream pickles mid-run (a pending chunk is
+waited for and stored).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import numpy as np
+
+from dpbandits._validation import check_int
+
+__all__ = ["ChunkedDraws", "chunk_rounds"]
+
+#: floats one chunk may hold (16 MiB; a quarter of it when prefetching, which holds two)
+CHUNK_BUDGET = 2**21
+#: most rounds in one chunk
+MAX_CHUNK = 256
+
+_EXECUTOR: ThreadPoolExecutor | None = None
+
+
+def _executor() -> ThreadPoolExecutor:
+    """One background thread shared by every prefetching stream (FIFO: each stream's chunks
+    are drawn in order)."""
+    global _EXECUTOR
+    if _EXECUTOR is None:
+        _EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dpbandits-draws")
+        atexit.register(_EXECUTOR.shutdown, wait=False, cancel_futures=True)
+    return _EXECUTOR
+
+
+def chunk_rounds(floats_per_round: int, n_rounds: int, budget: int | None = None,
+                 max_chunk: int | None = None) -> int:
+    """Rounds per chunk: as many as fit in ``budget`` floats (default :data:`CHUNK_BUDGET`),
+    between 1 and ``max_chunk`` (default :data:`MAX_CHUNK`) and at most ``n_rounds``."""
+    budget = CHUNK_BUDGET if budget is None else budget
+    max_chunk = MAX_CHUNK if max_chunk is None else max_chunk
+    return int(max(1, min(max_chunk, budget // max(1, floats_per_round), n_rounds)))
+
+
+class ChunkedDraws:
+    """Hand out the variates of rounds ``0 .. n_rounds - 1``, one round per :meth:`next`.
+
+    ``draw(start, n)`` returns a tuple of arrays whose first axis holds rounds
+    ``start .. start + n - 1`` (it is called with ``n <= chunk``, never past ``n_rounds``;
+    it must be picklable for the stream to pickle). ``floats_per_round`` sizes the chunk
+    (:func:`chunk_rounds`) unless ``chunk`` is given. ``prefetch``: draw the next chunk in a
+    background thread (only when there is more than one chunk).
+    """
+
+    def __init__(self, draw: Callable[[int, int], tuple], n_rounds: int,
+                 floats_per_round: int, chunk: int | None = None, prefetch: bool = False):
+        self._draw = draw
+        self.n_rounds = check_int("n_rounds", n_rounds, low=0)
+        prefetch = bool(prefetch) and os.environ.get("DPBANDITS_PREFETCH", "1") != "0"
+        budget = CHUNK_BUDGET // 4 if prefetch else CHUNK_BUDGET
+        self.chunk = (chunk_rounds(floats_per_round, self.n_rounds, budget) if chunk is None
+                      else check_int("chunk", chunk, low=1))
+        self.prefetch = prefetch and self.n_rounds > self.chunk
+        self._start = 0  # first round of the current chunk
+        self._pos = 0  # next round to hand out
+        self._buf: tuple = ()
+        self._next: Future | None = None
+        if self.prefetch:
+            self._next = _executor().submit(self._draw_chunk, 0)
+
+    def _draw_chunk(self, start: int) -> tuple:
+        return tuple(self._draw(start, min(self.chunk, self.n_rounds - start)))
+
+    @property
+    def position(self) -> int:
+        """Rounds handed out so far."""
+        return self._pos
+
+    def next(self) -> tuple[np.ndarray, ...]:
+        """The variates of the next round (views into the current chunk)."""
+        if self._pos >= self.n_rounds:
+            raise IndexError(f"all {self.n_rounds} rounds of this stream were drawn")
+        i = self._pos - self._start
+        if not self._buf or i >= len(self._buf[0]):
+            if self._next is not None:
+                self._buf = self._next.result()
+                after = self._pos + len(self._buf[0])
+                self._next = (_executor().submit(self._draw_chunk, after)
+                              if after < self.n_rounds else None)
+            else:
+                self._buf = self._draw_chunk(self._pos)
+            self._start, i = self._pos, 0
+        self._pos += 1
+        return tuple(a[i] for a in self._buf)
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        nxt = state.pop("_next")
+        state["_pending"] = None if nxt is None else nxt.result()
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        pending = state.pop("_pending")
+        self.__dict__.update(state)
+        self._next = None
+        if pending is not None:
+            self._next = Future()
+            self._next.set_result(pending)
