@@ -1,0 +1,81 @@
+"""Problem instances of the screened-least-squares study: the tuning instances (used only to
+choose ``dp-screened-ls``'s defaults) and the evaluation instances (never used for tuning).
+
+The two sets share neither environment parameters nor seeds: tuning runs use environment
+seeds 5000 + r, evaluation runs seeds 0 + r (replication r). Every instance is a
+``dpbandits/GLMBandit-v0`` (or the registered Figure 5.1 instance) at T = 1e4 with
+contexts rescaled to unit l_inf norm, so the agent only ever sees the declared bound
+``||x||_inf <= 1``; correlated instances draw raw contexts from N(mu, Sigma) with an AR(rho)
+or equicorrelated Sigma (std 0.05) and a fixed mean mu = m * 0.05 * N(0, I) drawn from its own
+seed (m = mean size in units of the context std), i.e. correlated and not centred.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+GLM = "dpbandits/GLMBandit-v0"
+FIG51 = "dpbandits/Figure5.1-v0"
+HORIZON = 10_000
+STD = 0.05
+TUNE_SEED = 5000
+EVAL_SEED = 0
+
+
+def ar_cov(d: int, rho: float) -> np.ndarray:
+    i = np.arange(d)
+    return STD**2 * rho ** np.abs(i[:, None] - i[None, :])
+
+
+def eq_cov(d: int, rho: float) -> np.ndarray:
+    return STD**2 * ((1 - rho) * np.eye(d) + rho)
+
+
+def mean_vector(d: int, size: float, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(np.random.SeedSequence([0x3EA7, seed]))
+    return size * STD * rng.standard_normal(d)
+
+
+def _glm(K: int, d: int, *, cov=None, mean=None, **extra) -> tuple[str, dict]:
+    params = {"n_arms": K, "dim": d, "horizon": HORIZON, "normalization": "linf", **extra}
+    if cov is not None:
+        params["context_cov"] = cov
+    if mean is not None:
+        params["context_mean"] = mean
+    return GLM, params
+
+
+#: name -> (env id, env params, one-line description)
+TUNING = {
+    "tune-iso-K2-d40-s4": (*_glm(2, 40, sparsity=4), "isotropic, K = 2, d = 40, s = 4"),
+    "tune-ar3-K2-d60-s6": (*_glm(2, 60, sparsity=6, cov=ar_cov(60, 0.3),
+                                 mean=mean_vector(60, 0.3, 11)),
+                           "AR(0.3), mean 0.3 sd, K = 2, d = 60, s = 6"),
+    "tune-ar6-K3-d30-s3": (*_glm(3, 30, sparsity=3, cov=ar_cov(30, 0.6),
+                                 mean=mean_vector(30, 0.8, 12)),
+                           "AR(0.6), mean 0.8 sd, K = 3, d = 30, s = 3"),
+    "tune-iso-K4-d20-s2": (*_glm(4, 20, sparsity=2, noise_std=0.1),
+                           "isotropic, K = 4, d = 20, s = 2, noise 0.1"),
+    "tune-eq2-K2-d80-s8": (*_glm(2, 80, sparsity=8, cov=eq_cov(80, 0.2),
+                                 mean=mean_vector(80, 0.5, 13)),
+                           "equicorrelated 0.2, mean 0.5 sd, K = 2, d = 80, s = 8"),
+}
+
+#: name -> (env id, env params, one-line description); "figure5.1" is the target instance
+EVALUATION = {
+    "figure5.1": (FIG51, {}, "Figure 5.1: isotropic, K = 2, d = 50, s = 5 (the target)"),
+    "ar5-K4-d30-s3": (*_glm(4, 30, sparsity=3, cov=ar_cov(30, 0.5),
+                            mean=mean_vector(30, 0.5, 1)),
+                      "AR(0.5), mean 0.5 sd, K = 4, d = 30, s = 3"),
+    "eq3-K2-d100-s10": (*_glm(2, 100, sparsity=10, cov=eq_cov(100, 0.3),
+                              mean=mean_vector(100, 0.5, 2)),
+                        "equicorrelated 0.3, mean 0.5 sd, K = 2, d = 100, s = 10"),
+    "ar7-K3-d50-dense": (*_glm(3, 50, theta="gaussian", cov=ar_cov(50, 0.7),
+                               mean=mean_vector(50, 1.0, 3)),
+                         "AR(0.7), mean 1 sd, K = 3, d = 50, dense theta"),
+}
+
+
+def problem_size(env_params: dict) -> tuple[int, int]:
+    """(K, d) of an instance (the Figure 5.1 defaults when not given)."""
+    return int(env_params.get("n_arms", 2)), int(env_params.get("dim", 50))
