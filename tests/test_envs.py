@@ -684,3 +684,42 @@ def test_default_sparse_instance_has_distinct_arms_in_small_dimension():
     venv.reset(seed=0)
     _, _, _, _, info = venv.step(np.zeros(50, dtype=np.int64))
     assert (info["pseudo_regret"] > 0).mean() > 0.5
+
+
+def _episode(venv, acts, seed=0):
+    obs, _ = venv.reset(seed=seed)
+    out = [obs]
+    for a in acts:
+        obs, rew, _, _, info = venv.step(a)
+        out += [obs, rew, info["pseudo_regret"]]
+    return out
+
+
+def test_chunks_drawn_ahead_in_the_background_are_the_same_numbers(monkeypatch):
+    """Prefetching the next chunk (default) gives exactly the numbers of drawing it when
+    needed, whatever the chunk size; a reset while a chunk is being drawn ahead, and pickling
+    mid-episode, do not change them either."""
+    import pickle
+
+    kw = {"num_envs": 3, "vectorization_mode": "vector_entry_point", "horizon": 50}
+    acts = np.random.default_rng(0).integers(0, 2, size=(50, 3))
+    ref = _episode(gymnasium.make_vec("dpbandits/Figure5.1-v0", chunk_size=51, **kw), acts)
+    venv = gymnasium.make_vec("dpbandits/Figure5.1-v0", chunk_size=7, **kw)
+    assert venv.unwrapped._core._pending is None
+    venv.reset(seed=5)
+    venv.step(acts[0])  # a chunk is being drawn ahead for the seed-5 episode
+    got = _episode(venv, acts)
+    monkeypatch.setenv("DPBANDITS_PREFETCH", "0")
+    off = _episode(gymnasium.make_vec("dpbandits/Figure5.1-v0", chunk_size=7, **kw), acts)
+    for a, b, c in zip(ref, got, off, strict=True):
+        assert np.array_equal(a, b) and np.array_equal(a, c)
+    monkeypatch.delenv("DPBANDITS_PREFETCH")
+    venv.reset(seed=0)
+    for a in acts[:20]:
+        venv.step(a)
+    assert venv.unwrapped._core._pending is not None
+    twin = pickle.loads(pickle.dumps(venv.unwrapped))
+    for a in acts[20:]:
+        o1, r1, *_ = venv.step(a)
+        o2, r2, *_ = twin.step(a)
+        assert np.array_equal(o1, o2) and np.array_equal(r1, r2)

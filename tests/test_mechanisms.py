@@ -119,6 +119,34 @@ def test_laplace_scale_and_distribution():
     assert abs(np.mean(x**2) - 2 * b**2) < stats.norm.ppf(1 - ALPHA / 2) * se
 
 
+@pytest.mark.parametrize("size", [(1,), (7,), (3, 5), (200_003,)])
+def test_standard_laplace_is_laplace_with_independent_fair_signs(size):
+    """Sign times exponential: the law (KS at every size large enough), the signs fair
+    (binomial two-sided test) and independent of the magnitudes (two-sample KS of |X| by
+    sign), the shape as asked; the draw is reproducible."""
+    x = mech.standard_laplace(np.random.default_rng(31), size)
+    assert x.shape == size
+    assert np.array_equal(x, mech.standard_laplace(np.random.default_rng(31), size))
+    n = x.size
+    if n < 1000:
+        return
+    assert stats.kstest(x, stats.laplace.cdf).pvalue > ALPHA
+    neg = int((x < 0).sum())
+    assert stats.binomtest(neg, n, 0.5).pvalue > ALPHA
+    assert stats.ks_2samp(-x[x < 0], x[x > 0]).pvalue > ALPHA
+    assert stats.kstest(np.abs(x), stats.expon.cdf).pvalue > ALPHA
+
+
+def test_laplace_checks_have_power():
+    """The same checks reject an unsigned exponential and a sign that depends on the
+    magnitude (negative only above the median)."""
+    rng = np.random.default_rng(32)
+    e = rng.standard_exponential(200_000)
+    assert stats.kstest(e, stats.laplace.cdf).pvalue < 1e-10
+    bad = np.where(e > np.median(e), -e, e)
+    assert stats.ks_2samp(-bad[bad < 0], bad[bad > 0]).pvalue < 1e-10
+
+
 def test_gaussian_scale_and_distribution():
     s, n = 2.5, 100_000
     x = mech.gaussian_noise(np.random.default_rng(22), s, (100, n // 100))

@@ -110,7 +110,10 @@ class Agent(Parameterized):
         """Learn from the round just played (contexts ``(R, d)``, arms and rewards ``(R,)``)."""
         x = self._check_contexts(contexts, where="update")
         a = self._check_arms(arms, where="update")
-        r = self._checked("update", check_array, "rewards", rewards, shape=(self.n_reps_,))
+        r = rewards
+        if not (type(r) is np.ndarray and r.dtype == np.float64 and r.shape == x.shape[:1]
+                and np.isfinite(r).all()):  # else the full check (the common case is clean)
+            r = self._checked("update", check_array, "rewards", rewards, shape=(self.n_reps_,))
         if self.t_ >= self.horizon:
             raise ValueError(f"{type(self).__name__}.update: called more than "
                              f"horizon={self.horizon} times")
@@ -171,13 +174,12 @@ class Agent(Parameterized):
     def _check_arms(self, arms, where: str = "update", what: str = "arms") -> np.ndarray:
         r = self._require_reset()
         a = np.asarray(arms)
-        owner = f"{type(self).__name__}.{where}"
         if a.shape != (r,) or a.dtype.kind not in "iu":
-            raise ValueError(f"{owner}: {what} must be an integer array of shape ({r},), got "
-                             f"shape {a.shape} dtype {a.dtype}")
+            raise ValueError(f"{type(self).__name__}.{where}: {what} must be an integer array "
+                             f"of shape ({r},), got shape {a.shape} dtype {a.dtype}")
         if a.size and (a.min() < 0 or a.max() >= self.n_arms):
-            raise ValueError(f"{owner}: {what} must lie in [0, {self.n_arms - 1}], got values "
-                             f"in [{a.min()}, {a.max()}]")
+            raise ValueError(f"{type(self).__name__}.{where}: {what} must lie in "
+                             f"[0, {self.n_arms - 1}], got values in [{a.min()}, {a.max()}]")
         return a.astype(np.int64, copy=False)
 
 

@@ -25,12 +25,16 @@ Every replication has an *episode seed sequence* ``E``:
 
 Hence two agents facing the same seed see the same instance, the same contexts and the same
 noise variates (common random numbers). The streams are drawn ahead in chunks; every chunk
-continues the same sequential streams, so results do not depend on the chunk size.
+continues the same sequential streams, so results do not depend on the chunk size. The next
+chunk is drawn by a background thread while the current one is played
+(:mod:`dpbandits._background`; ``DPBANDITS_PREFETCH=0`` turns it off): the same numbers,
+computed earlier.
 """
 
 from __future__ import annotations
 
 import numbers
+from concurrent.futures import Future
 
 import gymnasium
 import numpy as np
@@ -39,6 +43,7 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from dpbandits._background import executor, prefetch_enabled
 from dpbandits._validation import check_int, check_nonnegative, check_real
 
 __all__ = ["BanditCore", "BanditEnvBase", "BanditVectorEnvBase", "normalize_rows"]
@@ -131,6 +136,7 @@ class BanditCore:
         self.noise_std = noise_std
         self.chunk_size = resolve_chunk_size(chunk_size, n_reps, dim + n_arms + 3, horizon)
         self._rows = np.arange(n_reps)
+        self._pending = None  # the next chunk, being drawn by the background thread
         self.t: int | None = None  # rounds played; None before the first reset
 
     # -- subclass hooks ----------------------------------------------------------------------
@@ -143,6 +149,7 @@ class BanditCore:
     # -- episodes ----------------------------------------------------------------------------
     def reset(self, seqs) -> np.ndarray:
         """Start a new episode; ``seqs`` holds one episode SeedSequence per replication."""
+        self._wait()  # a chunk drawn ahead must not run into the new episode's streams
         self._noise_rngs = []
         for r, seq in enumerate(seqs):
             instance_ss, context_ss, noise_ss = seq.spawn(3)
@@ -150,13 +157,12 @@ class BanditCore:
                             np.random.default_rng(context_ss))
             self._noise_rngs.append(np.random.default_rng(noise_ss))
         self.t = 0
-        self._c0 = 0
-        self._cn = 0
-        self._fill(0)
+        self._install(self._draw_chunk(0))
         return self._ctx[0].copy()
 
-    def _fill(self, start: int) -> None:
-        """Draw stream positions ``start .. start + n - 1`` (contexts, means, noise)."""
+    def _draw_chunk(self, start: int) -> tuple:
+        """Stream positions ``start .. start + n - 1`` (contexts, means, noise, optimal arms,
+        best means)."""
         n = min(self.chunk_size, self.horizon + 1 - start)
         R, K, d = self.n_reps, self.n_arms, self.dim
         ctx = np.empty((n, R, d))
@@ -171,10 +177,35 @@ class BanditCore:
                 noise[:, r] = self.noise_std * rng.standard_normal(n)
             else:
                 noise[:, r] = rng.random(n)
-        self._ctx, self._means, self._noise = ctx, means, noise
-        self._opt = means.argmax(axis=2)
-        self._best = means.max(axis=2)
-        self._c0, self._cn = start, n
+        return start, ctx, means, noise, means.argmax(axis=2), means.max(axis=2)
+
+    def _install(self, chunk: tuple) -> None:
+        """Make ``chunk`` current and start drawing the one after it, if any."""
+        self._c0, self._ctx, self._means, self._noise, self._opt, self._best = chunk
+        self._cn = self._ctx.shape[0]
+        after = self._c0 + self._cn
+        self._pending = (executor().submit(self._draw_chunk, after)
+                         if after <= self.horizon and prefetch_enabled() else None)
+
+    def _wait(self) -> None:
+        """Finish the chunk being drawn ahead (if any) and forget it."""
+        pending, self._pending = getattr(self, "_pending", None), None
+        if pending is not None:
+            pending.result()
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        pending = state.pop("_pending", None)
+        state["_pending_chunk"] = None if pending is None else pending.result()
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        chunk = state.pop("_pending_chunk")
+        self.__dict__.update(state)
+        self._pending = None
+        if chunk is not None:
+            self._pending = Future()
+            self._pending.set_result(chunk)
 
     def step(self, arms: np.ndarray):
         """Play round ``t + 1`` with validated ``arms`` (R,) and return
@@ -191,7 +222,9 @@ class BanditCore:
         means = means.copy()
         self.t += 1
         if self.t >= self._c0 + self._cn:
-            self._fill(self.t)
+            pending = self._pending
+            self._install(pending.result() if pending is not None else
+                          self._draw_chunk(self.t))
         obs = self._ctx[self.t - self._c0].copy()
         return obs, rewards, means, opt, regret
 
@@ -393,11 +426,14 @@ class BanditVectorEnvBase(VectorEnv):
         obs, rewards, means, opt, regret = core.step(a)
         t = core.t
         mask = self._mask
+        t_arr = np.empty(R, dtype=np.int64)
+        t_arr.fill(t)
         info = {"expected_rewards": means, "_expected_rewards": mask,
                 "optimal_arm": opt, "_optimal_arm": mask,
                 "pseudo_regret": regret, "_pseudo_regret": mask,
-                "t": np.full(R, t), "_t": mask}
-        truncated = np.full(R, t == core.horizon)
+                "t": t_arr, "_t": mask}
+        truncated = np.zeros(R, dtype=np.bool_)
+        truncated.fill(t == core.horizon)
         if t == core.horizon:
             if self.autoreset_mode == AutoresetMode.SAME_STEP:
                 final_obs = obs

@@ -39,12 +39,18 @@ PAPER_NOISE_STD = 0.05
 PAPER_SPARSITY = 5
 
 
+def _identity(z):
+    return z
+
+
+def _logistic(z):
+    return np.exp(-np.logaddexp(0.0, -z))
+
+
 def link_function(name: str):
     """The inverse link zeta: ``"identity"`` or ``"logistic"`` (numerically stable)."""
     check_choice("link", name, LINKS)
-    if name == "identity":
-        return lambda z: z
-    return lambda z: np.exp(-np.logaddexp(0.0, -z))
+    return _identity if name == "identity" else _logistic
 
 
 def _per_coordinate(name: str, value, d: int) -> np.ndarray:

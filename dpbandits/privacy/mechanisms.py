@@ -6,7 +6,8 @@ call serves ``R`` replications (DESIGN.md, "Randomness" and "Batched replication
 Contents
 --------
 Noise
-    :func:`laplace_noise`, :func:`gaussian_noise`, :func:`generalized_gaussian_noise`
+    :func:`laplace_noise` (from :func:`standard_laplace`: sign times exponential),
+    :func:`gaussian_noise`, :func:`generalized_gaussian_noise`
     (the l_{q+} "generalized Gaussian" of seed 000, Algorithm 4, Lemma 2.1/3.1).
 Random matrices (the node noise of DP-UCB's tree)
     :func:`symmetric_gaussian_matrix` (the law of ``(Z + Z^T)/sqrt 2``) and
@@ -54,6 +55,7 @@ from dpbandits._validation import (
 )
 
 __all__ = [
+    "standard_laplace",
     "laplace_noise",
     "gaussian_noise",
     "generalized_gaussian_noise",
@@ -89,15 +91,36 @@ def _check_scores(scores, name: str = "scores") -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- noise
+def standard_laplace(rng: np.random.Generator, size) -> np.ndarray:
+    """I.i.d. Laplace(0, 1) variates of shape ``size``, without a logarithm per draw.
+
+    Exact: ``X = S E`` with ``E ~ Exp(1)`` and ``S`` a fair random sign independent of ``E``
+    has ``P(X in A) = (P(E in A) + P(-E in A))/2 = int_A exp(-|x|)/2 dx``, the Laplace law.
+    ``E`` comes from numpy's ``standard_exponential`` (a ziggurat: one 64-bit draw and a
+    table lookup almost always, exact rejection otherwise) and the signs from the bits of
+    uniform random bytes (``integers(0, 256, uint8)``, eight signs per byte, flipped into
+    the sign bit). Draw order: the ``n`` exponentials, then ``ceil(n / 8)`` bytes. About
+    twice as fast as ``Generator.laplace`` (inversion, one logarithm per draw).
+    """
+    rng = check_rng(rng)
+    shape = _check_size(size)
+    n = math.prod(shape)
+    e = rng.standard_exponential(n)
+    bits = np.unpackbits(rng.integers(0, 256, -(-n // 8), dtype=np.uint8), count=n)
+    u = e.view(np.uint64)
+    np.bitwise_xor(u, bits.astype(np.uint64) << np.uint64(63), out=u)
+    return e.reshape(shape)
+
+
 def laplace_noise(rng: np.random.Generator, scale, size) -> np.ndarray:
-    """I.i.d. Laplace(0, ``scale``) noise of shape ``size`` (density ``exp(-|x|/b)/(2b)``).
+    """I.i.d. Laplace(0, ``scale``) noise of shape ``size`` (density ``exp(-|x|/b)/(2b)``):
+    ``scale`` times :func:`standard_laplace` (exact; see there).
 
     Variance ``2 scale²``. ``scale = 0`` gives zeros.
     """
     rng = check_rng(rng)
     b = check_nonnegative("scale", scale)
-    shape = _check_size(size)
-    return rng.laplace(0.0, b, shape)
+    return b * standard_laplace(rng, size)
 
 
 def gaussian_noise(rng: np.random.Generator, sigma, size) -> np.ndarray:

@@ -8,24 +8,22 @@ drawing ``a..c-1`` at once), so results never depend on the chunk size; a functi
 needs several laws keeps one generator per law (e.g. ``rng.spawn(2)``), since interleaving two
 laws on one generator makes the stream depend on where the chunks end.
 
-With ``prefetch=True`` the next chunk is drawn by a background thread while the current one is
-used (numpy's samplers release the GIL, so this puts a second core to work). The draws still
-happen one after the other in the same order, so the numbers are the same with or without it,
-provided the stream's generators are its own (spawned for it, used by nothing else).
-Setting the environment variable ``DPBANDITS_PREFETCH=0`` turns prefetching off (e.g. when
-every core already runs a worker process). A stream pickles mid-run (a pending chunk is
+With ``prefetch=True`` the next chunk is drawn by the background thread of
+:mod:`dpbandits._background` while the current one is used. The draws still happen one after
+the other in the same order, so the numbers are the same with or without it, provided the
+stream's generators are its own (spawned for it, used by nothing else).
+``DPBANDITS_PREFETCH=0`` turns prefetching off. A stream pickles mid-run (a pending chunk is
 waited for and stored).
 """
 
 from __future__ import annotations
 
-import atexit
-import os
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 
 import numpy as np
 
+from dpbandits._background import executor, prefetch_enabled
 from dpbandits._validation import check_int
 
 __all__ = ["ChunkedDraws", "chunk_rounds"]
@@ -34,18 +32,6 @@ __all__ = ["ChunkedDraws", "chunk_rounds"]
 CHUNK_BUDGET = 2**21
 #: most rounds in one chunk
 MAX_CHUNK = 256
-
-_EXECUTOR: ThreadPoolExecutor | None = None
-
-
-def _executor() -> ThreadPoolExecutor:
-    """One background thread shared by every prefetching stream (FIFO: each stream's chunks
-    are drawn in order)."""
-    global _EXECUTOR
-    if _EXECUTOR is None:
-        _EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dpbandits-draws")
-        atexit.register(_EXECUTOR.shutdown, wait=False, cancel_futures=True)
-    return _EXECUTOR
 
 
 def chunk_rounds(floats_per_round: int, n_rounds: int, budget: int | None = None,
@@ -71,7 +57,7 @@ class ChunkedDraws:
                  floats_per_round: int, chunk: int | None = None, prefetch: bool = False):
         self._draw = draw
         self.n_rounds = check_int("n_rounds", n_rounds, low=0)
-        prefetch = bool(prefetch) and os.environ.get("DPBANDITS_PREFETCH", "1") != "0"
+        prefetch = bool(prefetch) and prefetch_enabled()
         budget = CHUNK_BUDGET // 4 if prefetch else CHUNK_BUDGET
         self.chunk = (chunk_rounds(floats_per_round, self.n_rounds, budget) if chunk is None
                       else check_int("chunk", chunk, low=1))
@@ -81,7 +67,7 @@ class ChunkedDraws:
         self._buf: tuple = ()
         self._next: Future | None = None
         if self.prefetch:
-            self._next = _executor().submit(self._draw_chunk, 0)
+            self._next = executor().submit(self._draw_chunk, 0)
 
     def _draw_chunk(self, start: int) -> tuple:
         return tuple(self._draw(start, min(self.chunk, self.n_rounds - start)))
@@ -100,7 +86,7 @@ class ChunkedDraws:
             if self._next is not None:
                 self._buf = self._next.result()
                 after = self._pos + len(self._buf[0])
-                self._next = (_executor().submit(self._draw_chunk, after)
+                self._next = (executor().submit(self._draw_chunk, after)
                               if after < self.n_rounds else None)
             else:
                 self._buf = self._draw_chunk(self._pos)

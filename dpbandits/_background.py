@@ -1,0 +1,34 @@
+"""One background thread for drawing random numbers ahead of their use.
+
+numpy's samplers release the GIL while they fill an array, so drawing the next chunk of a
+stream in a second thread while the main thread computes puts a second core to work. Every
+user (:mod:`dpbandits.privacy.streams`, the environments' chunked streams) submits to the same
+single worker, first in first out: the chunks of one stream are drawn in order, so prefetching
+never changes the numbers, provided each stream's generators are its own. Setting the
+environment variable ``DPBANDITS_PREFETCH=0`` turns it off (e.g. when every core already runs
+a worker process).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+__all__ = ["executor", "prefetch_enabled"]
+
+_EXECUTOR: ThreadPoolExecutor | None = None
+
+
+def prefetch_enabled() -> bool:
+    """False when the environment variable ``DPBANDITS_PREFETCH`` is ``"0"``."""
+    return os.environ.get("DPBANDITS_PREFETCH", "1") != "0"
+
+
+def executor() -> ThreadPoolExecutor:
+    """The shared single-worker executor (created on first use)."""
+    global _EXECUTOR
+    if _EXECUTOR is None:
+        _EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dpbandits-draws")
+        atexit.register(_EXECUTOR.shutdown, wait=False, cancel_futures=True)
+    return _EXECUTOR
