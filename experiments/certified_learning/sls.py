@@ -25,17 +25,26 @@ def instance(name: str) -> tuple[str, dict, str]:
     return EVALUATION[name]
 
 
-def sls_cell(inst: str, agent: str, params: dict, reps: int, seed: int) -> GridCell:
-    """Cell of ``agent`` (a registry name) with ``params`` on instance ``inst``."""
+def sls_cell(inst: str, agent: str, params: dict, reps: int, seed: int,
+             horizon: int | None = None) -> GridCell:
+    """Cell of ``agent`` (a registry name) with ``params`` on instance ``inst`` (at its own
+    horizon, or ``horizon``)."""
     tag = "default" if not params else cell_digest(params)[:10]
-    return GridCell({"instance": inst, "agent": agent, "params": json.dumps(params, sort_keys=True),
-                     "reps": reps}, seed, f"{inst}__{agent}__{tag}__R{reps}__s{seed}")
+    name = f"{inst}__{agent}__{tag}__R{reps}__s{seed}"
+    spec = {"instance": inst, "agent": agent, "params": json.dumps(params, sort_keys=True),
+            "reps": reps}
+    if horizon is not None:
+        spec["horizon"] = horizon
+        name += f"__T{horizon}"
+    return GridCell(spec, seed, name)
 
 
 def run_cell(cell: GridCell) -> pd.DataFrame:
     """Final cumulative regret per replication, with the agent's claimed and recomputed
     epsilon (``certified_epsilon``: dp_accounting on the agent's own ledger at its delta)."""
     env_id, env_params, _ = instance(cell["instance"])
+    if "horizon" in cell.params:
+        env_params = {**env_params, "horizon": cell["horizon"]}
     K, d = problem_size(env_params)
     params = json.loads(cell["params"])
     agent = make_agent(cell["agent"], n_arms=K, dim=d, horizon=env_params.get("horizon", 10_000),
@@ -50,6 +59,7 @@ def run_cell(cell: GridCell) -> pd.DataFrame:
     for key in ("instance", "agent", "params"):
         frame[key] = cell[key]
     frame["seed"] = cell.seed
+    frame["horizon"] = res.horizon
     frame["epsilon"] = math.inf if g is None else g.epsilon
     frame["delta"] = math.nan if g is None else g.delta
     frame["certified_epsilon"] = cert
