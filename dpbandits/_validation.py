@@ -8,16 +8,25 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Collection, Sequence
+from typing import Any, TypeGuard, TypeVar
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
+
+_T = TypeVar("_T")
+
+#: what :func:`as_rng` accepts: an int seed, a SeedSequence or a Generator
+SeedLike = int | np.integer | np.random.SeedSequence | np.random.Generator
 
 
-def _is_real(value) -> bool:
+def _is_real(value: object) -> TypeGuard[numbers.Real]:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
-def check_real(name: str, value, *, low=None, high=None, low_open=False, high_open=False,
-               allow_inf=False) -> float:
+def check_real(name: str, value: object, *, low: float | None = None,
+               high: float | None = None, low_open: bool = False, high_open: bool = False,
+               allow_inf: bool = False) -> float:
     """Return ``value`` as float after checking it is a real number within the given range.
 
     ``low``/``high`` are inclusive unless ``low_open``/``high_open``. NaN is always rejected;
@@ -39,17 +48,18 @@ def check_real(name: str, value, *, low=None, high=None, low_open=False, high_op
     return v
 
 
-def check_positive(name: str, value, *, allow_inf=False) -> float:
+def check_positive(name: str, value: object, *, allow_inf: bool = False) -> float:
     """A real number > 0 (optionally +inf)."""
     return check_real(name, value, low=0.0, low_open=True, allow_inf=allow_inf)
 
 
-def check_nonnegative(name: str, value, *, allow_inf=False) -> float:
+def check_nonnegative(name: str, value: object, *, allow_inf: bool = False) -> float:
     """A real number >= 0 (optionally +inf)."""
     return check_real(name, value, low=0.0, allow_inf=allow_inf)
 
 
-def check_int(name: str, value, *, low=None, high=None) -> int:
+def check_int(name: str, value: object, *, low: int | None = None,
+              high: int | None = None) -> int:
     """An integer (numpy integers accepted, bools and floats rejected) within [low, high]."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
@@ -61,17 +71,17 @@ def check_int(name: str, value, *, low=None, high=None) -> int:
     return v
 
 
-def check_epsilon(value, name: str = "epsilon") -> float:
+def check_epsilon(value: object, name: str = "epsilon") -> float:
     """Privacy parameter epsilon: > 0, +inf allowed (meaning 'no privacy')."""
     return check_positive(name, value, allow_inf=True)
 
 
-def check_delta(value, name: str = "delta") -> float:
+def check_delta(value: object, name: str = "delta") -> float:
     """Privacy parameter delta in [0, 1)."""
     return check_real(name, value, low=0.0, high=1.0, high_open=True)
 
 
-def check_delta_open(value, name: str = "delta", why: str = "") -> float:
+def check_delta_open(value: object, name: str = "delta", why: str = "") -> float:
     """Privacy parameter delta in the open interval (0, 1), for the mechanisms, conversions
     and private runs that need ``delta > 0``; ``why`` (e.g. "for the Gaussian mechanism")
     completes the error message."""
@@ -81,20 +91,21 @@ def check_delta_open(value, name: str = "delta", why: str = "") -> float:
     return d
 
 
-def check_p(name: str, value, *, low=1.0, low_open=False) -> float:
+def check_p(name: str, value: object, *, low: float = 1.0, low_open: bool = False) -> float:
     """An l_p exponent in [1, inf] (``low``/``low_open`` can tighten the lower end)."""
     return check_real(name, value, low=low, low_open=low_open, allow_inf=True)
 
 
-def check_choice(name: str, value, allowed) -> str:
+def check_choice(name: str, value: _T, allowed: Collection[Any]) -> _T:
     """One of a fixed set of options."""
     if value not in allowed:
         raise ValueError(f"{name} must be one of {sorted(allowed)}, got {value!r}")
     return value
 
 
-def check_array(name: str, value, *, ndim=None, shape=None, finite=True,
-                dtype=np.float64) -> np.ndarray:
+def check_array(name: str, value: ArrayLike, *, ndim: int | None = None,
+                shape: Sequence[int | None] | None = None, finite: bool = True,
+                dtype: DTypeLike = np.float64) -> np.ndarray:
     """Return ``value`` as an array of ``dtype``, checking dimension, shape and finiteness.
 
     ``shape`` may contain ``None`` for a free axis. Arrays are not copied when already of
@@ -117,7 +128,7 @@ def check_array(name: str, value, *, ndim=None, shape=None, finite=True,
     return arr
 
 
-def check_rng(rng, name: str = "rng") -> np.random.Generator:
+def check_rng(rng: object, name: str = "rng") -> np.random.Generator:
     """A ``numpy.random.Generator``; seeds are not silently accepted here (use ``as_rng``)."""
     if not isinstance(rng, np.random.Generator):
         raise TypeError(
@@ -127,7 +138,7 @@ def check_rng(rng, name: str = "rng") -> np.random.Generator:
     return rng
 
 
-def as_rng(seed_or_rng, name: str = "seed") -> np.random.Generator:
+def as_rng(seed_or_rng: SeedLike, name: str = "seed") -> np.random.Generator:
     """Generator from an int seed, a SeedSequence or an existing Generator (returned as is)."""
     if isinstance(seed_or_rng, np.random.Generator):
         return seed_or_rng

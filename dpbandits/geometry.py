@@ -29,6 +29,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpbandits._validation import (
     check_array,
@@ -60,7 +61,7 @@ _EPS = np.finfo(np.float64).eps
 
 
 # --------------------------------------------------------------------------- helpers
-def _check_vectors(name: str, x) -> np.ndarray:
+def _check_vectors(name: str, x: ArrayLike) -> np.ndarray:
     """A finite float array with at least one axis and a non-empty last axis."""
     arr = check_array(name, x)
     if arr.ndim < 1 or arr.shape[-1] < 1:
@@ -87,7 +88,7 @@ def _lp_norm_lastaxis(x: np.ndarray, p: float) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- norms
-def dual_exponent(p) -> float:
+def dual_exponent(p: float) -> float:
     """Hölder conjugate ``q`` of ``p`` in ``[1, inf]``: ``1/p + 1/q = 1``.
 
     ``dual_exponent(1) == inf``, ``dual_exponent(inf) == 1``, ``dual_exponent(2) == 2``.
@@ -100,7 +101,7 @@ def dual_exponent(p) -> float:
     return p / (p - 1.0)
 
 
-def lp_norm(x, p, axis: int = -1) -> np.ndarray:
+def lp_norm(x: ArrayLike, p: float, axis: int = -1) -> np.ndarray:
     """``||x||_p`` along ``axis`` (default: the last axis), for ``p`` in ``[1, inf]``.
 
     Computed as ``m * ||x / m||_p`` with ``m = max |x_i|`` so large ``p`` cannot overflow.
@@ -115,7 +116,7 @@ def lp_norm(x, p, axis: int = -1) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- LMO
-def lmo_lp_ball(grad, p, radius) -> np.ndarray:
+def lmo_lp_ball(grad: ArrayLike, p: float, radius: float) -> np.ndarray:
     """Linear-minimization oracle ``argmin_{||v||_p <= radius} <grad, v>`` (closed form).
 
     * ``p = 1``: ``-radius * sign(g_j) e_j`` with ``j = argmax_i |g_i|`` (first maximizer);
@@ -147,7 +148,7 @@ def lmo_lp_ball(grad, p, radius) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- projections
-def project_l2_ball(x, radius) -> np.ndarray:
+def project_l2_ball(x: ArrayLike, radius: float) -> np.ndarray:
     """Euclidean projection onto ``{||v||_2 <= radius}``: rows outside are rescaled."""
     radius = check_positive("radius", radius)
     x = _check_vectors("x", x)
@@ -156,14 +157,14 @@ def project_l2_ball(x, radius) -> np.ndarray:
     return x * scale[..., None]
 
 
-def project_linf_ball(x, radius) -> np.ndarray:
+def project_linf_ball(x: ArrayLike, radius: float) -> np.ndarray:
     """Euclidean projection onto ``{||v||_inf <= radius}``: coordinate-wise clipping."""
     radius = check_positive("radius", radius)
     x = _check_vectors("x", x)
     return np.clip(x, -radius, radius)
 
 
-def project_l1_ball(x, radius) -> np.ndarray:
+def project_l1_ball(x: ArrayLike, radius: float) -> np.ndarray:
     """Euclidean projection onto ``{||v||_1 <= radius}`` (sort-based, Duchi et al. 2008).
 
     For a row outside the ball, with ``u`` the absolute values sorted decreasingly,
@@ -266,7 +267,7 @@ def _lp_ball_kkt(a: np.ndarray, p: float, tol: float, max_iter: int = 100) -> np
     return y / norm
 
 
-def project_lp_ball(x, p, radius, tol: float = 1e-10) -> np.ndarray:
+def project_lp_ball(x: ArrayLike, p: float, radius: float, tol: float = 1e-10) -> np.ndarray:
     """Euclidean projection onto ``{||v||_p <= radius}`` for any ``p`` in ``[1, inf]``.
 
     ``p = 1, 2, inf`` use the exact special-case projections. For ``1 < p < inf`` (``p != 2``)
@@ -307,7 +308,7 @@ def _project_lp_general(x: np.ndarray, p: float, radius: float, tol: float) -> n
 
 
 # --------------------------------------------------------------------------- clipping
-def clip_to_norm(x, q, bound) -> tuple[np.ndarray, np.ndarray]:
+def clip_to_norm(x: ArrayLike, q: float, bound: float) -> tuple[np.ndarray, np.ndarray]:
     """Scale every row with ``||x||_q > bound`` down to norm ``bound``.
 
     Returns ``(clipped, was_clipped)`` where ``was_clipped`` (shape ``x.shape[:-1]``) marks
@@ -385,7 +386,7 @@ def _kappa_exact(q: float, r: float, d: int) -> float:
     return (r - 1.0) * float(d) ** (2.0 / r - 2.0 * inv_q)
 
 
-def q_plus(q, d) -> float:
+def q_plus(q: float, d: int) -> float:
     """Exponent ``r`` of the smooth norm ``||.||_+ = scale * ||.||_r`` for the dual norm l_q.
 
     * ``1 <= q < 2`` (``p > 2``, Lemma 3.3): ``r = 2``.
@@ -408,7 +409,7 @@ def q_plus(q, d) -> float:
     return _q_plus_unchecked(q, d)
 
 
-def kappa_q(q, d) -> float:
+def kappa_q(q: float, d: int) -> float:
     """Regularity constant ``kappa_q`` of ``(R^d, ||.||_q)`` for the smooth norm of
     :func:`q_plus` (seed 000, Lemmas 3.2 and 3.3).
 
@@ -434,7 +435,7 @@ def _kappa_unchecked(q: float, d: int) -> float:
     return max(paper, _kappa_exact(q, r, d))
 
 
-def noise_geometry(p, d) -> NoiseGeometry:
+def noise_geometry(p: float, d: int) -> NoiseGeometry:
     """Smooth norm and regularity constant for gradients measured in l_q, ``q`` dual to ``p``.
 
     * ``1 <= p <= 2`` (``q >= 2``, Lemma 3.2): ``kappa = kappa_q(q, d)``,
@@ -453,7 +454,7 @@ def noise_geometry(p, d) -> NoiseGeometry:
     return NoiseGeometry(kappa=kappa, q_plus=2.0, scale=float(d) ** (0.5 - inv_p))
 
 
-def plus_norm(z, geometry: NoiseGeometry) -> np.ndarray:
+def plus_norm(z: ArrayLike, geometry: NoiseGeometry) -> np.ndarray:
     """``||z||_+ = geometry.scale * ||z||_{geometry.q_plus}`` over the last axis."""
     if not isinstance(geometry, NoiseGeometry):
         raise TypeError(

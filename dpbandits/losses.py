@@ -32,7 +32,10 @@ Non-smooth Lipschitz losses (the DP-SCO experiments of seeds 002/004): :class:`A
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import expit
 
 from dpbandits._validation import (
@@ -53,11 +56,22 @@ __all__ = [
     "LINKS",
     "LogisticLoss",
     "Loss",
+    "LossLike",
     "SquaredLoss",
     "make_loss",
 ]
 
 LINKS = frozenset({"identity", "logistic"})
+
+
+class LossLike(Protocol):
+    """What an optimizer needs of a loss (duck-typed, checked by
+    :func:`dpbandits.optim.base.resolve_loss`): per-sample values and gradients in ``theta``.
+    Every loss of this module has them; so may a user's own loss object."""
+
+    def value(self, theta: ArrayLike, X: ArrayLike, y: ArrayLike) -> np.ndarray: ...
+
+    def gradient(self, theta: ArrayLike, X: ArrayLike, y: ArrayLike) -> np.ndarray: ...
 
 
 def _prepare(theta, X, y) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -112,35 +126,37 @@ class Loss:
         """Short name of the loss (e.g. ``"squared"``)."""
         return "loss"
 
-    def value(self, theta, X, y) -> np.ndarray:
+    def value(self, theta: ArrayLike, X: ArrayLike, y: ArrayLike) -> np.ndarray:
         """Loss per sample, shape = broadcast of ``theta[..., 0]``, ``X[..., 0]`` and ``y``."""
         _, _, y, z = _prepare(theta, X, y)
         return self._phi(z, y)
 
-    def gradient(self, theta, X, y) -> np.ndarray:
+    def gradient(self, theta: ArrayLike, X: ArrayLike, y: ArrayLike) -> np.ndarray:
         """Gradient in ``theta`` per sample: ``psi(<x, theta>, y) x``, shape ``(..., d)``."""
         _, X, y, z = _prepare(theta, X, y)
         psi = self._psi(z, y)
         return psi[..., None] * X
 
-    def value_and_gradient(self, theta, X, y) -> tuple[np.ndarray, np.ndarray]:
+    def value_and_gradient(self, theta: ArrayLike, X: ArrayLike,
+                           y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         """Both at once (one inner product)."""
         _, X, y, z = _prepare(theta, X, y)
         return self._phi(z, y), self._psi(z, y)[..., None] * X
 
     # link (mean function) of the model the loss belongs to
-    def link(self, z) -> np.ndarray:
+    def link(self, z: ArrayLike) -> np.ndarray:
         """Mean function ``zeta(z)`` of the model (identity unless stated)."""
         return check_array("z", z).copy()
 
-    def link_derivative(self, z) -> np.ndarray:
+    def link_derivative(self, z: ArrayLike) -> np.ndarray:
         """``zeta'(z)``."""
         return np.ones_like(check_array("z", z))
 
-    def lipschitz(self, p, x_bound, theta_bound, y_bound) -> float:  # pragma: no cover
+    def lipschitz(self, p: float, x_bound: float, theta_bound: float,
+                  y_bound: float) -> float:  # pragma: no cover
         raise NotImplementedError
 
-    def smoothness(self, p, x_bound) -> float:  # pragma: no cover
+    def smoothness(self, p: float, x_bound: float) -> float:  # pragma: no cover
         raise NotImplementedError
 
     def _phi(self, z, y):  # pragma: no cover
@@ -162,7 +178,7 @@ class GLMLoss(Loss):
       computed as ``logaddexp(0, z) - y z`` (no overflow); gradient ``(zeta(z) - y) x``.
     """
 
-    def __init__(self, link: str = "identity"):
+    def __init__(self, link: str = "identity") -> None:
         self.link_name = check_choice("link", link, LINKS)
 
     @property
@@ -172,11 +188,11 @@ class GLMLoss(Loss):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(link={self.link_name!r})"
 
-    def link(self, z) -> np.ndarray:
+    def link(self, z: ArrayLike) -> np.ndarray:
         z = check_array("z", z)
         return z.copy() if self.link_name == "identity" else expit(z)
 
-    def link_derivative(self, z) -> np.ndarray:
+    def link_derivative(self, z: ArrayLike) -> np.ndarray:
         z = check_array("z", z)
         if self.link_name == "identity":
             return np.ones_like(z)
@@ -193,7 +209,7 @@ class GLMLoss(Loss):
             return z - y
         return expit(z) - y
 
-    def lipschitz(self, p, x_bound, theta_bound, y_bound) -> float:
+    def lipschitz(self, p: float, x_bound: float, theta_bound: float, y_bound: float) -> float:
         """``L`` with ``||grad f||_q <= L`` when ``||x||_q <= x_bound``,
         ``||theta||_p <= theta_bound``, ``|y| <= y_bound``.
 
@@ -210,7 +226,7 @@ class GLMLoss(Loss):
             return (xb * tb + yb) * xb
         return (float(expit(xb * tb)) + yb) * xb
 
-    def smoothness(self, p, x_bound) -> float:
+    def smoothness(self, p: float, x_bound: float) -> float:
         """``beta`` with ``||grad f(a) - grad f(b)||_q <= beta ||a - b||_p``.
 
         ``beta = sup zeta' * x_bound^2`` (see the module docstring): ``x_bound^2`` for the
@@ -223,7 +239,7 @@ class GLMLoss(Loss):
 class SquaredLoss(GLMLoss):
     """``0.5 (<x, theta> - y)^2`` — the identity-link GLM loss."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(link="identity")
 
     def __repr__(self) -> str:
@@ -233,7 +249,7 @@ class SquaredLoss(GLMLoss):
 class LogisticLoss(GLMLoss):
     """``log(1 + exp(<x, theta>)) - y <x, theta>`` — the logistic-link GLM loss."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(link="logistic")
 
     def __repr__(self) -> str:
@@ -248,7 +264,7 @@ class HuberLoss(Loss):
 
     name = "huber"
 
-    def __init__(self, huber_delta: float = 1.0):
+    def __init__(self, huber_delta: float = 1.0) -> None:
         self.huber_delta = check_positive("huber_delta", huber_delta)
 
     def __repr__(self) -> str:
@@ -262,13 +278,13 @@ class HuberLoss(Loss):
     def _psi(self, z, y):
         return np.clip(z - y, -self.huber_delta, self.huber_delta)
 
-    def lipschitz(self, p, x_bound, theta_bound, y_bound) -> float:
+    def lipschitz(self, p: float, x_bound: float, theta_bound: float, y_bound: float) -> float:
         """``|psi| <= min(huber_delta, x_bound theta_bound + y_bound)``, so
         ``L = min(huber_delta, x_bound theta_bound + y_bound) * x_bound``."""
         p, xb, tb, yb = _check_bounds(p, x_bound, theta_bound, y_bound)
         return min(self.huber_delta, xb * tb + yb) * xb
 
-    def smoothness(self, p, x_bound) -> float:
+    def smoothness(self, p: float, x_bound: float) -> float:
         """``psi`` is 1-Lipschitz, so ``beta = x_bound^2``."""
         p, xb, _, _ = _check_bounds(p, x_bound)
         return xb**2
@@ -290,11 +306,12 @@ class AbsoluteLoss(Loss):
     def _psi(self, z, y):
         return np.sign(z - y)
 
-    def lipschitz(self, p, x_bound, theta_bound=None, y_bound=None) -> float:
+    def lipschitz(self, p: float, x_bound: float, theta_bound: float | None = None,
+                  y_bound: float | None = None) -> float:
         check_p("p", p)
         return check_nonnegative("x_bound", x_bound)
 
-    def smoothness(self, p, x_bound) -> float:
+    def smoothness(self, p: float, x_bound: float) -> float:
         raise ValueError("AbsoluteLoss is not smooth (its derivative jumps at z = y)")
 
 
@@ -310,11 +327,11 @@ class HingeLoss(Loss):
     def _psi(self, z, y):
         return np.where(y * z < 1.0, -y, 0.0)
 
-    def value(self, theta, X, y):
+    def value(self, theta: ArrayLike, X: ArrayLike, y: ArrayLike) -> np.ndarray:
         self._check_labels(y)
         return super().value(theta, X, y)
 
-    def gradient(self, theta, X, y):
+    def gradient(self, theta: ArrayLike, X: ArrayLike, y: ArrayLike) -> np.ndarray:
         self._check_labels(y)
         return super().gradient(theta, X, y)
 
@@ -325,11 +342,12 @@ class HingeLoss(Loss):
             bad = arr[np.abs(arr) != 1.0].ravel()[0]
             raise ValueError(f"y must contain labels -1 or +1 for the hinge loss, got {bad!r}")
 
-    def lipschitz(self, p, x_bound, theta_bound=None, y_bound=None) -> float:
+    def lipschitz(self, p: float, x_bound: float, theta_bound: float | None = None,
+                  y_bound: float | None = None) -> float:
         check_p("p", p)
         return check_nonnegative("x_bound", x_bound)
 
-    def smoothness(self, p, x_bound) -> float:
+    def smoothness(self, p: float, x_bound: float) -> float:
         raise ValueError("HingeLoss is not smooth (its derivative jumps at y z = 1)")
 
 
@@ -352,28 +370,29 @@ class GeometricMedianLoss:
             )
         return theta - X
 
-    def value(self, theta, X, y=None) -> np.ndarray:
+    def value(self, theta: ArrayLike, X: ArrayLike, y: ArrayLike | None = None) -> np.ndarray:
         return lp_norm(self._prepare(theta, X), 2.0)
 
-    def gradient(self, theta, X, y=None) -> np.ndarray:
+    def gradient(self, theta: ArrayLike, X: ArrayLike, y: ArrayLike | None = None) -> np.ndarray:
         diff = self._prepare(theta, X)
         nrm = np.sqrt(np.einsum("...i,...i->...", diff, diff))
         return diff / np.where(nrm > 0, nrm, 1.0)[..., None]
 
-    def lipschitz(self, p=2.0, x_bound=None, theta_bound=None, y_bound=None) -> float:
+    def lipschitz(self, p: float = 2.0, x_bound: float | None = None,
+                  theta_bound: float | None = None, y_bound: float | None = None) -> float:
         p = check_p("p", p)
         if p != 2.0:
             raise ValueError(f"GeometricMedianLoss bounds are stated in l_2 only, got p={p}")
         return 1.0
 
-    def smoothness(self, p, x_bound) -> float:
+    def smoothness(self, p: float, x_bound: float) -> float:
         raise ValueError("GeometricMedianLoss is not smooth at theta = x")
 
     def __repr__(self) -> str:
         return "GeometricMedianLoss()"
 
 
-def make_loss(name: str, **params) -> Loss:
+def make_loss(name: str, **params: float) -> Loss:
     """Loss by name: ``"squared"``/``"identity"``, ``"logistic"``, ``"huber"`` (takes
     ``huber_delta``)."""
     check_choice("name", name, {"squared", "identity", "logistic", "huber"})

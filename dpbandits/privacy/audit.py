@@ -54,6 +54,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import special, stats
 
 from dpbandits._validation import check_choice, check_delta, check_int, check_real
@@ -81,7 +82,7 @@ _TINY = 1e-300
 # --------------------------------------------------------------------------------------------
 
 
-def clopper_pearson_upper(k, n, alpha) -> np.ndarray:
+def clopper_pearson_upper(k: ArrayLike, n: float, alpha: float) -> np.ndarray:
     """One-sided ``1 - alpha`` upper confidence bound on a binomial proportion.
 
     ``k`` successes out of ``n`` trials: ``BetaInv(1 - alpha; k + 1, n - k)``, 1 when
@@ -95,7 +96,7 @@ def clopper_pearson_upper(k, n, alpha) -> np.ndarray:
     return out
 
 
-def clopper_pearson_lower(k, n, alpha) -> np.ndarray:
+def clopper_pearson_lower(k: ArrayLike, n: float, alpha: float) -> np.ndarray:
     """One-sided ``1 - alpha`` lower confidence bound: ``BetaInv(alpha; k, n - k + 1)``
     (0 when ``k = 0``)."""
     k = np.asarray(k, dtype=float)
@@ -106,7 +107,7 @@ def clopper_pearson_lower(k, n, alpha) -> np.ndarray:
     return out
 
 
-def eps_lower_bound(p0_upper, p1_lower, delta) -> np.ndarray:
+def eps_lower_bound(p0_upper: ArrayLike, p1_lower: ArrayLike, delta: float) -> np.ndarray:
     """``max{ln((p1- - delta)/p0+), ln((1 - delta - p0+)/(1 - p1-))}``, floored at 0.
 
     ``p0_upper`` bounds from above the probability of the rejection set under ``D``,
@@ -121,7 +122,7 @@ def eps_lower_bound(p0_upper, p1_lower, delta) -> np.ndarray:
     return np.where(np.isnan(out), 0.0, out)
 
 
-def mu_lower_bound(p0_upper, p1_lower) -> np.ndarray:
+def mu_lower_bound(p0_upper: ArrayLike, p1_lower: ArrayLike) -> np.ndarray:
     """Gaussian-DP bound ``Phi^-1(p1-) - Phi^-1(p0+)`` (may be negative: no evidence)."""
     p0 = np.clip(np.asarray(p0_upper, dtype=float), _TINY, 1.0)
     p1 = np.clip(np.asarray(p1_lower, dtype=float), 0.0, 1.0 - 1e-16)
@@ -138,7 +139,9 @@ def _rates(s0: np.ndarray, s1: np.ndarray, thresholds: np.ndarray):
     return k0, k1
 
 
-def lower_bounds_from_counts(k0, n0, k1, n1, delta, alpha, orientation="greater"):
+def lower_bounds_from_counts(k0: ArrayLike, n0: int, k1: ArrayLike, n1: int, delta: float,
+                             alpha: float, orientation: str = "greater"
+                             ) -> tuple[np.ndarray, np.ndarray]:
     """``(eps_lb, mu_lb)`` arrays for rules ``S > tau`` with counts ``k0`` (of ``n0`` runs on
     ``D``) and ``k1`` (of ``n1`` runs on ``D'``), each one-sided bound at level ``alpha``.
 

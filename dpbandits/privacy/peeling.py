@@ -55,6 +55,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+from dp_accounting import DpEvent
+from numpy.typing import ArrayLike
 
 from dpbandits._validation import (
     check_array,
@@ -106,7 +108,7 @@ def _check_sparsity(s, dim: int) -> int:
     return check_int("s (sparsity)", s, low=1, high=dim)
 
 
-def hard_threshold(v, s) -> np.ndarray:
+def hard_threshold(v: ArrayLike, s: int) -> np.ndarray:
     """Exact hard thresholding ``H_s``: keep the ``s`` largest ``|v_j|`` of every row.
 
     ``v`` (R, D) -> (R, D). Ties go to the lowest index (the order in which :func:`peel`
@@ -121,7 +123,8 @@ def hard_threshold(v, s) -> np.ndarray:
     return out
 
 
-def peel(rng: np.random.Generator, v, s, scale) -> PeelResult:
+def peel(rng: np.random.Generator, v: ArrayLike, s: int, scale: float | np.ndarray
+         ) -> PeelResult:
     """Private top-``s`` selection of every row of ``v`` (module docstring, steps 1-2).
 
     Parameters
@@ -162,7 +165,7 @@ def peel(rng: np.random.Generator, v, s, scale) -> PeelResult:
 
 
 # ----------------------------------------------------------------------------- calibration
-def peeling_scale_theorem(epsilon, delta, s, sensitivity) -> float:
+def peeling_scale_theorem(epsilon: float, delta: float, s: int, sensitivity: float) -> float:
     """Laplace scale of one peeling call at ``(epsilon, delta)`` (Cai, Wang & Zhang 2021,
     Lemma 3.3): ``b = sensitivity * 2 sqrt(3 s ln(1/delta)) / epsilon``.
 
@@ -178,7 +181,7 @@ def peeling_scale_theorem(epsilon, delta, s, sensitivity) -> float:
     return lam * 2.0 * math.sqrt(3.0 * s * math.log(1.0 / dlt)) / eps
 
 
-def peeling_event(noise_multiplier, s, count=1):
+def peeling_event(noise_multiplier: float, s: int, count: int = 1) -> DpEvent:
     """dp_accounting event of ``count`` peeling calls with ``b = noise_multiplier * lambda``.
 
     Per call: ``s`` report-noisy-max steps, each pure ``(2 / noise_multiplier)``-DP
@@ -195,7 +198,8 @@ def peeling_event(noise_multiplier, s, count=1):
     return one if count == 1 else compose([one] * count)
 
 
-def peeling_epsilon(noise_multiplier, s, delta, count=1, method="pld") -> float:
+def peeling_epsilon(noise_multiplier: float, s: int, delta: float, count: int = 1,
+                    method: str = "pld") -> float:
     """epsilon at ``delta`` of ``count`` peeling calls (PLD accountant by default)."""
     from dpbandits.privacy.accounting import epsilon_of
 
@@ -223,8 +227,8 @@ def _multiplier(eps: float, dlt: float, s: int, count: int, calibration: str,
                      rtol=1e-3)
 
 
-def peeling_noise_multiplier(epsilon, delta, s, *, count=1, calibration="accountant",
-                             method="pld") -> float:
+def peeling_noise_multiplier(epsilon: float, delta: float, s: int, *, count: int = 1,
+                             calibration: str = "accountant", method: str = "pld") -> float:
     """Noise multiplier ``c`` (``b = c * lambda``) making ``count`` peeling calls jointly
     ``(epsilon, delta)``-DP; see the module docstring for the two calibrations.
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -43,17 +43,17 @@ _SEARCH_MIN, _SEARCH_MAX = 1e-12, 1e12
 
 def calibrate(
     event_of_noise: Callable[[float], Any],
-    epsilon,
-    delta,
+    epsilon: float,
+    delta: float,
     *,
     method: str | Callable[[Any, float], float] = "pld",
-    lower=None,
-    upper=None,
-    start=None,
-    growth=4.0,
-    rtol=1e-3,
-    decreasing=True,
-    discretization=None,
+    lower: float | None = None,
+    upper: float | None = None,
+    start: float | None = None,
+    growth: float = 4.0,
+    rtol: float = 1e-3,
+    decreasing: bool = True,
+    discretization: float | None = None,
 ) -> float:
     """Noise parameter ``x`` for which ``event_of_noise(x)`` is (epsilon, delta)-DP.
 
@@ -122,7 +122,8 @@ def calibrate(
             value = float(accountant(event, delta))
         else:
             check_event(event, f"event_of_noise({x!r})")
-            value = epsilon_of(event, delta, method, discretization=discretization)
+            # accountant is None exactly when method is one of the METHODS names
+            value = epsilon_of(event, delta, cast(str, method), discretization=discretization)
         last["x"], last["eps"] = x, value
         return value <= epsilon
 

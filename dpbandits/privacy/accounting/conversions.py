@@ -33,7 +33,7 @@ def _gdp_delta(mu: float, eps: float) -> float:
     return min(1.0, max(0.0, value))
 
 
-def gdp_delta(mu, epsilon) -> float:
+def gdp_delta(mu: float, epsilon: float) -> float:
     """delta(epsilon) of a mu-GDP mechanism (Dong, Roth & Su 2019, Corollary 2.13)."""
     mu = check_positive("mu", mu)
     eps = check_positive("epsilon", epsilon)
@@ -43,7 +43,7 @@ def gdp_delta(mu, epsilon) -> float:
 _XTOL, _RTOL = 1e-15, 1e-12
 
 
-def gdp_epsilon(mu, delta) -> float:
+def gdp_epsilon(mu: float, delta: float) -> float:
     """Smallest epsilon >= 0 with ``gdp_delta(mu, epsilon) <= delta`` (root finding).
 
     Returns 0.0 when already ``delta >= 2 Phi(mu/2) - 1`` (the total variation distance).
@@ -61,7 +61,7 @@ def gdp_epsilon(mu, delta) -> float:
     return float(root)
 
 
-def gdp_mu(epsilon, delta) -> float:
+def gdp_mu(epsilon: float, delta: float) -> float:
     """Largest mu such that mu-GDP implies (epsilon, delta)-DP (root finding)."""
     eps = check_positive("epsilon", epsilon)
     delta = check_delta_open(delta)
@@ -83,20 +83,20 @@ def gdp_mu(epsilon, delta) -> float:
 # --------------------------------------------------------------------------------------------
 
 
-def pure_dp_to_zcdp(epsilon) -> float:
+def pure_dp_to_zcdp(epsilon: float) -> float:
     """epsilon-DP implies (epsilon^2/2)-zCDP (Bun & Steinke 2016, Proposition 1.4)."""
     eps = check_positive("epsilon", epsilon)
     return eps * eps / 2.0
 
 
-def bounded_range_to_zcdp(epsilon) -> float:
+def bounded_range_to_zcdp(epsilon: float) -> float:
     """epsilon-bounded-range (e.g. the exponential mechanism) implies (epsilon^2/8)-zCDP
     (Cesar & Rogers 2021)."""
     eps = check_positive("epsilon", epsilon)
     return eps * eps / 8.0
 
 
-def zcdp_epsilon(rho, delta) -> float:
+def zcdp_epsilon(rho: float, delta: float) -> float:
     """epsilon such that rho-zCDP implies (epsilon, delta)-DP, via dp_accounting's RDP
     accountant on a ``ZCDpEvent`` (its improved RDP-to-DP conversion).
 

@@ -52,12 +52,12 @@ __all__ = [
 ]
 
 
-def _repeat(event: _ev.DpEvent, count) -> _ev.DpEvent:
+def _repeat(event: _ev.DpEvent, count: int) -> _ev.DpEvent:
     count = check_int("count", count, low=1)
     return event if count == 1 else _ev.SelfComposedDpEvent(event=event, count=count)
 
 
-def gaussian_event(noise_multiplier, count=1) -> _ev.DpEvent:
+def gaussian_event(noise_multiplier: float, count: int = 1) -> _ev.DpEvent:
     """``count`` Gaussian mechanisms, each with std ``noise_multiplier`` x l2-sensitivity.
 
     One such mechanism is exactly ``(1/noise_multiplier)``-GDP; ``count`` of them compose to
@@ -67,7 +67,7 @@ def gaussian_event(noise_multiplier, count=1) -> _ev.DpEvent:
     return _repeat(_ev.GaussianDpEvent(noise_multiplier=sigma), count)
 
 
-def laplace_event(scale_over_sensitivity, count=1) -> _ev.DpEvent:
+def laplace_event(scale_over_sensitivity: float, count: int = 1) -> _ev.DpEvent:
     """``count`` Laplace mechanisms with scale ``b = scale_over_sensitivity`` x l1-sensitivity.
 
     Each is ``(1/b, 0)``-DP.
@@ -82,7 +82,7 @@ def _rr_noise_parameter(epsilon: float) -> float:
     return 2.0 * t / (1.0 + t)
 
 
-def pure_dp_event(epsilon, count=1) -> _ev.DpEvent:
+def pure_dp_event(epsilon: float, count: int = 1) -> _ev.DpEvent:
     """``count`` generic ``(epsilon, 0)``-DP mechanisms (e.g. report-noisy-max steps).
 
     Represented by the worst-case epsilon-DP pair, binary randomized response
@@ -102,13 +102,14 @@ def pure_dp_event(epsilon, count=1) -> _ev.DpEvent:
     return event if count == 1 else _ev.ComposedDpEvent(events=[event] * count)
 
 
-def zcdp_event(rho, count=1) -> _ev.DpEvent:
+def zcdp_event(rho: float, count: int = 1) -> _ev.DpEvent:
     """``count`` mechanisms that are each ``rho``-zCDP (only the RDP method can account them)."""
     rho = check_positive("rho", rho)
     return _repeat(_ev.ZCDpEvent(rho=rho), count)
 
 
-def subsampled_gaussian_event(noise_multiplier, sampling_prob, count=1) -> _ev.DpEvent:
+def subsampled_gaussian_event(noise_multiplier: float, sampling_prob: float, count: int = 1
+                              ) -> _ev.DpEvent:
     """``count`` Poisson-subsampled Gaussian mechanisms (DP-SGD steps), add/remove-one.
 
     Each record enters a step independently with probability ``sampling_prob``; the noise std
@@ -157,7 +158,7 @@ def compose(events: Iterable[_ev.DpEvent]) -> _ev.DpEvent:
     return _ev.ComposedDpEvent(events=events)
 
 
-def check_event(event, name: str = "event") -> _ev.DpEvent:
+def check_event(event: object, name: str = "event") -> _ev.DpEvent:
     """``event`` if it is a ``dp_accounting.DpEvent``, else a TypeError naming ``name``."""
     if not isinstance(event, _ev.DpEvent):
         raise TypeError(f"{name} must be a dp_accounting DpEvent, got {type(event).__name__}")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from typing import Literal
 
 import dp_accounting
 import numpy as np
@@ -249,7 +250,8 @@ def _tree_compose(plds: list, trunc: float) -> _pld.PrivacyLossDistribution:
     return plds[0]
 
 
-def build_pld(event: _ev.DpEvent, discretization, exact_tails: bool = False):
+def build_pld(event: _ev.DpEvent, discretization: float | None, exact_tails: bool = False
+              ) -> _pld.PrivacyLossDistribution | Literal["inf"] | None:
     """The composed PLD of ``event``; None when it is a no-op, "inf" when non-private.
 
     With ``exact_tails`` no tail mass is truncated during composition (dp_accounting moves

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+from dp_accounting import dp_event as _ev
+
 from dpbandits._validation import check_choice, check_delta, check_positive
 from dpbandits.privacy.accounting.events import check_event
 from dpbandits.privacy.accounting.pld import build_pld
@@ -16,14 +18,15 @@ __all__ = ["METHODS", "check_discretization", "delta_of", "epsilon_of"]
 METHODS = frozenset({"pld", "rdp"})
 
 
-def check_discretization(discretization):
+def check_discretization(discretization: float | None) -> float | None:
     """``None`` (automatic) or a positive PLD value-discretization interval."""
     if discretization is None:
         return None
     return check_positive("discretization", discretization)
 
 
-def epsilon_of(event, delta, method="pld", *, discretization=None) -> float:
+def epsilon_of(event: _ev.DpEvent, delta: float, method: str = "pld", *,
+               discretization: float | None = None) -> float:
     """Smallest epsilon such that ``event`` is (epsilon, delta)-DP, by the chosen accountant.
 
     Parameters
@@ -51,7 +54,8 @@ def epsilon_of(event, delta, method="pld", *, discretization=None) -> float:
     return float(pld.get_epsilon_for_delta(delta))
 
 
-def delta_of(event, epsilon, method="pld", *, discretization=None) -> float:
+def delta_of(event: _ev.DpEvent, epsilon: float, method: str = "pld", *,
+             discretization: float | None = None) -> float:
     """Smallest delta such that ``event`` is (epsilon, delta)-DP (``epsilon`` > 0, finite)."""
     check_event(event)
     epsilon = check_positive("epsilon", epsilon)

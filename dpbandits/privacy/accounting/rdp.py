@@ -27,11 +27,14 @@ baselines). Any set of orders gives a valid bound.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import dp_accounting
 import numpy as np
 from dp_accounting import dp_event as _ev
 from dp_accounting.rdp import RdpAccountant, compute_epsilon
 from dp_accounting.rdp.rdp_privacy_accountant import compute_delta
+from numpy.typing import ArrayLike
 
 from dpbandits._validation import check_delta_open
 from dpbandits.privacy.accounting.events import check_event, flatten
@@ -86,7 +89,7 @@ def _composed_rdp(event: _ev.DpEvent, orders, relation) -> np.ndarray:
     return accountant.rdp
 
 
-def rdp_curve(event: _ev.DpEvent, orders=RDP_ORDERS) -> np.ndarray:
+def rdp_curve(event: _ev.DpEvent, orders: Sequence[float] = RDP_ORDERS) -> np.ndarray:
     """RDP of ``event`` at ``orders`` (add/remove-one; randomized response replace-one).
 
     Equal leaves are bucketed and self-composed; the per-leaf curves are summed in leaf order
@@ -104,18 +107,21 @@ def rdp_curve(event: _ev.DpEvent, orders=RDP_ORDERS) -> np.ndarray:
     return total
 
 
-def epsilon_from_rdp(rdp, delta: float, orders=RDP_ORDERS) -> float:
+def epsilon_from_rdp(rdp: ArrayLike, delta: float, orders: Sequence[float] = RDP_ORDERS
+                     ) -> float:
     """Smallest epsilon at ``delta`` that the RDP curve ``rdp`` (at ``orders``) implies
     (dp_accounting's conversion, Canonne, Kamath & Steinke 2020)."""
     return float(compute_epsilon(np.asarray(orders), rdp, delta)[0])
 
 
-def delta_from_rdp(rdp, epsilon: float, orders=RDP_ORDERS) -> float:
+def delta_from_rdp(rdp: ArrayLike, epsilon: float, orders: Sequence[float] = RDP_ORDERS
+                   ) -> float:
     """Smallest delta at ``epsilon`` that the RDP curve ``rdp`` (at ``orders``) implies."""
     return float(compute_delta(np.asarray(orders), rdp, epsilon)[0])
 
 
-def replace_one_rdp(event: _ev.DpEvent, orders=WOR_SEARCH_ORDERS) -> np.ndarray:
+def replace_one_rdp(event: _ev.DpEvent, orders: Sequence[float] = WOR_SEARCH_ORDERS
+                    ) -> np.ndarray:
     """RDP curve of ``event`` at ``orders`` under ``REPLACE_ONE`` (no caching)."""
     return _composed_rdp(check_event(event), orders, _NR.REPLACE_ONE)
 
@@ -123,7 +129,8 @@ def replace_one_rdp(event: _ev.DpEvent, orders=WOR_SEARCH_ORDERS) -> np.ndarray:
 _CACHE: dict = {}
 
 
-def replace_one_rdp_epsilon(event, delta, orders=RDP_ORDERS) -> float:
+def replace_one_rdp_epsilon(event: _ev.DpEvent, delta: float,
+                            orders: Sequence[float] = RDP_ORDERS) -> float:
     """Epsilon that dp_accounting's RDP accountant certifies for ``event`` at ``delta`` with
     ``REPLACE_ONE`` neighbours at ``orders`` (noise multipliers relative to the replace-one
     sensitivity; ``SampledWithoutReplacementDpEvent`` is accounted by Wang, Balle &
