@@ -15,10 +15,11 @@ import math
 import time
 from abc import abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import dp_accounting
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpbandits._params import Parameterized
 from dpbandits._validation import (
@@ -29,7 +30,7 @@ from dpbandits._validation import (
     check_nonnegative,
 )
 from dpbandits.geometry import clip_to_norm
-from dpbandits.losses import make_loss
+from dpbandits.losses import LossLike, make_loss
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 
 __all__ = [
@@ -118,9 +119,10 @@ class BatchOptimizer(Optimizer):
     """
 
     @abstractmethod
-    def fit(self, loss, X, y, rng: np.random.Generator, n_reps: int | None = None
-            ) -> BatchResult:
-        """Run the algorithm; all randomness from ``rng``."""
+    def fit(self, loss: LossLike, X: ArrayLike, y: ArrayLike | None,
+            rng: np.random.Generator, n_reps: int | None = None) -> BatchResult:
+        """Run the algorithm; all randomness from ``rng`` (some methods also take a loss
+        name for ``loss``)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -128,8 +130,8 @@ class BatchOptimizer(Optimizer):
 # --------------------------------------------------------------------------------------------
 
 
-def check_privacy_target(epsilon, delta, component: str, *, needs_delta: bool = True
-                         ) -> tuple[float, float, bool]:
+def check_privacy_target(epsilon: float, delta: float | None, component: str, *,
+                         needs_delta: bool = True) -> tuple[float, float, bool]:
     """``(epsilon, delta, private)``: ``epsilon > 0`` (``inf`` turns the noise off); a private
     run whose noise needs it (Gaussian noise gives no pure epsilon-DP) needs ``0 < delta <
     1``; otherwise ``delta`` may be 0, or None when not private."""
@@ -143,7 +145,7 @@ def check_privacy_target(epsilon, delta, component: str, *, needs_delta: bool = 
     return eps, check_delta(delta), private
 
 
-def check_clip(value, name: str = "clip_norm") -> float:
+def check_clip(value: float, name: str = "clip_norm") -> float:
     """A clipping bound (> 0, finite)."""
     v = check_nonnegative(name, value)
     if v == 0.0:
@@ -151,13 +153,13 @@ def check_clip(value, name: str = "clip_norm") -> float:
     return v
 
 
-def resolve_loss(loss, *, names: bool = True):
+def resolve_loss(loss: str | LossLike, *, names: bool = True) -> LossLike:
     """A loss object with ``value`` and ``gradient`` methods (:mod:`dpbandits.losses`); with
     ``names`` a loss name (``"squared"``, ``"logistic"``, ``"huber"``) is also accepted."""
     if names and isinstance(loss, str):
         return make_loss(loss)
     if callable(getattr(loss, "gradient", None)) and callable(getattr(loss, "value", None)):
-        return loss
+        return cast(LossLike, loss)  # it has both methods (a str has neither)
     raise TypeError(
         "loss must " + ("be a loss name ('squared', 'logistic', 'huber') or " if names else "")
         + "provide value(theta, X, y) and gradient(theta, X, y) methods (see "
@@ -170,7 +172,7 @@ def resolve_loss(loss, *, names: bool = True):
 # --------------------------------------------------------------------------------------------
 
 
-def clipped_gradients(loss, theta: np.ndarray, X: np.ndarray, y: np.ndarray, q: float,
+def clipped_gradients(loss: LossLike, theta: np.ndarray, X: np.ndarray, y: np.ndarray, q: float,
                       bound: float) -> tuple[np.ndarray, np.ndarray]:
     """Per-sample gradients ``loss.gradient(theta, X, y)`` (broadcast shape ``(..., d)``)
     clipped to ``||g||_q <= bound`` (:func:`dpbandits.geometry.clip_to_norm`), and the mask
@@ -180,7 +182,7 @@ def clipped_gradients(loss, theta: np.ndarray, X: np.ndarray, y: np.ndarray, q: 
     return clip_to_norm(loss.gradient(theta, X, y), q, bound)
 
 
-def clipped_gradient_sum(loss, theta: np.ndarray, X: np.ndarray, y: np.ndarray, q: float,
+def clipped_gradient_sum(loss: LossLike, theta: np.ndarray, X: np.ndarray, y: np.ndarray, q: float,
                          bound: float) -> tuple[np.ndarray, np.ndarray]:
     """Sum over the samples (axis -2 of ``X``) of clipped per-sample gradients at ``theta
     (R, d)``, in blocks of at most ``CHUNK_ENTRIES`` values: ``(R, d)`` and the clip counts
@@ -271,7 +273,7 @@ class IterateHistory:
     """Iterates a batch ``fit`` keeps (each ``(R, d)``), with the step (or cost) and the wall
     time since the history was started at which each was recorded."""
 
-    def __init__(self, theta0: np.ndarray):
+    def __init__(self, theta0: np.ndarray) -> None:
         self._iterates = [theta0.copy()]
         self._steps: list[int] = [0]
         self._walls = [0.0]

@@ -6,8 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpbandits._validation import check_array, check_int, check_rng
+from dpbandits.losses import LossLike
 from dpbandits.optim.base import resolve_loss
 
 __all__ = ["Data", "check_theta0", "prepare_data", "start_fit"]
@@ -50,7 +52,8 @@ class Data:
         return self.Xs[:, start:stop], self.ys[:, start:stop]
 
 
-def prepare_data(X, y, n_reps, *, min_n: int = 1, y_required: bool = True) -> Data:
+def prepare_data(X: ArrayLike, y: ArrayLike | None, n_reps: int | None, *, min_n: int = 1,
+                 y_required: bool = True) -> Data:
     """Validate ``X``, ``y`` and ``n_reps`` (see :class:`~dpbandits.optim.base.BatchOptimizer`).
 
     ``X (n, d)`` with ``n_reps=None`` means one replication. ``X (R, n, d)`` requires
@@ -87,7 +90,7 @@ def prepare_data(X, y, n_reps, *, min_n: int = 1, y_required: bool = True) -> Da
     return Data(X=X, y=y, n_reps=int(R), n=int(n), d=int(d), shared=shared, Xs=Xs, ys=ys)
 
 
-def check_theta0(theta0, n_reps: int, d: int) -> np.ndarray:
+def check_theta0(theta0: ArrayLike | None, n_reps: int, d: int) -> np.ndarray:
     """Initial point: ``None`` (zeros), ``(d,)`` or ``(R, d)``; returned as a fresh ``(R, d)``."""
     if theta0 is None:
         return np.zeros((n_reps, d))
@@ -99,8 +102,9 @@ def check_theta0(theta0, n_reps: int, d: int) -> np.ndarray:
     raise ValueError(f"theta0 must have shape ({d},) or ({n_reps}, {d}), got {t.shape}")
 
 
-def start_fit(loss, X, y, rng, n_reps, *, loss_names: bool = True, min_n: int = 1,
-              y_required: bool = True) -> tuple:
+def start_fit(loss: str | LossLike, X: ArrayLike, y: ArrayLike | None, rng: np.random.Generator,
+              n_reps: int | None, *, loss_names: bool = True, min_n: int = 1,
+              y_required: bool = True) -> tuple[LossLike, np.random.Generator, Data]:
     """What every batch ``fit`` starts from, checked in this order: ``(loss, rng, data)``
     (:func:`~dpbandits.optim.base.resolve_loss`, a numpy Generator, :func:`prepare_data`)."""
     loss = resolve_loss(loss, names=loss_names)

@@ -40,9 +40,11 @@ Privacy (Theorem 5.3): ``T`` Gaussian queries of the clipped mean gradient (sens
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpbandits._validation import check_array, check_choice, check_positive
 from dpbandits.geometry import project_l1_ball, project_l2_ball
+from dpbandits.losses import LossLike
 from dpbandits.optim.base import BatchResult, IterateHistory
 from dpbandits.optim.batch.data import start_fit
 from dpbandits.optim.batch.dp_gd import FullGradientGaussian
@@ -85,7 +87,7 @@ def _greedy_l1(x, g, beta, mu):
                                                          + amounts[..., 3 * d:])
 
 
-def l1_squared_prox(x, g, beta, radius):
+def l1_squared_prox(x: ArrayLike, g: ArrayLike, beta: float, radius: float) -> np.ndarray:
     """``argmin_{||y||_1 <= radius} (beta/2) ||y - x||_1^2 + <g, y - x>`` for rows of
     ``x, g (R, d)`` with ``||x||_1 <= radius`` (the DP-AccMD y-step in l_1 geometry).
 
@@ -148,8 +150,10 @@ class DPAccMD(FullGradientGaussian):
     _label = "DP-AccMD"
     _basis_alg = "Algorithm 3 / Theorem 5.3 (private reading)"
 
-    def __init__(self, epsilon, delta, *, n_iters=50, geometry="l1", radius=1.0, clip_norm=1.0,
-                 smoothness=None, noise_std=None, theta0=None, record_every=1):
+    def __init__(self, epsilon: float, delta: float | None, *, n_iters: int = 50,
+                 geometry: str = "l1", radius: float = 1.0, clip_norm: float = 1.0,
+                 smoothness: float | None = None, noise_std: float | None = None,
+                 theta0: ArrayLike | None = None, record_every: int = 1) -> None:
         self._store_params(locals())
         check_choice("geometry", geometry, {"l1", "l2"})
         check_positive("radius", radius)
@@ -163,7 +167,7 @@ class DPAccMD(FullGradientGaussian):
         except (AttributeError, NotImplementedError, ValueError) as exc:
             raise ValueError(f"DP-AccMD needs smoothness for the loss {loss!r} ({exc})") from None
 
-    def bregman_initial(self, theta_star) -> np.ndarray:
+    def bregman_initial(self, theta_star: ArrayLike) -> np.ndarray:
         """``B_w(x*, x_0)`` for the default ``x_0 = 0`` (the constant of Theorem 5.4):
         ``||x*||^2/(2 r^2)`` (l2) or ``KL(u*, uniform)`` with the sparsest lift (l1)."""
         t = check_array("theta_star", theta_star)
@@ -192,7 +196,8 @@ class DPAccMD(FullGradientGaussian):
                              f"norm {float(norm.max()):.6g}")
         return x0
 
-    def fit(self, loss, X, y, rng, n_reps=None) -> BatchResult:
+    def fit(self, loss: LossLike, X: ArrayLike, y: ArrayLike | None, rng: np.random.Generator,
+            n_reps: int | None = None) -> BatchResult:
         loss, rng, data = start_fit(loss, X, y, rng, n_reps, loss_names=False, min_n=2)
         sigma = self._noise(data.n)[0]
         R, n, d, T = data.n_reps, data.n, data.d, int(self.n_iters)

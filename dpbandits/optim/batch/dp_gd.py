@@ -25,8 +25,10 @@ import math
 
 import dp_accounting
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpbandits._validation import check_choice, check_int, check_positive
+from dpbandits.losses import LossLike
 from dpbandits.optim.base import (
     BatchResult,
     IterateHistory,
@@ -41,7 +43,9 @@ from dpbandits.privacy.guarantee import PrivacyGuarantee
 __all__ = ["DPGD", "FullGradientGaussian", "gaussian_privacy"]
 
 
-def gaussian_privacy(epsilon, delta, noise_std, n, clip_norm, n_steps, name, basis_alg):
+def gaussian_privacy(epsilon: float, delta: float, noise_std: float | None, n: int,
+                     clip_norm: float, n_steps: int, name: str, basis_alg: str
+                     ) -> tuple[float, float, PrivacyGuarantee, dp_accounting.DpEvent]:
     """``(sigma, k, PrivacyGuarantee, ledger)`` of ``n_steps`` full-gradient Gaussian steps
     (sensitivity ``2 clip_norm / n``), calibrated to ``(epsilon, delta)`` unless ``noise_std``
     is given. Shared by DP-GD and DP-AccMD."""
@@ -124,9 +128,11 @@ class DPGD(FullGradientGaussian):
     _label = "DP-GD"
     _basis_alg = "Algorithm 4 / Theorem 6.1"
 
-    def __init__(self, epsilon, delta, *, n_iters=100, step_size=None, output="last",
-                 clip_norm=1.0, reg=None, reg_strength=0.0, smoothness=None, noise_std=None,
-                 theta0=None, record_every=1):
+    def __init__(self, epsilon: float, delta: float | None, *, n_iters: int = 100,
+                 step_size: float | None = None, output: str = "last", clip_norm: float = 1.0,
+                 reg: str | None = None, reg_strength: float = 0.0,
+                 smoothness: float | None = None, noise_std: float | None = None,
+                 theta0: ArrayLike | None = None, record_every: int = 1) -> None:
         self._store_params(locals())
         if step_size is not None:
             check_positive("step_size", step_size)
@@ -146,7 +152,8 @@ class DPGD(FullGradientGaussian):
                                  f"its smoothness is not available ({exc})") from None
         return 1.0 / L
 
-    def fit(self, loss, X, y, rng, n_reps=None) -> BatchResult:
+    def fit(self, loss: LossLike, X: ArrayLike, y: ArrayLike | None, rng: np.random.Generator,
+            n_reps: int | None = None) -> BatchResult:
         loss, rng, data = start_fit(loss, X, y, rng, n_reps, loss_names=False, min_n=2)
         eta = self._eta(loss)
         sigma = self._noise(data.n)[0]

@@ -40,8 +40,10 @@ import math
 
 import dp_accounting
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpbandits._validation import check_int, check_positive
+from dpbandits.losses import LossLike
 from dpbandits.optim.base import (
     BatchResult,
     IterateHistory,
@@ -103,9 +105,11 @@ class _VarianceReduced(PrivateBatchOptimizer):
     _name = ""
     _basis_alg = ""
 
-    def __init__(self, epsilon, delta, *, n_epochs=10, inner_steps=None, step_size=None,
-                 clip_norm=1.0, reg=None, reg_strength=0.0, smoothness=None, noise_std=None,
-                 theta0=None):
+    def __init__(self, epsilon: float, delta: float | None, *, n_epochs: int = 10,
+                 inner_steps: int | None = None, step_size: float | None = None,
+                 clip_norm: float = 1.0, reg: str | None = None, reg_strength: float = 0.0,
+                 smoothness: float | None = None, noise_std: float | None = None,
+                 theta0: ArrayLike | None = None) -> None:
         self._store_params(locals())
         check_int("n_epochs", n_epochs, low=1)
         if self._doubling and n_epochs > 40:
@@ -120,7 +124,7 @@ class _VarianceReduced(PrivateBatchOptimizer):
         check_clip(clip_norm)
         self._reg = Regularizer(reg, reg_strength)
         self._check_target()
-        self._resolved = None
+        self._resolved: tuple[float, int] | None = None
         self._from_loss = False
         try:  # resolvable without the loss? (else: at fit, from loss.smoothness)
             self._resolve(None)
@@ -213,7 +217,9 @@ class _VarianceReduced(PrivateBatchOptimizer):
         return PrivacyGuarantee(epsilon=eps, delta=self._delta, basis=basis)
 
     # ---------------------------------------------------------------- the algorithm
-    def variance_reduced_gradient(self, loss, theta, snapshot, X, y, idx, noise=None):
+    def variance_reduced_gradient(self, loss: LossLike, theta: ArrayLike, snapshot: ArrayLike,
+                                  X: ArrayLike, y: ArrayLike | None, idx: ArrayLike,
+                                  noise: np.ndarray | None = None) -> np.ndarray:
         """``v`` of Algorithm 1/2, line 7, for the given sampled indices ``idx (R,)`` and
         noise ``(R, d)`` (``None``: no noise) — exposed for tests; ``fit`` uses the same code.
         ``X (n, d)``, ``theta, snapshot (R, d)``."""
@@ -224,7 +230,8 @@ class _VarianceReduced(PrivateBatchOptimizer):
         v, _ = _direction(oracle, snap, theta, np.asarray(idx))
         return v if noise is None else v + noise
 
-    def fit(self, loss, X, y, rng, n_reps=None) -> BatchResult:
+    def fit(self, loss: LossLike, X: ArrayLike, y: ArrayLike | None, rng: np.random.Generator,
+            n_reps: int | None = None) -> BatchResult:
         """Run the algorithm on ``X (n, d)`` (shared by ``n_reps`` replications) or
         ``X (R, n, d)``; history = the snapshots ``x~_0, ..., x~_T``."""
         loss, rng, data = start_fit(loss, X, y, rng, n_reps, loss_names=False, min_n=2)
@@ -329,9 +336,11 @@ class DPSVRGPlusPlus(_VarianceReduced):
     _restart_from_last = True
     _doubling = True
 
-    def __init__(self, epsilon, delta, *, n_epochs=10, inner_steps=10, step_size=None,
-                 clip_norm=1.0, reg=None, reg_strength=0.0, smoothness=None, noise_std=None,
-                 theta0=None):
+    def __init__(self, epsilon: float, delta: float | None, *, n_epochs: int = 10,
+                 inner_steps: int | None = 10, step_size: float | None = None,
+                 clip_norm: float = 1.0, reg: str | None = None, reg_strength: float = 0.0,
+                 smoothness: float | None = None, noise_std: float | None = None,
+                 theta0: ArrayLike | None = None) -> None:
         super().__init__(epsilon, delta, n_epochs=n_epochs, inner_steps=inner_steps,
                          step_size=step_size, clip_norm=clip_norm, reg=reg,
                          reg_strength=reg_strength, smoothness=smoothness, noise_std=noise_std,

@@ -17,14 +17,17 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import dp_accounting
 import numpy as np
 from dp_accounting import dp_event as _ev
+from numpy.typing import ArrayLike
 
 from dpbandits._validation import check_epsilon, check_int, check_positive, check_rng
 from dpbandits.geometry import dual_exponent, lp_norm
+from dpbandits.losses import LossLike
 from dpbandits.optim.base import (
     CHUNK_ENTRIES,
     BatchResult,
@@ -39,7 +42,8 @@ from dpbandits.privacy.guarantee import PrivacyGuarantee
 __all__ = ["LocalMD", "LocalMDPhase", "local_md_phases", "sample_without_replacement"]
 
 
-def sample_without_replacement(rng: np.random.Generator, n: int, b: int, size) -> np.ndarray:
+def sample_without_replacement(rng: np.random.Generator, n: int, b: int,
+                               size: int | Sequence[int]) -> np.ndarray:
     """``size`` independent uniform subsets of ``b`` distinct indices from ``range(n)``.
 
     Returns int64 of shape ``(*size, b)`` (the order inside a subset is random). Small ``b``
@@ -87,8 +91,9 @@ class LocalMDPhase:
         return asdict(self)
 
 
-def local_md_phases(n, d, *, p, radius, epsilon, delta, lipschitz, lr_scale=1.0,
-                    noise_constant=100.0) -> tuple[float, list[LocalMDPhase]]:
+def local_md_phases(n: int, d: int, *, p: float, radius: float, epsilon: float, delta: float,
+                    lipschitz: float, lr_scale: float = 1.0, noise_constant: float = 100.0
+                    ) -> tuple[float, list[LocalMDPhase]]:
     """LocalMD's base step ``eta`` and its phases for ``n`` samples in dimension ``d``.
 
     ``eta = lr_scale (D / L0) min{1/sqrt((p-1) n), eps / sqrt(d log(1/delta) (1 + log d))}``
@@ -159,19 +164,20 @@ class LocalMD(LpBallOptimizer):
     History: phase outputs ``x_0 .. x_k`` (``history_steps`` = cumulative mirror steps).
     """
 
-    def __init__(self, *, p=1.5, radius=1.0, epsilon=1.0, delta=None, lipschitz=1.0,
-                 lr_scale=1.0, noise_constant=100.0):
+    def __init__(self, *, p: float = 1.5, radius: float = 1.0, epsilon: float = 1.0,
+                 delta: float | None = None, lipschitz: float = 1.0, lr_scale: float = 1.0,
+                 noise_constant: float = 100.0) -> None:
         self._store_params(locals())
         self._check_ball()
         self._c = check_positive("noise_constant", noise_constant)
 
-    def phases(self, n, d) -> tuple[float, list[LocalMDPhase]]:
+    def phases(self, n: int, d: int) -> tuple[float, list[LocalMDPhase]]:
         """Base step and phases for ``n`` samples in dimension ``d`` (:func:`local_md_phases`)."""
         return local_md_phases(n, d, p=self._p, radius=self._radius, epsilon=self._eps,
                                delta=self._delta, lipschitz=self._L0, lr_scale=self._lr,
                                noise_constant=self._c)
 
-    def ledger_for(self, n, d=None) -> dp_accounting.DpEvent:
+    def ledger_for(self, n: int, d: int | None = None) -> dp_accounting.DpEvent:
         """Per phase ``T_i`` sampled-without-replacement Gaussian steps (sequentially
         composed over phases although their samples are disjoint; conservative)."""
         if not self._private:
@@ -185,7 +191,7 @@ class LocalMD(LpBallOptimizer):
             for ph in phases
         ])
 
-    def privacy_for(self, n, d=None) -> PrivacyGuarantee:
+    def privacy_for(self, n: int, d: int | None = None) -> PrivacyGuarantee:
         """What the RDP accountant certifies for the ledger (replace-one)."""
         if not self._private:
             return PrivacyGuarantee.non_private("LocalMD without noise (epsilon = inf)")
@@ -200,7 +206,8 @@ class LocalMD(LpBallOptimizer):
             f"c={self._c:g}, {len(phases)} phases with eps_i = 2^-i eps",
         )
 
-    def fit(self, loss, X, y, rng, n_reps=None) -> BatchResult:
+    def fit(self, loss: str | LossLike, X: ArrayLike, y: ArrayLike | None, rng: np.random.Generator,
+            n_reps: int | None = None) -> BatchResult:
         """Run LocalMD on ``X`` ``(n, d)`` / ``(R, n, d)`` and ``y``; all draws from ``rng``."""
         t0 = time.perf_counter()
         loss, rng, data = start_fit(loss, X, y, rng, n_reps)

@@ -34,9 +34,11 @@ from dataclasses import asdict, dataclass
 import dp_accounting
 import numpy as np
 from dp_accounting import dp_event as _ev
+from numpy.typing import ArrayLike
 
 from dpbandits._validation import check_epsilon, check_int, check_positive
 from dpbandits.geometry import dual_exponent, lmo_lp_ball, lp_norm, noise_geometry
+from dpbandits.losses import LossLike
 from dpbandits.optim.base import (
     BatchResult,
     clipped_gradient_sum,
@@ -83,8 +85,9 @@ class NoisySFWSchedule:
         return asdict(self)
 
 
-def noisy_sfw_schedule(n, d, *, p, radius, epsilon, delta, lipschitz, smoothness,
-                       lr_scale=1.0) -> NoisySFWSchedule:
+def noisy_sfw_schedule(n: int, d: int, *, p: float, radius: float, epsilon: float,
+                       delta: float, lipschitz: float, smoothness: float, lr_scale: float = 1.0
+                       ) -> NoisySFWSchedule:
     """NoisySFW's batch sizes, step and noise for ``n`` samples in dimension ``d``."""
     n = check_int("n", n, low=4)
     d = check_int("d", d, low=1)
@@ -162,19 +165,20 @@ class NoisySFW(LpBallOptimizer):
     since the start of ``fit``).
     """
 
-    def __init__(self, *, p=1.5, radius=1.0, epsilon=1.0, delta=None, lipschitz=1.0,
-                 smoothness=1.0, lr_scale=1.0):
+    def __init__(self, *, p: float = 1.5, radius: float = 1.0, epsilon: float = 1.0,
+                 delta: float | None = None, lipschitz: float = 1.0, smoothness: float = 1.0,
+                 lr_scale: float = 1.0) -> None:
         self._store_params(locals())
         self._check_ball()
         self._L1 = check_positive("smoothness", smoothness)
 
-    def schedule(self, n, d) -> NoisySFWSchedule:
+    def schedule(self, n: int, d: int) -> NoisySFWSchedule:
         """Batch sizes, step size and noise levels for ``n`` samples in dimension ``d``."""
         return noisy_sfw_schedule(n, d, p=self._p, radius=self._radius, epsilon=self._eps,
                                   delta=self._delta, lipschitz=self._L0,
                                   smoothness=self._L1, lr_scale=self._lr)
 
-    def privacy_for(self, n, d=None) -> PrivacyGuarantee:
+    def privacy_for(self, n: int, d: int | None = None) -> PrivacyGuarantee:
         """``(epsilon, delta)``-DP: generalized Gaussian mechanism per disjoint aggregate."""
         sch = self.schedule(n, d)
         if not self._private:
@@ -197,7 +201,7 @@ class NoisySFW(LpBallOptimizer):
                     "for large epsilon"),
         )
 
-    def ledger_for(self, n, d=None) -> dp_accounting.DpEvent:
+    def ledger_for(self, n: int, d: int | None = None) -> dp_accounting.DpEvent:
         """The one mechanism a sample enters (aggregates are over disjoint samples).
 
         Gaussian branch (``q_plus = 2``): a ``GaussianDpEvent`` with the noise multiplier
@@ -214,7 +218,8 @@ class NoisySFW(LpBallOptimizer):
             sch.sigma_over_sensitivity, sch.q_plus, sch.plus_scale, sch.kappa, self._eps,
             self._delta)
 
-    def fit(self, loss, X, y, rng, n_reps=None) -> BatchResult:
+    def fit(self, loss: str | LossLike, X: ArrayLike, y: ArrayLike | None, rng: np.random.Generator,
+            n_reps: int | None = None) -> BatchResult:
         """Run NoisySFW on ``X`` ``(n, d)`` / ``(R, n, d)`` and ``y``; noise from ``rng``."""
         t0 = time.perf_counter()
         loss, rng, data = start_fit(loss, X, y, rng, n_reps)

@@ -24,6 +24,7 @@ import time
 import dp_accounting
 import numpy as np
 from dp_accounting import dp_event as _ev
+from numpy.typing import ArrayLike
 
 from dpbandits._validation import (
     check_choice,
@@ -32,7 +33,7 @@ from dpbandits._validation import (
     check_int,
 )
 from dpbandits.geometry import lp_norm, project_l2_ball, project_lp_ball
-from dpbandits.losses import GLMLoss, HuberLoss, LogisticLoss, SquaredLoss
+from dpbandits.losses import GLMLoss, HuberLoss, LogisticLoss, LossLike, SquaredLoss
 from dpbandits.optim.base import (
     CHUNK_ENTRIES,
     BatchResult,
@@ -49,7 +50,8 @@ from dpbandits.privacy.guarantee import PrivacyGuarantee
 __all__ = ["BACKENDS", "NoisySGD", "noisy_sgd_noise_multiplier", "noisy_sgd_step_size"]
 
 
-def noisy_sgd_step_size(n, d, *, radius, lipschitz, epsilon, delta, lr_scale=1.0) -> float:
+def noisy_sgd_step_size(n: int, d: int, *, radius: float, lipschitz: float, epsilon: float,
+                        delta: float, lr_scale: float = 1.0) -> float:
     """``eta = lr_scale r / (L0 n max{sqrt(n), sqrt(d log(1/delta)) / eps})`` (constant)."""
     n = check_int("n", n, low=1)
     d = check_int("d", d, low=1)
@@ -58,7 +60,8 @@ def noisy_sgd_step_size(n, d, *, radius, lipschitz, epsilon, delta, lr_scale=1.0
     return lr_scale * radius / (lipschitz * n * max(math.sqrt(n), term))
 
 
-def noisy_sgd_noise_multiplier(n, n_steps, *, epsilon, delta, calibration="theorem") -> float:
+def noisy_sgd_noise_multiplier(n: int, n_steps: int, *, epsilon: float, delta: float,
+                               calibration: str = "theorem") -> float:
     """Noise std of NoisySGD relative to the replace-one l_2 sensitivity ``2 L0``.
 
     ``"theorem"``: the paper's ``sigma = sqrt(8 L0^2 log(1/delta)) / eps``, i.e.
@@ -123,9 +126,10 @@ class NoisySGD(LpBallOptimizer):
 
     p_range = (2.0, False, math.inf)
 
-    def __init__(self, *, p=math.inf, radius=1.0, epsilon=1.0, delta=None, lipschitz=1.0,
-                 lr_scale=1.0, calibration="theorem", n_steps=None, n_history=100,
-                 backend="auto"):
+    def __init__(self, *, p: float = math.inf, radius: float = 1.0, epsilon: float = 1.0,
+                 delta: float | None = None, lipschitz: float = 1.0, lr_scale: float = 1.0,
+                 calibration: str = "theorem", n_steps: int | None = None,
+                 n_history: int = 100, backend: str = "auto") -> None:
         self._store_params(locals())
         self._check_ball()
         check_choice("calibration", calibration, {"theorem", "accountant"})
@@ -139,28 +143,28 @@ class NoisySGD(LpBallOptimizer):
     def _steps(self, n: int) -> int:
         return n * n if self.n_steps is None else int(self.n_steps)
 
-    def step_size(self, n, d) -> float:
+    def step_size(self, n: int, d: int) -> float:
         """The constant step ``eta`` for ``n`` samples in dimension ``d``."""
         return noisy_sgd_step_size(n, d, radius=self._radius, lipschitz=self._L0,
                                    epsilon=self._eps, delta=self._delta, lr_scale=self._lr)
 
-    def noise_multiplier(self, n) -> float:
+    def noise_multiplier(self, n: int) -> float:
         """``sigma / (2 L0)`` for ``n`` samples (see :func:`noisy_sgd_noise_multiplier`)."""
         return noisy_sgd_noise_multiplier(n, self._steps(n), epsilon=self._eps,
                                           delta=self._delta, calibration=self.calibration)
 
-    def sigma(self, n) -> float:
+    def sigma(self, n: int) -> float:
         """Per-coordinate noise std ``sigma`` for ``n`` samples (0 when not private)."""
         return 2.0 * self._L0 * self.noise_multiplier(n) if self._private else 0.0
 
-    def ledger_for(self, n, d=None) -> dp_accounting.DpEvent:
+    def ledger_for(self, n: int, d: int | None = None) -> dp_accounting.DpEvent:
         """``T`` steps of a Gaussian on one index sampled from ``n`` (replace-one)."""
         n = check_int("n", n, low=1)
         if not self._private:
             return _ev.NonPrivateDpEvent()
         return accounting.wor_gaussian_event(n, 1, self.noise_multiplier(n), self._steps(n))
 
-    def privacy_for(self, n, d=None) -> PrivacyGuarantee:
+    def privacy_for(self, n: int, d: int | None = None) -> PrivacyGuarantee:
         """What the RDP accountant certifies for the ledger (replace-one)."""
         n = check_int("n", n, low=1)
         if not self._private:
@@ -193,7 +197,8 @@ class NoisySGD(LpBallOptimizer):
             return project_l2_ball(theta, self._radius)
         return project_lp_ball(theta, self._p, self._radius)
 
-    def fit(self, loss, X, y, rng, n_reps=None) -> BatchResult:
+    def fit(self, loss: str | LossLike, X: ArrayLike, y: ArrayLike | None, rng: np.random.Generator,
+            n_reps: int | None = None) -> BatchResult:
         """Run NoisySGD on ``X`` ``(n, d)`` / ``(R, n, d)`` and ``y``; all draws from ``rng``.
 
         Per chunk of steps the sample indices ``(R, c)`` are drawn first, then standard

@@ -16,10 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpbandits._validation import check_array, check_choice, check_nonnegative
 from dpbandits.geometry import lp_norm
-from dpbandits.losses import Loss
+from dpbandits.losses import Loss, LossLike
 from dpbandits.optim.base import clipped_gradient_sum, clipped_gradients
 from dpbandits.optim.batch.data import Data
 
@@ -38,7 +39,7 @@ class GradientOracle:
     ``(R, n, d)`` array; other losses are handled in chunks.
     """
 
-    def __init__(self, loss, data: Data, clip: float, q: float = 2.0):
+    def __init__(self, loss: LossLike, data: Data, clip: float, q: float = 2.0) -> None:
         self.loss = loss
         self.data = data
         self.clip = float(clip)
@@ -148,7 +149,7 @@ class Regularizer:
 
     KINDS = frozenset({"l2", "l1"})
 
-    def __init__(self, kind, strength):
+    def __init__(self, kind: str | None, strength: float) -> None:
         if kind is not None:
             check_choice("reg", kind, self.KINDS)
         self.kind = kind
@@ -183,7 +184,8 @@ class Regularizer:
         return np.sign(v) * np.maximum(np.abs(v) - t, 0.0)
 
 
-def objective(loss, theta, X, y, reg: Regularizer | None = None) -> np.ndarray:
+def objective(loss: LossLike, theta: ArrayLike, X: ArrayLike, y: ArrayLike,
+              reg: Regularizer | None = None) -> np.ndarray:
     """``F^r(theta) = mean_i f(theta; x_i, y_i) + r(theta)`` (un-clipped loss) for ``theta``
     of shape ``(..., d)`` and shared data ``X (n, d)``; for evaluation, not for training."""
     theta = check_array("theta", theta)

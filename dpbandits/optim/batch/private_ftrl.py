@@ -50,10 +50,12 @@ import math
 
 import dp_accounting
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import special
 
 from dpbandits._validation import check_choice, check_p, check_positive
 from dpbandits.geometry import dual_exponent, lmo_lp_ball, lp_norm, project_l2_ball
+from dpbandits.losses import LossLike
 from dpbandits.optim.base import (
     BatchResult,
     IterateHistory,
@@ -78,7 +80,7 @@ FTRL_CAVEAT = (
 
 
 def generalized_gaussian_coordinates(rng: np.random.Generator, sigma: float, q: float,
-                                     size) -> np.ndarray:
+                                     size: int | tuple[int, ...]) -> np.ndarray:
     """I.i.d. draws with density ``q / (2 sigma Gamma(1/q)) exp(-|x|^q / sigma^q)``
     (``scipy.stats.gennorm(q, scale=sigma)``): ``|x| = sigma Gamma(1/q, 1)^{1/q}``, random
     sign. The density of a vector of them is ``∝ exp(-||xi||_q^q / sigma^q)`` (seed 004)."""
@@ -113,8 +115,10 @@ class PrivateFTRL(PrivateBatchOptimizer):
     """
 
 
-    def __init__(self, epsilon, delta, *, lipschitz=1.0, radius=1.0, p=2.0,
-                 step_schedule="fixed", noise="all", step_size=None, noise_std=None):
+    def __init__(self, epsilon: float, delta: float | None, *, lipschitz: float = 1.0,
+                 radius: float = 1.0, p: float = 2.0, step_schedule: str = "fixed",
+                 noise: str = "all", step_size: float | None = None,
+                 noise_std: float | None = None) -> None:
         self._store_params(locals())
         check_clip(lipschitz, "lipschitz")
         check_positive("radius", radius)
@@ -235,8 +239,8 @@ class PrivateFTRL(PrivateBatchOptimizer):
         mq = sigma**q * special.gamma((q + 1.0) / q) / special.gamma(1.0 / q)  # E|x|^q
         return (d * mq) ** (2.0 / q)
 
-    def fit(self, loss, X, y, rng, n_reps=None, record_every: int | None = None
-            ) -> BatchResult:
+    def fit(self, loss: LossLike, X: ArrayLike, y: ArrayLike | None, rng: np.random.Generator,
+            n_reps: int | None = None, record_every: int | None = None) -> BatchResult:
         """One pass over the rows of ``X`` in order (``T = n``). History: ``w_1`` and every
         ``record_every``-th iterate (default ``max(1, T // 100)``) up to ``w_{T+1}``."""
         loss, rng, data = start_fit(loss, X, y, rng, n_reps, loss_names=False, min_n=2,

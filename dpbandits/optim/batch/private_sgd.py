@@ -42,9 +42,11 @@ import math
 
 import dp_accounting
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpbandits._validation import check_choice, check_positive
 from dpbandits.geometry import project_l2_ball
+from dpbandits.losses import LossLike
 from dpbandits.optim.base import BatchResult, PrivateBatchOptimizer, check_clip
 from dpbandits.optim.batch.data import start_fit
 from dpbandits.optim.batch.oracle import GradientOracle
@@ -86,8 +88,9 @@ class PrivateSGD(PrivateBatchOptimizer):
     """
 
 
-    def __init__(self, epsilon, delta, *, lipschitz=1.0, radius=1.0, calibration="theorem",
-                 step_size=None, noise_std=None):
+    def __init__(self, epsilon: float, delta: float | None, *, lipschitz: float = 1.0,
+                 radius: float = 1.0, calibration: str = "theorem",
+                 step_size: float | None = None, noise_std: float | None = None) -> None:
         self._store_params(locals())
         check_clip(lipschitz, "lipschitz")
         check_positive("radius", radius)
@@ -226,7 +229,8 @@ class PrivateSGD(PrivateBatchOptimizer):
         return self.accountant_privacy_for(n)
 
     # ---------------------------------------------------------------- the algorithm
-    def fit(self, loss, X, y, rng, n_reps=None) -> BatchResult:
+    def fit(self, loss: LossLike, X: ArrayLike, y: ArrayLike | None, rng: np.random.Generator,
+            n_reps: int | None = None) -> BatchResult:
         """One run per replication on ``X (n, d)`` or ``X (R, n, d)``; ``y`` may be None for
         losses that ignore labels. History: ``w_1`` and the output."""
         loss, rng, data = start_fit(loss, X, y, rng, n_reps, loss_names=False, min_n=2,

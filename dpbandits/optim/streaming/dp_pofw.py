@@ -82,9 +82,11 @@ from dataclasses import dataclass
 
 import dp_accounting
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpbandits._validation import check_choice, check_p
 from dpbandits.geometry import lmo_lp_ball
+from dpbandits.losses import LossLike
 from dpbandits.optim.streaming.frank_wolfe import StreamingFrankWolfe, _ChunkedDraws
 from dpbandits.privacy import accounting
 from dpbandits.privacy.guarantee import PrivacyGuarantee
@@ -109,7 +111,7 @@ def per_step_epsilons(horizon: int, kappa: float) -> np.ndarray:
     return 2.0 * np.sqrt(t) / ((t + 1.0) * kappa)
 
 
-def azuma_epsilon(per_step, delta: float) -> float:
+def azuma_epsilon(per_step: ArrayLike, delta: float) -> float:
     """Composition bound of the proof of Theorem 3.4 (A.6, Dwork & Roth Lemma 3.18 + Azuma):
     ``sum eps_t (e^{eps_t} - 1) + sqrt(2 log(1/delta) sum eps_t^2)``."""
     e = np.asarray(per_step, dtype=np.float64)
@@ -227,9 +229,10 @@ class DPPOFW(StreamingFrankWolfe):
 
     _algorithm = "DP-POFW"
 
-    def __init__(self, loss, *, dim, radius, horizon, epsilon, delta, p=1,
-                 calibration="theorem", selection="laplace", x_bound=1.0, y_bound=1.0,
-                 lr_scale=1.0):
+    def __init__(self, loss: str | LossLike, *, dim: int, radius: float, horizon: int,
+                 epsilon: float, delta: float | None, p: float = 1,
+                 calibration: str = "theorem", selection: str = "laplace",
+                 x_bound: float = 1.0, y_bound: float = 1.0, lr_scale: float = 1.0) -> None:
         self.selection = selection
         self._selection = check_choice("selection", selection, SELECTIONS)
         super().__init__(loss, dim=dim, p=p, radius=radius, horizon=horizon, epsilon=epsilon,
@@ -309,7 +312,7 @@ class DPPOFW(StreamingFrankWolfe):
         cal = self._calibrate()
         return 0.0 if cal.kappa == 0.0 else cal.kappa * self._D * cal.constant
 
-    def noise_scale(self, t) -> float | np.ndarray:
+    def noise_scale(self, t: ArrayLike) -> float | np.ndarray:
         """``b_t`` (Laplace scale, or exponential-mechanism temperature) at step(s) ``t``."""
         t = np.asarray(t, dtype=np.float64)
         if np.any(t < 1) or np.any(t > self._n):
@@ -329,7 +332,7 @@ class DPPOFW(StreamingFrankWolfe):
 
     # ------------------------------------------------------------------ streaming
     def _reset_private_state(self, n_reps, rng) -> None:
-        st = self._state
+        st = self._require_state()
         d = self._d
         st["sum"] = np.zeros((n_reps, d))
         st["rows"] = np.arange(n_reps)

@@ -300,7 +300,7 @@ class DPTOFW(StreamingFrankWolfe):
 
     # ------------------------------------------------------------------ streaming
     def _reset_private_state(self, n_reps, rng) -> None:
-        st = self._state
+        st = self._require_state()
         cal = self._calibrate()
         d = self._d
         if not self._private or cal.sigma_plus == 0.0:
@@ -328,20 +328,20 @@ class DPTOFW(StreamingFrankWolfe):
 class _GaussianNodes:
     """``k`` steps of Gaussian node noise ``N(0, std^2)``, shape ``(k, R, d)`` (picklable)."""
 
-    def __init__(self, std, n_reps, d):
+    def __init__(self, std: float, n_reps: int, d: int) -> None:
         self.std, self.n_reps, self.d = std, n_reps, d
 
-    def __call__(self, rng, k):
+    def __call__(self, rng: np.random.Generator, k: int) -> np.ndarray:
         return self.std * rng.standard_normal((k, self.n_reps, self.d))
 
 
 class _GeneralizedGaussianNodes:
     """``k`` steps of generalized-Gaussian node noise (Algorithm 4), shape ``(k, R, d)``."""
 
-    def __init__(self, sigma_plus, q_plus, n_reps, d):
+    def __init__(self, sigma_plus: float, q_plus: float, n_reps: int, d: int) -> None:
         self.sigma_plus, self.q_plus, self.n_reps, self.d = sigma_plus, q_plus, n_reps, d
 
-    def __call__(self, rng, k):
+    def __call__(self, rng: np.random.Generator, k: int) -> np.ndarray:
         return generalized_gaussian_noise(rng, self.sigma_plus, self.q_plus, self.d,
                                           size=(k, self.n_reps))
 

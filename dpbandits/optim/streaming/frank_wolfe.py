@@ -69,11 +69,15 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
+from collections.abc import Callable
+from typing import Any, cast
 
 import dp_accounting
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpbandits._validation import (
+    SeedLike,
     as_rng,
     check_array,
     check_choice,
@@ -82,7 +86,7 @@ from dpbandits._validation import (
     check_positive,
 )
 from dpbandits.geometry import clip_rows, dual_exponent
-from dpbandits.losses import Loss
+from dpbandits.losses import Loss, LossLike
 from dpbandits.optim.base import StreamingOptimizer, check_privacy_target, resolve_loss
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 
@@ -111,14 +115,15 @@ def frank_wolfe_step_size(t: int, lr_scale: float = 1.0) -> float:
     return min(1.0, lr_scale / (t + 1.0))
 
 
-def gradient_increment(grad_cur, grad_prev, t: int) -> np.ndarray:
+def gradient_increment(grad_cur: ArrayLike, grad_prev: ArrayLike, t: int) -> np.ndarray:
     """``g_t = (t+1) grad f(theta_t, x_t) - t grad f(theta_{t-1}, x_t)`` (eq. 3.1)."""
     return (t + 1.0) * np.asarray(grad_cur, dtype=np.float64) - t * np.asarray(
         grad_prev, dtype=np.float64
     )
 
 
-def recursive_gradient(grads_cur, grads_prev, first: str = "zero") -> np.ndarray:
+def recursive_gradient(grads_cur: ArrayLike, grads_prev: ArrayLike, first: str = "zero"
+                       ) -> np.ndarray:
     """Recursive form (eq. A.1): ``d_t = grad_cur[t] + (1 - 1/(t+1)) (d_{t-1} - grad_prev[t])``.
 
     ``grads_cur[t-1] = grad f(theta_t, x_t)`` and ``grads_prev[t-1] = grad f(theta_{t-1}, x_t)``,
@@ -143,7 +148,7 @@ def recursive_gradient(grads_cur, grads_prev, first: str = "zero") -> np.ndarray
     return out
 
 
-def recursive_gradient_sum_form(grads_cur, grads_prev) -> np.ndarray:
+def recursive_gradient_sum_form(grads_cur: ArrayLike, grads_prev: ArrayLike) -> np.ndarray:
     """Sum form (eq. 3.1): ``d_t = (1/(t+1)) sum_{i<=t} g_i``; same arguments and shape as
     :func:`recursive_gradient`, and equal to it (with ``first="zero"``)."""
     gc = np.asarray(grads_cur, dtype=np.float64)
@@ -190,14 +195,15 @@ class _ChunkedDraws:
     reproducible from the seed. Exactly the steps up to the horizon are drawn.
     """
 
-    def __init__(self, draw, values_per_step: int, horizon: int):
+    def __init__(self, draw: Callable[[np.random.Generator, int], np.ndarray],
+                 values_per_step: int, horizon: int) -> None:
         self._draw = draw
         self._per = values_per_step
         self._left = horizon
-        self._buf = None
+        self._buf: np.ndarray | None = None
         self._i = 0
 
-    def next(self, rng):
+    def next(self, rng: np.random.Generator) -> np.ndarray:
         if self._buf is None or self._i >= self._buf.shape[0]:
             if self._left <= 0:
                 raise RuntimeError("noise requested beyond the horizon")  # pragma: no cover
@@ -254,11 +260,15 @@ class StreamingFrankWolfe(StreamingOptimizer):
 
     _algorithm = "streaming Frank-Wolfe"
 
-    def __init__(self, loss, *, dim, p, radius, horizon, epsilon, delta,
-                 calibration="theorem", x_bound=1.0, y_bound=1.0, lr_scale=1.0):
+    def __init__(self, loss: str | LossLike, *, dim: int, p: float, radius: float,
+                 horizon: int, epsilon: float, delta: float | None,
+                 calibration: str = "theorem", x_bound: float = 1.0, y_bound: float = 1.0,
+                 lr_scale: float = 1.0) -> None:
         # scikit-learn style: parameters stored unchanged, validated copies kept privately.
         self._store_params(locals())
-        self._loss = resolve_loss(loss)
+        # duck-typed beyond LossLike: lipschitz/smoothness are checked next, _psi is used for
+        # Loss instances only (self._linear)
+        self._loss = cast(Any, resolve_loss(loss))
         if not (callable(getattr(self._loss, "lipschitz", None))
                 and callable(getattr(self._loss, "smoothness", None))):
             raise TypeError(
@@ -288,7 +298,7 @@ class StreamingFrankWolfe(StreamingOptimizer):
         self._s_exact = step_factor(self._lr, self._n)
         self._s_theorem = max(1.0, self._s_exact)
 
-        self._state = None
+        self._state: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ subclass hooks
     @staticmethod
@@ -364,7 +374,7 @@ class StreamingFrankWolfe(StreamingOptimizer):
         return increment_sensitivity(self._L, self._beta, self._D, s)
 
     # ------------------------------------------------------------------ state
-    def _require_state(self):
+    def _require_state(self) -> dict[str, Any]:
         if self._state is None:
             raise RuntimeError(
                 f"{type(self).__name__}: call reset(n_reps, rng) before step / state access"
@@ -402,7 +412,7 @@ class StreamingFrankWolfe(StreamingOptimizer):
         """Per row, how many samples had ``x`` or ``y`` clipped (``(R,)`` int64 copy)."""
         return self._require_state()["n_clipped"].copy()
 
-    def reset(self, n_reps, rng) -> StreamingFrankWolfe:
+    def reset(self, n_reps: int, rng: SeedLike) -> StreamingFrankWolfe:
         """Fresh state for ``n_reps`` rows; all noise drawn from ``rng`` (a Generator, or a
         seed passed to ``numpy.random.default_rng``)."""
         R = check_int("n_reps", n_reps, low=1)
@@ -459,7 +469,7 @@ class StreamingFrankWolfe(StreamingOptimizer):
         grads = self._loss.gradient(thetas, x, y)  # (2, R, d)
         return (t + 1.0) * grads[cur] - t * grads[1 - cur]
 
-    def step(self, x, y) -> np.ndarray:
+    def step(self, x: ArrayLike, y: ArrayLike) -> np.ndarray:
         """Consume one sample per row (``x`` (R, d), ``y`` (R,)); return ``theta_{t+1}``."""
         st = self._require_state()
         R, d = st["R"], self._d
