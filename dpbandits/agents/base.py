@@ -26,7 +26,9 @@ import warnings
 from abc import abstractmethod
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import dp_accounting
 import numpy as np
 
 from dpbandits._params import Parameterized
@@ -129,7 +131,7 @@ class Agent(Parameterized):
         """The agent's guarantee; ``None`` only for agents that are not private at all."""
 
     @property
-    def ledger(self):
+    def ledger(self) -> dp_accounting.DpEvent | None:
         """dp_accounting event of the agent's noise (None for non-private agents)."""
         return None
 
@@ -232,7 +234,7 @@ def _definition(cls: type) -> tuple[str, str]:
     return cls.__qualname__, str(Path(source).resolve()) if source else cls.__module__
 
 
-def make_agent(name: str, **params) -> Agent:
+def make_agent(name: str, **params: Any) -> Agent:
     """Build a registered agent by name."""
     if name not in _REGISTRY:
         raise ValueError(f"unknown agent {name!r}; registered agents: {sorted(_REGISTRY)}")

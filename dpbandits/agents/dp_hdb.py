@@ -37,7 +37,9 @@ optimizers (``n_clipped_``).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
+import dp_accounting
 import numpy as np
 
 from dpbandits._validation import check_choice, check_int, check_positive, check_real
@@ -71,7 +73,8 @@ def _zeta(z, link):
     return 0.5 * (1.0 + np.tanh(0.5 * z))
 
 
-def preselected_greedy(x, theta_fs, theta, h_sub: float, zeta=None) -> np.ndarray:
+def preselected_greedy(x: np.ndarray, theta_fs: np.ndarray, theta: np.ndarray, h_sub: float,
+                       zeta: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
     """Lines 11-15 of Algorithm 3: among the arms whose forced-sampling value
     ``zeta(x' theta_fs_i)`` is within ``h_sub / 2`` of the best, the greedy arm of the current
     estimates ``theta`` (ties to the lowest index). ``x`` (R, d), estimates (R, K, d) ->
@@ -188,7 +191,7 @@ class DPHDB(PrivateAgent):
                    f"{arm.basis}"))
 
     @property
-    def ledger(self):
+    def ledger(self) -> dp_accounting.DpEvent | None:
         """Events of the two arms' optimizers a changed user can reach."""
         if not self._private:
             return None
@@ -220,7 +223,7 @@ class DPHDB(PrivateAgent):
         """Clipped samples per replication and arm, shape (R, K)."""
         return np.stack([opt.n_clipped for opt in self._opts], axis=1)
 
-    def act(self, contexts):
+    def act(self, contexts: np.ndarray) -> np.ndarray:
         if self.t_ < self.forced_steps:
             return np.full(contexts.shape[0], self.t_ // self._t0, dtype=np.int64)
         return preselected_greedy(contexts, self._theta_fs, self._theta, self.h_sub,

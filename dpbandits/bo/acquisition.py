@@ -35,15 +35,17 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.optimize import minimize
 
 from dpbandits._validation import check_array, check_int, check_nonnegative, check_rng
 from dpbandits.bo.gp import GPDesign
+from dpbandits.bo.kernels import Kernel
 
 __all__ = ["DesignStep", "GradientDesigner", "default_search_radius"]
 
 
-def default_search_radius(kernel, d: int) -> np.ndarray:
+def default_search_radius(kernel: Kernel, d: int) -> np.ndarray:
     """Half-width of the per-coordinate search box around ``theta``.
 
     Stationary kernels: ``2 ell min(1, sqrt(3/d))``. The trace reduction of a single point
@@ -92,7 +94,7 @@ class GradientDesigner:
     """
 
     def __init__(self, n_candidates: int = 256, n_restarts: int = 2, maxiter: int = 30,
-                 search_radius=None):
+                 search_radius: ArrayLike | None = None) -> None:
         self.n_candidates = check_int("n_candidates", n_candidates, low=1)
         self.n_restarts = check_int("n_restarts", n_restarts, low=0)
         self.maxiter = check_int("maxiter", maxiter, low=1)
@@ -162,7 +164,8 @@ class GradientDesigner:
                 best_z, best_r = z, r
         return best_z
 
-    def search_box(self, design, theta, bounds):
+    def search_box(self, design: GPDesign, theta: np.ndarray, bounds: np.ndarray | None
+                   ) -> tuple[np.ndarray, np.ndarray]:
         d = theta.shape[0]
         radius = (default_search_radius(design.kernel, d) if self.search_radius is None
                   else np.broadcast_to(np.asarray(self.search_radius, float), (d,)))
@@ -172,9 +175,10 @@ class GradientDesigner:
         return lo, hi
 
     # ----------------------------------------------------------------- public
-    def select(self, design: GPDesign, theta, rng: np.random.Generator, *, tolerance=None,
-               batch_size=None, min_batch: int = 1, max_batch: int | None = None,
-               bounds=None) -> DesignStep:
+    def select(self, design: GPDesign, theta: ArrayLike, rng: np.random.Generator, *,
+               tolerance: float | None = None, batch_size: int | None = None,
+               min_batch: int = 1, max_batch: int | None = None,
+               bounds: np.ndarray | None = None) -> DesignStep:
         """Add points to ``design`` (mutated) until the gradient trace at ``theta`` is
         ``<= tolerance`` (adaptive, line 4) or ``batch_size`` points were added (fixed).
 
@@ -201,7 +205,7 @@ class GradientDesigner:
         trace = prior_tr - float(np.sum(G * Q))
         trace_before = trace
         lo, hi = self.search_box(design, theta, bounds)
-        points = []
+        points: list[np.ndarray] = []
         while True:
             b = len(points)
             if batch_size is not None:

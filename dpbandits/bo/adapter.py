@@ -29,7 +29,10 @@ lose little, and integer hyper-parameters should be treated as continuous inside
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpbandits._validation import check_array, check_int
 from dpbandits.bo.objectives import Objective
@@ -44,7 +47,8 @@ class HyperparameterSpace:
     ``low < high`` (and ``low > 0`` on log-scaled entries); ``log`` a bool or a sequence.
     """
 
-    def __init__(self, names, low, high, log=False):
+    def __init__(self, names: Iterable[str], low: ArrayLike, high: ArrayLike,
+                 log: bool | Sequence[bool] = False) -> None:
         names = list(names)
         if not names or not all(isinstance(s, str) for s in names):
             raise TypeError(f"names must be a non-empty sequence of strings, got {names!r}")
@@ -73,7 +77,7 @@ class HyperparameterSpace:
         """The unit box ``[[0, 1]] * d`` for the optimizer's ``bounds``."""
         return np.tile([0.0, 1.0], (self.dim, 1))
 
-    def to_params(self, theta) -> dict:
+    def to_params(self, theta: ArrayLike) -> dict[str, float]:
         """Coordinates ``theta`` in ``[0, 1]^d`` -> ``{name: value}``."""
         th = check_array("theta", theta, shape=(self.dim,))
         if np.any(th < 0) or np.any(th > 1):
@@ -83,7 +87,7 @@ class HyperparameterSpace:
         v = np.where(self.log, np.exp(v), v)
         return {k: float(x) for k, x in zip(self.names, v, strict=True)}
 
-    def from_params(self, params: dict) -> np.ndarray:
+    def from_params(self, params: Mapping[str, float]) -> np.ndarray:
         """``{name: value}`` -> coordinates in ``[0, 1]^d``."""
         missing = set(self.names) - set(params)
         if missing:
@@ -98,7 +102,8 @@ class HyperparameterSpace:
 class HyperparameterObjective(Objective):
     """``loss_fn(params: dict) -> (n,)`` as an Objective over ``space`` coordinates."""
 
-    def __init__(self, loss_fn, space: HyperparameterSpace, n_individuals: int):
+    def __init__(self, loss_fn: Callable[[dict[str, float]], ArrayLike],
+                 space: HyperparameterSpace, n_individuals: int) -> None:
         if not callable(loss_fn):
             raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
         if not isinstance(space, HyperparameterSpace):

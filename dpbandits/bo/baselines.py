@@ -11,6 +11,7 @@ import math
 
 import dp_accounting
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.optimize import minimize
 from scipy.special import ndtr, ndtri
 
@@ -38,6 +39,7 @@ from dpbandits.bo._common import (
 from dpbandits.bo.dp_gibo import GIBO
 from dpbandits.bo.gp import ExactGP
 from dpbandits.bo.kernels import RBF, Kernel
+from dpbandits.bo.objectives import ObjectiveLike
 from dpbandits.optim.base import BatchResult
 from dpbandits.privacy.accounting import pure_dp_event
 from dpbandits.privacy.guarantee import PrivacyGuarantee
@@ -65,7 +67,8 @@ class ExactGradientDPGD(GDPGradientMethod):
     _basis = ("Gaussian mechanism (sensitivity 2B/n) + GDP composition; as Theorem 3.1, "
               "seed 003")
 
-    def fit(self, objective, rng: np.random.Generator, n_reps: int = 1) -> BatchResult:
+    def fit(self, objective: ObjectiveLike, rng: np.random.Generator, n_reps: int = 1
+            ) -> BatchResult:
         self._validate()
         obj, rng, R = fit_inputs(objective, rng, n_reps, self._bounds)
         if not obj.has_gradients:
@@ -136,8 +139,9 @@ class PrivateRandomSearch:
     Only the selected point is released; ``history`` holds it once (no trajectory).
     """
 
-    def __init__(self, *, mu, n_candidates: int, bounds, loss_bounds,
-                 selection: str = "exponential", delta: float = 1e-5):
+    def __init__(self, *, mu: float, n_candidates: int, bounds: ArrayLike,
+                 loss_bounds: ArrayLike, selection: str = "exponential",
+                 delta: float = 1e-5) -> None:
         self.mu = mu
         self.n_candidates = n_candidates
         self.bounds = bounds
@@ -179,7 +183,8 @@ class PrivateRandomSearch:
             return pure_dp_event(gdp_mu_to_pure_dp(self._mu))
         return gdp_ledger(self._mu, 1)
 
-    def select(self, per_individual_losses, rng: np.random.Generator):
+    def select(self, per_individual_losses: ArrayLike, rng: np.random.Generator
+               ) -> tuple[int, int]:
         """Private choice among candidates given their ``(N, n)`` per-individual losses.
 
         Returns ``(index, n_clipped)``. Exposed so that experiments can score the prefixes
@@ -203,7 +208,8 @@ class PrivateRandomSearch:
             idx = np.argmin(noisy)
         return int(idx), n_clipped
 
-    def fit(self, objective, rng: np.random.Generator, n_reps: int = 1) -> BatchResult:
+    def fit(self, objective: ObjectiveLike, rng: np.random.Generator, n_reps: int = 1
+            ) -> BatchResult:
         obj, rng, R = fit_inputs(objective, rng, n_reps, self._bounds)
         d = obj.dim
         lo, hi = self._bounds[:, 0], self._bounds[:, 1]
@@ -241,9 +247,10 @@ class GPUCB:
     evaluation.
     """
 
-    def __init__(self, *, n_evals: int, bounds, kernel: Kernel | None = None,
-                 n_init: int | None = None, noise_var: float = 1e-4, beta=None,
-                 beta_delta: float = 0.1, n_candidates: int = 1000, maxiter: int = 50):
+    def __init__(self, *, n_evals: int, bounds: ArrayLike, kernel: Kernel | None = None,
+                 n_init: int | None = None, noise_var: float = 1e-4,
+                 beta: float | None = None, beta_delta: float = 0.1,
+                 n_candidates: int = 1000, maxiter: int = 50) -> None:
         self.n_evals = n_evals
         self.bounds = bounds
         self.kernel = kernel
@@ -295,7 +302,8 @@ class GPUCB:
         sd = math.sqrt(max(var, 1e-12))
         return mean - sb * sd, dmean - sb * dvar / (2.0 * sd)
 
-    def fit(self, objective, rng: np.random.Generator, n_reps: int = 1) -> BatchResult:
+    def fit(self, objective: ObjectiveLike, rng: np.random.Generator, n_reps: int = 1
+            ) -> BatchResult:
         obj, rng, R = fit_inputs(objective, rng, n_reps, self._bounds)
         d = obj.dim
         lo, hi = self._bounds[:, 0], self._bounds[:, 1]

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpbandits._validation import check_int, check_nonnegative, check_real
 from dpbandits.bo._common import (
@@ -40,6 +42,7 @@ from dpbandits.bo._common import (
 from dpbandits.bo.acquisition import GradientDesigner
 from dpbandits.bo.gp import GPDesign
 from dpbandits.bo.kernels import RBF, Kernel
+from dpbandits.bo.objectives import ObjectiveLike
 from dpbandits.optim.base import BatchResult
 
 __all__ = ["DPGIBO", "GIBO"]
@@ -105,13 +108,15 @@ class DPGIBO(GDPGradientMethod):
 
     _basis = "Theorem 3.1, seed 003"
 
-    def __init__(self, *, mu, n_iters, clip_bound, kernel: Kernel | None = None,
-                 noise_var: float = 0.0, tolerance=None, batch_size=None, max_batch=None,
-                 min_batch: int = 1, step_size: float = 0.1, step_rule: str = "sgd",
-                 adagrad_eps: float = 1e-10, theta0=None, bounds=None,
+    def __init__(self, *, mu: float, n_iters: int, clip_bound: float,
+                 kernel: Kernel | None = None, noise_var: float = 0.0,
+                 tolerance: float | None = None, batch_size: int | None = None,
+                 max_batch: int | None = None, min_batch: int = 1, step_size: float = 0.1,
+                 step_rule: str = "sgd", adagrad_eps: float = 1e-10,
+                 theta0: ArrayLike | None = None, bounds: ArrayLike | None = None,
                  designer: GradientDesigner | None = None, jitter: float = 1e-10,
-                 prior_mean: float = 0.0, delta: float = 1e-5,
-                 record_diagnostics: bool = False):
+                 prior_mean: float | str = 0.0, delta: float = 1e-5,
+                 record_diagnostics: bool = False) -> None:
         self.kernel = kernel
         self.noise_var = noise_var
         self.tolerance = tolerance
@@ -157,7 +162,8 @@ class DPGIBO(GDPGradientMethod):
             check_real("prior_mean", self.prior_mean)
 
     # ------------------------------------------------------------------- fit
-    def fit(self, objective, rng: np.random.Generator, n_reps: int = 1) -> BatchResult:
+    def fit(self, objective: ObjectiveLike, rng: np.random.Generator, n_reps: int = 1
+            ) -> BatchResult:
         """Run ``n_reps`` independent replications on ``objective``.
 
         ``objective``: an :class:`~dpbandits.bo.objectives.Objective` or anything exposing
@@ -250,7 +256,7 @@ class GIBO(DPGIBO):
     """Non-private GIBO (``mu = inf``, no clipping unless ``clip_bound`` is given): the
     ``mu = inf`` reference of seed 003's experiments. Same acquisition and updates."""
 
-    def __init__(self, *, n_iters, clip_bound=math.inf, **kwargs):
+    def __init__(self, *, n_iters: int, clip_bound: float = math.inf, **kwargs: Any) -> None:
         if "mu" in kwargs:
             raise TypeError("GIBO is non-private; use DPGIBO to set mu")
         super().__init__(mu=math.inf, n_iters=n_iters, clip_bound=clip_bound, **kwargs)

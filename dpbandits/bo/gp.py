@@ -24,6 +24,7 @@ matrix refactorized. The jitter depends on the kernel and the design only, never
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
 
 from dpbandits._validation import check_array, check_nonnegative, check_real
@@ -144,7 +145,7 @@ class GPDesign:
             L[: self._m, : self._m] = self._L[: self._m, : self._m]
             self._X, self._L = X, L
 
-    def add(self, Z) -> None:
+    def add(self, Z: ArrayLike) -> None:
         """Append points ``Z`` (shape ``(b, d)``) and extend the Cholesky factor in
         ``O(m^2 b)``."""
         Z = self._check_points("Z", Z)
@@ -177,20 +178,20 @@ class GPDesign:
         self._L[m: m + b, m: m + b] = Lc
         self._m = m + b
 
-    def solve(self, rhs) -> np.ndarray:
+    def solve(self, rhs: ArrayLike) -> np.ndarray:
         """``Kt^{-1} rhs`` for ``rhs`` of shape ``(m,)`` or ``(m, k)``."""
         if self._m == 0:
             return np.zeros_like(np.asarray(rhs, dtype=float))
         return cho_solve((self.L, True), rhs, check_finite=False)
 
-    def half_solve(self, rhs) -> np.ndarray:
+    def half_solve(self, rhs: ArrayLike) -> np.ndarray:
         """``L^{-1} rhs`` (so that ``||L^{-1} v||^2 = v^T Kt^{-1} v``)."""
         if self._m == 0:
             return np.zeros_like(np.asarray(rhs, dtype=float))
         return solve_triangular(self.L, rhs, lower=True, check_finite=False)
 
     # --------------------------------------------------- posterior covariances
-    def var(self, Xs) -> np.ndarray:
+    def var(self, Xs: ArrayLike) -> np.ndarray:
         """Posterior variance of ``f`` at the rows of ``Xs`` (noise-free), shape ``(p,)``."""
         Xs = self._check_points("Xs", Xs)
         prior = self.kernel._diag(Xs)
@@ -199,7 +200,7 @@ class GPDesign:
         V = self.half_solve(self.kernel._k(self.X, Xs))
         return np.maximum(prior - np.einsum("mp,mp->p", V, V), 0.0)
 
-    def cov(self, Xs) -> np.ndarray:
+    def cov(self, Xs: ArrayLike) -> np.ndarray:
         """Posterior covariance of ``f`` at the rows of ``Xs``, shape ``(p, p)``."""
         Xs = self._check_points("Xs", Xs)
         prior = self.kernel._k(Xs, Xs)
@@ -208,7 +209,7 @@ class GPDesign:
         V = self.half_solve(self.kernel._k(self.X, Xs))
         return prior - V.T @ V
 
-    def grad_cross(self, x) -> np.ndarray:
+    def grad_cross(self, x: ArrayLike) -> np.ndarray:
         """``grad_x k(x, D)`` arranged as ``(m, d)`` (row j is ``d k(x, D_j) / d x``)."""
         x = check_array("x", x, ndim=1)
         if self.dim is not None and x.shape[0] != self.dim:
@@ -217,7 +218,7 @@ class GPDesign:
             return np.zeros((0, x.shape[0]))
         return self.kernel._g1(x[None, :], self.X)[0]
 
-    def grad_cov(self, x) -> np.ndarray:
+    def grad_cov(self, x: ArrayLike) -> np.ndarray:
         """Posterior covariance of ``grad f(x)`` given ``D``, shape ``(d, d)``."""
         x = check_array("x", x, ndim=1)
         prior = self.kernel.grad_cov(x)
@@ -226,7 +227,7 @@ class GPDesign:
         A = self.half_solve(self.grad_cross(x))
         return prior - A.T @ A
 
-    def grad_trace(self, x) -> float:
+    def grad_trace(self, x: ArrayLike) -> float:
         """``Tr`` of the posterior gradient covariance: the quantity seed 003's tolerance
         ``epsilon`` bounds (Lemmas A.2-A.4)."""
         return float(np.trace(self.grad_cov(x)))
@@ -247,9 +248,9 @@ class ExactGP(GPDesign):
                  max_jitter: float = 1e-4, prior_mean: float = 0.0):
         super().__init__(kernel, noise_var=noise_var, jitter=jitter, max_jitter=max_jitter)
         self.prior_mean = check_real("prior_mean", prior_mean)
-        self._Y = None
+        self._Y: np.ndarray | None = None
         self._single = True
-        self._alpha = None
+        self._alpha: np.ndarray | None = None
 
     def _check_targets(self, Y, b) -> np.ndarray:
         Y = check_array("Y", Y)
@@ -257,7 +258,7 @@ class ExactGP(GPDesign):
             raise ValueError(f"Y must have shape ({b},) or ({b}, n), got {Y.shape}")
         return Y
 
-    def fit(self, X, Y) -> ExactGP:
+    def fit(self, X: ArrayLike, Y: ArrayLike) -> ExactGP:
         """Replace the data by ``X`` (``(m, d)``) and ``Y`` (``(m,)`` or ``(m, n)``)."""
         X = check_array("X", X, ndim=2)
         Y = self._check_targets(Y, X.shape[0])
@@ -267,7 +268,7 @@ class ExactGP(GPDesign):
         self.add(X, Y)
         return self
 
-    def add(self, X, Y=None) -> None:
+    def add(self, X: ArrayLike, Y: ArrayLike | None = None) -> None:
         """Append points ``X`` (``(b, d)``) with observations ``Y`` (``(b,)``/``(b, n)``)."""
         X = self._check_points("X", X)
         if Y is None:
@@ -284,7 +285,7 @@ class ExactGP(GPDesign):
         self._Y = Y2 if self._Y is None else np.vstack([self._Y, Y2])
         self._alpha = None
 
-    def set_targets(self, Y) -> None:
+    def set_targets(self, Y: ArrayLike) -> None:
         """Replace the observations (same design, e.g. after re-standardizing)."""
         Y = self._check_targets(Y, self._m)
         self._single = Y.ndim == 1
@@ -309,14 +310,14 @@ class ExactGP(GPDesign):
     def _out(self, arr):
         return arr[..., 0] if self._single else arr
 
-    def mean(self, Xs) -> np.ndarray:
+    def mean(self, Xs: ArrayLike) -> np.ndarray:
         """Posterior mean at the rows of ``Xs``: ``(p,)`` or ``(p, n)``."""
         Xs = self._check_points("Xs", Xs)
         if self._m == 0:
             return np.full(Xs.shape[0], self.prior_mean)
         return self._out(self.prior_mean + self.kernel._k(Xs, self.X) @ self.alpha)
 
-    def grad_mean(self, x) -> np.ndarray:
+    def grad_mean(self, x: ArrayLike) -> np.ndarray:
         """Gradient of the posterior mean at ``x``: ``(d,)`` or ``(d, n)``
         (line 7 of Algorithm 1, seed 003, for all ``n`` outputs at once)."""
         x = check_array("x", x, ndim=1)

@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpbandits._validation import check_array, check_int, check_positive, check_real
 
@@ -94,30 +96,30 @@ class Kernel(ABC):
         """Gram matrix ``k(a_i, b_j)``, shape ``(p, m)``."""
         return self._k(*self._pair(A, B))
 
-    def diag(self, A) -> np.ndarray:
+    def diag(self, A: ArrayLike) -> np.ndarray:
         """``k(a_i, a_i)``, shape ``(p,)``."""
         A, _ = self._pair(A, A)
         return self._diag(A)
 
-    def grad_first(self, A, B) -> np.ndarray:
+    def grad_first(self, A: ArrayLike, B: ArrayLike) -> np.ndarray:
         """``d k(a, b) / d a``, shape ``(p, m, d)``."""
         return self._g1(*self._pair(A, B))
 
-    def grad_second(self, A, B) -> np.ndarray:
+    def grad_second(self, A: ArrayLike, B: ArrayLike) -> np.ndarray:
         """``d k(a, b) / d b``, shape ``(p, m, d)``."""
         return self._g2(*self._pair(A, B))
 
-    def cross_hessian(self, A, B) -> np.ndarray:
+    def cross_hessian(self, A: ArrayLike, B: ArrayLike) -> np.ndarray:
         """``d^2 k(a, b) / d a_s d b_t``, shape ``(p, m, d, d)``."""
         return self._ch(*self._pair(A, B))
 
-    def grad_cov(self, x) -> np.ndarray:
+    def grad_cov(self, x: ArrayLike) -> np.ndarray:
         """Prior covariance ``grad k(x, x) grad^T`` of the gradient at ``x``, shape ``(d, d)``."""
         x = check_array("x", x, ndim=1)
         self._check_dim(x.shape[0])
         return self._ch(x[None, :], x[None, :])[0, 0]
 
-    def grad_diag(self, A) -> np.ndarray:
+    def grad_diag(self, A: ArrayLike) -> np.ndarray:
         """``d k(a, a) / d a`` for each row of ``A``, shape ``(p, d)``."""
         A, _ = self._pair(A, A)
         return self._gdiag(A)
@@ -134,7 +136,7 @@ class _Stationary(Kernel):
 
     stationary = True
 
-    def __init__(self, lengthscale=1.0, outputscale=1.0):
+    def __init__(self, lengthscale: ArrayLike = 1.0, outputscale: float = 1.0) -> None:
         self.lengthscale = lengthscale
         self.outputscale = outputscale
         self._ell = _lengthscale(lengthscale)
@@ -289,7 +291,7 @@ class Polynomial(Kernel):
 _KERNELS = {"rbf": RBF, "matern52": Matern52, "polynomial": Polynomial}
 
 
-def make_kernel(name: str, **params) -> Kernel:
+def make_kernel(name: str, **params: Any) -> Kernel:
     """Kernel by name: ``"rbf"``, ``"matern52"`` or ``"polynomial"``."""
     if name not in _KERNELS:
         raise ValueError(f"kernel must be one of {sorted(_KERNELS)}, got {name!r}")

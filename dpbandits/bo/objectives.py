@@ -21,8 +21,11 @@ callable, e.g. the hyper-parameter adapter in :mod:`dpbandits.bo.adapter`).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Protocol
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpbandits._validation import (
     check_array,
@@ -76,7 +79,7 @@ class Objective(ABC):
                              f"got {np.shape(thetas)}")
         return T
 
-    def losses(self, thetas) -> np.ndarray:
+    def losses(self, thetas: ArrayLike) -> np.ndarray:
         """Per-individual losses at each row of ``thetas``: ``(b, dim)`` -> ``(b, n)``."""
         T = self._check_thetas(thetas)
         out = np.asarray(self._losses(T), dtype=float)
@@ -87,23 +90,23 @@ class Objective(ABC):
             raise ValueError(f"{type(self).__name__} returned non-finite losses")
         return out
 
-    def per_individual_losses(self, theta) -> np.ndarray:
+    def per_individual_losses(self, theta: ArrayLike) -> np.ndarray:
         """Losses of all ``n`` individuals at one ``theta`` (shape ``(n,)``)."""
         return self.losses(check_array("theta", theta, ndim=1))[0]
 
-    def values(self, thetas) -> np.ndarray:
+    def values(self, thetas: ArrayLike) -> np.ndarray:
         """Objective ``f_x`` (mean loss, no evaluation noise) at each row: ``(b,)``."""
         return self.losses(thetas).mean(axis=1)
 
-    def value(self, theta) -> float:
+    def value(self, theta: ArrayLike) -> float:
         return float(self.values(check_array("theta", theta, ndim=1))[0])
 
-    def per_individual_gradients(self, theta) -> np.ndarray:
+    def per_individual_gradients(self, theta: ArrayLike) -> np.ndarray:
         """``grad_theta L(theta, x_i)`` for every individual, shape ``(n, dim)``."""
         th = check_array("theta", theta, shape=(self.dim,))
         return self._per_individual_gradients(th)
 
-    def gradient(self, theta) -> np.ndarray:
+    def gradient(self, theta: ArrayLike) -> np.ndarray:
         """Gradient of ``f_x`` (mean of the per-individual gradients), shape ``(dim,)``."""
         return self.per_individual_gradients(theta).mean(axis=0)
 
@@ -116,8 +119,10 @@ class CallableObjective(Objective):
     an :class:`Objective` subclass when the losses of many points can be computed together.
     """
 
-    def __init__(self, per_individual_losses, dim: int, n_individuals: int,
-                 per_individual_gradients=None):
+    def __init__(self, per_individual_losses: Callable[[np.ndarray], ArrayLike], dim: int,
+                 n_individuals: int,
+                 per_individual_gradients: Callable[[np.ndarray], ArrayLike] | None = None
+                 ) -> None:
         if not callable(per_individual_losses):
             raise TypeError(f"per_individual_losses must be callable, got "
                             f"{type(per_individual_losses).__name__}")
@@ -145,8 +150,20 @@ class CallableObjective(Objective):
         return g
 
 
-def as_objective(objective, dim: int | None = None, n_individuals: int | None = None
-                 ) -> Objective:
+class HasPerIndividualLosses(Protocol):
+    """What :func:`as_objective` reads from an object that is not an :class:`Objective`:
+    ``per_individual_losses(theta) -> (n,)`` (``dim``/``n_individuals`` attributes too,
+    unless given)."""
+
+    def per_individual_losses(self, theta: np.ndarray) -> ArrayLike: ...
+
+
+#: What :func:`as_objective` (and so every ``fit`` of :mod:`dpbandits.bo`) accepts.
+ObjectiveLike = Objective | HasPerIndividualLosses | Callable[[np.ndarray], ArrayLike]
+
+
+def as_objective(objective: ObjectiveLike, dim: int | None = None,
+                 n_individuals: int | None = None) -> Objective:
     """An :class:`Objective` from an Objective, or from any object/callable exposing
     ``per_individual_losses(theta) -> (n,)`` (then ``dim`` and ``n_individuals`` are taken
     from its attributes of those names, or must be given)."""
@@ -175,7 +192,7 @@ class NoisyObjective(Objective):
     optimizer's generator.
     """
 
-    def __init__(self, base: Objective, noise_std: float, rng: np.random.Generator):
+    def __init__(self, base: Objective, noise_std: float, rng: np.random.Generator) -> None:
         if not isinstance(base, Objective):
             raise TypeError(f"base must be an Objective, got {type(base).__name__}")
         self.base = base
@@ -190,7 +207,7 @@ class NoisyObjective(Objective):
             return clean
         return clean + self.noise_std * self.rng.standard_normal(clean.shape)
 
-    def values(self, thetas) -> np.ndarray:
+    def values(self, thetas: ArrayLike) -> np.ndarray:
         return self.base.values(thetas)
 
     @property
@@ -207,7 +224,7 @@ class NormalLocation(Objective):
     ``X`` of shape ``(n, d)``.
     """
 
-    def __init__(self, X):
+    def __init__(self, X: ArrayLike) -> None:
         self.X = check_array("X", X, ndim=2)
         self.n_individuals, self.dim = self.X.shape
         self._sq = np.einsum("nd,nd->n", self.X, self.X)
@@ -233,7 +250,7 @@ class HuberRegression(Objective):
     ``sqrt(2)``, so clipping at ``B = 1`` can bind — it is counted).
     """
 
-    def __init__(self, X, y, c: float = 1.0):
+    def __init__(self, X: ArrayLike, y: ArrayLike, c: float = 1.0) -> None:
         self.X = check_array("X", X, ndim=2)
         self.y = check_array("y", y, shape=(self.X.shape[0],))
         self.c = check_positive("c", c)
@@ -271,8 +288,9 @@ class GPRegressionObjective(Objective):
     time with stacked linear algebra.
     """
 
-    def __init__(self, X_train, y_train, X_val, y_val, *, outputscale: float = 1.0,
-                 noise_var: float = 0.01, tune_noise: bool = False, chunk: int = 8):
+    def __init__(self, X_train: ArrayLike, y_train: ArrayLike, X_val: ArrayLike,
+                 y_val: ArrayLike, *, outputscale: float = 1.0, noise_var: float = 0.01,
+                 tune_noise: bool = False, chunk: int = 8) -> None:
         self.X_train = check_array("X_train", X_train, ndim=2)
         self.y_train = check_array("y_train", y_train, shape=(self.X_train.shape[0],))
         p = self.X_train.shape[1]
@@ -313,8 +331,9 @@ class GPRegressionObjective(Objective):
         return out
 
 
-def sample_gp_regression_data(rng: np.random.Generator, n: int, lengthscales, *,
-                              outputscale: float = 1.0, noise_std: float = 0.1):
+def sample_gp_regression_data(rng: np.random.Generator, n: int, lengthscales: ArrayLike, *,
+                              outputscale: float = 1.0, noise_std: float = 0.1
+                              ) -> tuple[np.ndarray, np.ndarray]:
     """Inputs ``X ~ U[0, 1]^p`` and outputs from a GP with ARD RBF kernel plus Gaussian
     noise (the data of Example 4.1): returns ``(X, y)`` with ``X`` ``(n, p)``."""
     rng = check_rng(rng)
