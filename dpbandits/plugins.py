@@ -26,10 +26,11 @@ import warnings
 from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
+from types import ModuleType
 
 ENTRY_POINT_GROUP = "dpbandits.plugins"
 
-_LOADED: dict[str, object] = {}
+_LOADED: dict[str, ModuleType] = {}
 _ENTRY_POINTS_LOADED = False
 
 
@@ -37,7 +38,7 @@ class PluginError(ValueError):
     """A plugin could not be found or imported: the message names it and why."""
 
 
-def load_plugin(spec: str):
+def load_plugin(spec: str) -> ModuleType:
     """Import one plugin (a module name or a ``.py`` path) and return the module."""
     if not isinstance(spec, str) or not spec.strip():
         raise PluginError(f"plugin must be a module name or a .py file path, got {spec!r}")

@@ -20,9 +20,11 @@ import math
 from collections.abc import Callable
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpbandits.agents.base import Agent
-from dpbandits.optim.base import BatchOptimizer, StreamingOptimizer
+from dpbandits.losses import LossLike
+from dpbandits.optim.base import BatchOptimizer, Optimizer, StreamingOptimizer
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 
 __all__ = ["ContractError", "check_agent", "check_env", "check_optimizer"]
@@ -54,7 +56,7 @@ def _expect_error(component, call: Callable[[], object], errors, words: list[str
 
 
 # -- privacy ---------------------------------------------------------------------------------
-def check_privacy(component) -> None:
+def check_privacy(component: Agent | Optimizer) -> None:
     """The guarantee names its notion and basis, and a ledger certifies the claim."""
     from dpbandits.harness.simulate import certified_guarantee
 
@@ -184,7 +186,10 @@ def _batch_run(opt: BatchOptimizer, n_reps: int, seed: int, problem):
     return (res.theta, res.history)
 
 
-def check_optimizer(optimizer, problem, *, n_reps: int = 3, seed: int = 0) -> None:
+def check_optimizer(optimizer: Optimizer,
+                    problem: tuple[ArrayLike, ArrayLike]
+                    | tuple[str | LossLike, ArrayLike, ArrayLike | None], *,
+                    n_reps: int = 3, seed: int = 0) -> None:
     """Run a streaming or batch optimizer through the contract.
 
     ``problem``: for a ``StreamingOptimizer``, ``(xs, ys)`` of shapes ``(T, R, d)`` and

@@ -27,6 +27,7 @@ from dpbandits.agents import make_agent
 from dpbandits.audits._registry import AuditContext, register, register_variants
 from dpbandits.audits._scaffold import pofw_step_score, shrink_calibration, signed, tree_read_rounds
 from dpbandits.privacy.accounting import gdp_mu
+from dpbandits.privacy.audit import AuditResult
 from dpbandits.privacy.tree import tree_levels
 
 EPS, DELTA = 1.0, 1e-5
@@ -118,7 +119,7 @@ BB_HORIZON = 16
 
 
 @register("dp-ucb-blackbox", fast_runs=2_000, thorough_runs=30_000)
-def audit_dp_ucb_blackbox(ctx: AuditContext):
+def audit_dp_ucb_blackbox(ctx: AuditContext) -> AuditResult:
     """agents.dp_ucb.DPUCB (accountant calibration), black-box JDP
 
     Canary: user 1: x = 1, reward +1 vs -1; users 2..16: x = +1, -1, +1, ..., reward 0
@@ -160,7 +161,7 @@ SANITY_HORIZON = 256
 
 @register("dp-ucb-plain-dp-sanity", fast_runs=1_000, thorough_runs=10_000,
           expected="violation", has_broken=False)
-def audit_dp_ucb_plain_dp_sanity(ctx: AuditContext):
+def audit_dp_ucb_plain_dp_sanity(ctx: AuditContext) -> AuditResult:
     """agents.dp_ucb.DPUCB (accountant): plain-DP audit including a_t
 
     Canary: users 1..255 teach theta_0 = +1, theta_1 = -1 (x = 1); user 256's own context
@@ -293,7 +294,7 @@ HDB_CTX_HORIZON = 2 * HDB_T0 + 1  # the canary user is the first after forced sa
 
 
 @register("dp-hdb-context", fast_runs=4_000, thorough_runs=100_000, label="no synthetic update")
-def audit_dp_hdb_context(ctx: AuditContext):
+def audit_dp_hdb_context(ctx: AuditContext) -> AuditResult:
     """agents.dp_hdb.DPHDB: synthetic update (a_t must not leak)
 
     Canary: user 33 (first after forced sampling): context +1 vs -1, reward 0; all earlier users
@@ -336,7 +337,7 @@ def audit_dp_hdb_context(ctx: AuditContext):
 
 @register("dp-hdb-plain-dp-sanity", fast_runs=2_000, thorough_runs=20_000,
           expected="violation", has_broken=False)
-def audit_dp_hdb_plain_dp_sanity(ctx: AuditContext):
+def audit_dp_hdb_plain_dp_sanity(ctx: AuditContext) -> AuditResult:
     """agents.dp_hdb.DPHDB: plain-DP audit including a_t
 
     Canary: user 33: context +1 vs -1 after 32 forced rounds with context 0

@@ -24,6 +24,7 @@ from dpbandits.audits._scaffold import canary_pair, shrink_output
 from dpbandits.losses import AbsoluteLoss, SquaredLoss
 from dpbandits.optim import DPGD, DPSVRG, DPAccMD, DPSVRGPlusPlus, PrivateFTRL, PrivateSGD
 from dpbandits.privacy.accounting import gdp_mu
+from dpbandits.privacy.audit import AuditResult
 
 EPS, DELTA = 1.0, 1e-5
 BIG = 1e6
@@ -71,7 +72,7 @@ GD_N, GD_T = 10, 16
 
 
 @register("dp-gd", fast_runs=20_000, thorough_runs=400_000, label=_LABEL)
-def audit_dp_gd(ctx: AuditContext):
+def audit_dp_gd(ctx: AuditContext) -> AuditResult:
     """optim.DPGD (GDP-calibrated, last iterate)
 
     Canary: one of n = 10 samples with clipped gradient +-G, the others zero (d = 1, T = 16)
@@ -85,7 +86,7 @@ def audit_dp_gd(ctx: AuditContext):
 
 
 @register("dp-accmd", fast_runs=20_000, thorough_runs=400_000, label=_LABEL)
-def audit_dp_accmd(ctx: AuditContext):
+def audit_dp_accmd(ctx: AuditContext) -> AuditResult:
     """optim.DPAccMD (l_2 ball, radius 100: projections inactive)
 
     Canary: one of n = 10 samples with clipped gradient +-G, the others zero (d = 1, T = 16)
@@ -138,7 +139,7 @@ PSGD_N = 2  # every sample is used (K = n): no amplification, one Gaussian query
 
 
 @register("private-sgd", fast_runs=10_000, thorough_runs=200_000, label=_LABEL)
-def audit_private_sgd(ctx: AuditContext):
+def audit_private_sgd(ctx: AuditContext) -> AuditResult:
     """optim.PrivateSGD (seed 002, accountant calibration)
 
     Canary: one of n = 2 samples with clipped subgradient +-L, the others zero (d = 1, radius 100)

@@ -20,6 +20,7 @@ from dpbandits.audits._registry import AuditContext, register
 from dpbandits.bo.acquisition import GradientDesigner
 from dpbandits.bo.dp_gibo import DPGIBO
 from dpbandits.bo.objectives import Objective
+from dpbandits.privacy.audit import AuditResult
 
 MU, N_IND, T_ITERS, CLIP = 1.0, 4, 2, 1.0
 
@@ -47,7 +48,7 @@ def _make(broken: bool) -> DPGIBO:
 
 
 @register("dp-gibo", fast_runs=150, thorough_runs=2_000, label="noise / 10")
-def audit_dp_gibo(ctx: AuditContext):
+def audit_dp_gibo(ctx: AuditContext) -> AuditResult:
     """bo.dp_gibo.DPGIBO (Theorem 3.1, mu-GDP)
 
     Canary: individual 1 of n = 4: loss +1e6 theta vs -1e6 theta (clipped gradient +-B), the others

@@ -15,6 +15,7 @@ from dpbandits.audits._registry import AuditContext, register, register_variants
 from dpbandits.geometry import noise_geometry, plus_norm
 from dpbandits.privacy import mechanisms as mech
 from dpbandits.privacy.accounting import gdp_mu
+from dpbandits.privacy.audit import AuditResult
 
 EPS = 1.0
 DELTA = 1e-5
@@ -32,7 +33,7 @@ def _released(noise):
 
 
 @register("laplace", fast_runs=20_000, thorough_runs=1_000_000)
-def audit_laplace(ctx: AuditContext):
+def audit_laplace(ctx: AuditContext) -> AuditResult:
     """privacy.mechanisms.laplace_noise + laplace_scale
 
     Canary: scalar query 0 vs Delta=1 (l1 sensitivity), b = laplace_scale(1, 1)
@@ -48,7 +49,7 @@ def audit_laplace(ctx: AuditContext):
 
 
 @register("gaussian", fast_runs=20_000, thorough_runs=1_000_000)
-def audit_gaussian(ctx: AuditContext):
+def audit_gaussian(ctx: AuditContext) -> AuditResult:
     """privacy.mechanisms.gaussian_noise + gaussian_sigma_analytic
 
     Canary: scalar query 0 vs Delta=1 (l2 sensitivity), sigma analytic for (1, 1e-5)
@@ -71,7 +72,7 @@ GG_P, GG_D = 1.5, 20
 
 
 @register("generalized-gaussian", fast_runs=20_000, thorough_runs=400_000)
-def audit_generalized_gaussian(ctx: AuditContext):
+def audit_generalized_gaussian(ctx: AuditContext) -> AuditResult:
     """privacy.mechanisms.generalized_gaussian_noise (Lemma 2.1, seed 000)
 
     Canary: query 0 vs s * u in R^20 with ||u||_q = 1 along the all-ones direction (the worst ratio

@@ -13,13 +13,14 @@ from __future__ import annotations
 import numpy as np
 
 from dpbandits.audits._registry import AuditContext, register
+from dpbandits.privacy.audit import AuditResult
 from dpbandits.privacy.peeling import peel, peeling_epsilon, peeling_noise_multiplier
 
 EPS, DELTA, SENS = 1.0, 1e-5, 1.0
 
 
 @register("peeling", fast_runs=20_000, thorough_runs=1_000_000, label="scale / 10")
-def audit_peeling(ctx: AuditContext):
+def audit_peeling(ctx: AuditContext) -> AuditResult:
     """privacy.peeling.peel (s = 1, accountant calibration)
 
     Canary: v = (0, 1) vs (1, 0) (l_inf sensitivity 1, non-monotone), s = 1

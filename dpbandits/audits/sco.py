@@ -14,6 +14,7 @@ instance; broken variants run a deliberately wrong instance against that claim.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -21,6 +22,7 @@ from dpbandits.audits._registry import AuditContext, register, register_variants
 from dpbandits.audits._scaffold import canary_pair, shrink_output
 from dpbandits.optim import LocalMD, NoisySFW, NoisySGD
 from dpbandits.privacy.accounting import gdp_mu
+from dpbandits.privacy.audit import AuditResult
 
 EPS, DELTA = 1.0, 1e-5
 BIG = 1e6  # |y| large enough that the canary's gradient is always clipped to L0
@@ -47,7 +49,7 @@ SFW_N, SFW_D = 16, 1
 
 
 @register("noisy-sfw", fast_runs=20_000, thorough_runs=1_000_000, label="noise / 10")
-def audit_noisy_sfw(ctx: AuditContext):
+def audit_noisy_sfw(ctx: AuditContext) -> AuditResult:
     """optim.NoisySFW (p = 2: Gaussian branch)
 
     Canary: sample 1 (in the first half B0): clipped gradient +-L0 e_1; all other samples zero
@@ -90,8 +92,8 @@ SGD_N = 16  # n^2 = 256 steps
 
 def _noisy_sgd_audit(ctx: AuditContext):
     calibration = "theorem" if ctx.name == "noisy-sgd" else "accountant"
-    kwargs = dict(p=math.inf, radius=1.0, epsilon=EPS, delta=DELTA, calibration=calibration,
-                  backend="numpy")
+    kwargs: dict[str, Any] = dict(p=math.inf, radius=1.0, epsilon=EPS, delta=DELTA,
+                                  calibration=calibration, backend="numpy")
     claim = NoisySGD(**kwargs).privacy_for(SGD_N)
 
     def make():
@@ -137,7 +139,7 @@ LMD_BROKEN_C = 0.1
 
 
 @register("local-md", fast_runs=2_000, thorough_runs=40_000, label=f"noise constant {LMD_BROKEN_C}")
-def audit_local_md(ctx: AuditContext):
+def audit_local_md(ctx: AuditContext) -> AuditResult:
     """optim.LocalMD (p = 2, noise constant c = 100)
 
     Canary: sample 1 of phase 1: clipped gradient +-L0 e_1, the others zero (n = 64, d = 2)

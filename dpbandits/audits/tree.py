@@ -17,6 +17,7 @@ import numpy as np
 
 from dpbandits.audits._registry import AuditContext, register
 from dpbandits.privacy.accounting import gdp_mu
+from dpbandits.privacy.audit import AuditResult
 from dpbandits.privacy.tree import TreeAggregator, tree_levels
 
 EPS, DELTA, SENS = 1.0, 1e-5, 1.0
@@ -25,7 +26,7 @@ _BROKEN = "node sigma without the sqrt(levels) factor"
 
 
 @register("tree", fast_runs=20_000, thorough_runs=400_000)
-def audit_tree(ctx: AuditContext):
+def audit_tree(ctx: AuditContext) -> AuditResult:
     """privacy.tree.TreeAggregator with Gaussian nodes
 
     Canary: scalar stream of length 64, first element 0 vs Delta = 1, all others 0

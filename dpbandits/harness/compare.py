@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import pandas as pd
+from gymnasium.vector import VectorEnv
 
 from dpbandits.harness.results import SimulationResult, summarize
 from dpbandits.harness.simulate import simulate
 
 
-def agent_spec(spec) -> tuple[object, dict | None]:
+def agent_spec(spec: object) -> tuple[object, dict | None]:
     """``(name or instance, params)`` from a registry name, ``(name, params)``, a mapping
     ``{"name": ..., "params": ...}`` or an agent instance."""
     if isinstance(spec, tuple):
@@ -21,9 +22,9 @@ def agent_spec(spec) -> tuple[object, dict | None]:
     return spec, None
 
 
-def compare(agents: Mapping[str, object], env, *, horizon: int | None = None, n_reps: int = 1,
-            seed: int = 0, env_params: Mapping | None = None, record_every: int = 1,
-            track_memory: bool = False, progress: bool = False,
+def compare(agents: Mapping[str, object], env: str | VectorEnv, *, horizon: int | None = None,
+            n_reps: int = 1, seed: int = 0, env_params: Mapping | None = None,
+            record_every: int = 1, track_memory: bool = False, progress: bool = False,
             ) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """Simulate every agent with common random numbers.
 

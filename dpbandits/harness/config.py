@@ -27,7 +27,9 @@ import hashlib
 import inspect
 import itertools
 import json
+import os
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
 
 
@@ -44,7 +46,7 @@ DEFAULT_N_REPS = 10
 _NOT_FINGERPRINTED = {"out", "n_jobs", "scheduler", "plugins"}
 
 
-def did_you_mean(word: str, choices) -> str:
+def did_you_mean(word: str, choices: Iterable[object]) -> str:
     """`` (did you mean 'x'?)`` for the closest of ``choices``, or ``""``."""
     close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
@@ -65,7 +67,7 @@ def _expect(key: str, value, kind, what: str):
     return value
 
 
-def read_config(path) -> dict:
+def read_config(path: str | os.PathLike[str]) -> dict:
     """The raw table of a TOML file (not yet validated)."""
     p = Path(path)
     if not p.is_file():
@@ -76,7 +78,7 @@ def read_config(path) -> dict:
         raise ConfigError(f"config file '{p}' is not valid TOML: {exc}") from None
 
 
-def load_config(path) -> dict:
+def load_config(path: str | os.PathLike[str]) -> dict:
     """Read a TOML file and validate it (see the module docstring)."""
     return validate_config(read_config(path))
 

@@ -24,9 +24,12 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pandas as pd
+
+if TYPE_CHECKING:
+    from dask.distributed import Client
 
 from dpbandits.harness.results import (
     atomic_write_bytes,
@@ -117,7 +120,7 @@ class CellFiles:
     finished; workers on other processes (or machines sharing the directory) write directly.
     """
 
-    def __init__(self, directory, suffix: str = ".parquet"):
+    def __init__(self, directory: str | os.PathLike[str], suffix: str = ".parquet") -> None:
         if suffix not in (".parquet", ".csv"):
             raise ValueError(f"suffix must be '.parquet' or '.csv', got {suffix!r}")
         self.directory = Path(directory)
@@ -155,7 +158,7 @@ class CsvTable:
 
     single_writer = True
 
-    def __init__(self, path, key_columns: Sequence[str]):
+    def __init__(self, path: str | os.PathLike[str], key_columns: Sequence[str]) -> None:
         self.path = Path(path)
         self.key_columns = list(key_columns)
         self.frame = pd.read_csv(self.path) if self.path.exists() else pd.DataFrame()
@@ -181,8 +184,8 @@ class CsvTable:
 
 
 def run_grid(cells: Sequence, compute: Callable[[Any], Any], store: Store, *, n_jobs: int = 1,
-             scheduler=None, setup: Callable[[], None] | None = None, progress: bool = False,
-             desc: str = "cells") -> list[pd.DataFrame | None]:
+             scheduler: str | Client | None = None, setup: Callable[[], None] | None = None,
+             progress: bool = False, desc: str = "cells") -> list[pd.DataFrame | None]:
     """Compute every cell of ``cells`` whose ``key`` is not done in ``store``; return every
     cell's stored frame in grid order (``None`` for a cell ``compute`` skipped).
 

@@ -32,8 +32,8 @@ def _marker(path: Path) -> dict | None:
         return None
 
 
-def prepare_out_dir(out, *, command: str, fingerprint: str, overwrite: bool = False,
-                    resumable: bool = False) -> Path:
+def prepare_out_dir(out: str | os.PathLike[str], *, command: str, fingerprint: str,
+                    overwrite: bool = False, resumable: bool = False) -> Path:
     """Check and claim ``out`` for ``command`` (module docstring); return it as a Path.
 
     Raises ``ConfigError`` (one line, naming the directory and the way out) when the

@@ -9,8 +9,11 @@ a typical comparison, so seaborn is imported only when it is asked for.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from itertools import cycle
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import matplotlib
 
@@ -20,6 +23,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from dpbandits.harness.results import privacy_entry  # noqa: E402
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 #: normal quantile of a two-sided 95% interval
 Z95 = 1.959963984540054
@@ -148,9 +154,10 @@ def _draw_curves(ax, data: pd.DataFrame, y: str, hue: str, band: str, labels: di
     return int(stats["n"].max()) if len(stats) else 0
 
 
-def plot_regret_curves(frame: pd.DataFrame, path=None, *, log: bool = False,
-                       normalize: str | None = None, title: str = "", svg: bool = False,
-                       hue: str = "agent", ax=None, band: str = "se",
+def plot_regret_curves(frame: pd.DataFrame, path: str | os.PathLike[str] | None = None, *,
+                       log: bool = False, normalize: str | None = None, title: str = "",
+                       svg: bool = False, hue: str = "agent", ax: Axes | None = None,
+                       band: str = "se",
                        labels: dict | None = None, floor: str | None = None,
                        styles: dict | None = None) -> list[Path]:
     """Mean cumulative regret vs round t per ``hue`` value with a 95% band over replications.
@@ -167,7 +174,7 @@ def plot_regret_curves(frame: pd.DataFrame, path=None, *, log: bool = False,
     if normalize is not None:
         data, y = normalize_by(data, normalize), "rel_regret"
     own = ax is None
-    if own:
+    if ax is None:
         fig, ax = plt.subplots(figsize=(7.2, 4.6))
     n = _draw_curves(ax, data, y, hue, band, labels or {}, floor, styles)
     if log:
@@ -185,13 +192,14 @@ def plot_regret_curves(frame: pd.DataFrame, path=None, *, log: bool = False,
     return _save(ax.figure, path, svg) if own else []
 
 
-def final_regret(frame: pd.DataFrame, by=("agent",)) -> pd.DataFrame:
+def final_regret(frame: pd.DataFrame, by: Sequence[str] = ("agent",)) -> pd.DataFrame:
     """Rows of the last recorded round of each replication (per ``by`` group)."""
     return frame.loc[frame.groupby([*by, "rep"], observed=True)["t"].idxmax()]
 
 
-def plot_final_regret_distribution(frame: pd.DataFrame, path, *, svg: bool = False,
-                                   title: str = "", labels: dict | None = None) -> list[Path]:
+def plot_final_regret_distribution(frame: pd.DataFrame, path: str | os.PathLike[str], *,
+                                   svg: bool = False, title: str = "",
+                                   labels: dict | None = None) -> list[Path]:
     """Box plot of final cumulative regret across replications, one box per agent (labels on
     the y axis so long privacy labels stay readable)."""
     labels = labels or {}
@@ -217,8 +225,9 @@ def _errorbar_lines(ax, table: pd.DataFrame, x: str, hue: str, mean: str, half: 
                     label=str(key), **styles[key])
 
 
-def plot_regret_vs_epsilon(frame: pd.DataFrame, path, *, eps_col: str = "agent.epsilon",
-                           hue: str = "agent", svg: bool = False) -> list[Path]:
+def plot_regret_vs_epsilon(frame: pd.DataFrame, path: str | os.PathLike[str], *,
+                           eps_col: str = "agent.epsilon", hue: str = "agent",
+                           svg: bool = False) -> list[Path]:
     """Final cumulative regret against epsilon (log x axis), one line per ``hue``, error bars
     mean ± 1.96 · SE over replications."""
     last = final_regret(frame, by=("cell",))
@@ -235,8 +244,8 @@ def plot_regret_vs_epsilon(frame: pd.DataFrame, path, *, eps_col: str = "agent.e
     return _save(fig, path, svg)
 
 
-def plot_panel_a(frame: pd.DataFrame, path, *, svg: bool = False, labels: dict | None = None,
-                 band: str = "se") -> list[Path]:
+def plot_panel_a(frame: pd.DataFrame, path: str | os.PathLike[str], *, svg: bool = False,
+                 labels: dict | None = None, band: str = "se") -> list[Path]:
     """Figure 5.1 panel A: the authors' code as the paper plots it (both context scales on one
     axis), then each scale with its own uniform-random floor. ``frame`` has a ``contexts``
     column (``"l1"`` or ``"linf"``)."""
@@ -254,7 +263,8 @@ def plot_panel_a(frame: pd.DataFrame, path, *, svg: bool = False, labels: dict |
     return _save(fig, path, svg)
 
 
-def plot_panel_c(table: pd.DataFrame, path, *, svg: bool = False) -> list[Path]:
+def plot_panel_c(table: pd.DataFrame, path: str | os.PathLike[str], *, svg: bool = False
+                 ) -> list[Path]:
     """Figure 5.1 panel C: final regret relative to uniform random against epsilon, one line
     per agent and horizon; error bars are 1.96 · SE of the agent's mean (the random mean is
     treated as fixed)."""
@@ -274,7 +284,8 @@ def plot_panel_c(table: pd.DataFrame, path, *, svg: bool = False) -> list[Path]:
     return _save(fig, path, svg)
 
 
-def plot_cost(summary: pd.DataFrame, path, *, svg: bool = False) -> list[Path]:
+def plot_cost(summary: pd.DataFrame, path: str | os.PathLike[str], *, svg: bool = False
+              ) -> list[Path]:
     """Wall time and peak memory per agent from a ``compare`` summary table."""
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.8))
     names = summary["agent"].astype(str).tolist()

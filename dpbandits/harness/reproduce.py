@@ -18,22 +18,28 @@ from __future__ import annotations
 import argparse
 import math
 import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from dpbandits.harness.compare import compare, privacy_records, summary_table
 from dpbandits.harness.results import (
+    SimulationResult,
     atomic_write_bytes,
     dumps_json,
     save_results,
     write_csv_atomic,
 )
 
+if TYPE_CHECKING:
+    from dpbandits.harness.sweep import SweepSpec
+
 ENV_LINF = "dpbandits/Figure5.1-v0"
 ENV_L1 = "dpbandits/Figure5.1-l1-v0"
 
 #: size presets: horizon, replications (panels A/B), panel C grid
-SIZES = {
+SIZES: dict[str, dict[str, Any]] = {
     "tiny": {"horizon": 400, "n_reps": 3, "c_eps": [1.0, 100.0], "c_T": [400], "c_reps": 2},
     "small": {"horizon": 10_000, "n_reps": 10, "c_eps": [0.1, 1.0, 10.0, 100.0],
               "c_T": [10_000], "c_reps": 5},
@@ -63,7 +69,8 @@ def _with_eps(agents: dict, epsilon: float) -> dict:
 
 
 def panel_a(horizon: int, n_reps: int, seed: int, epsilon: float = 1.0,
-            progress: bool = False):
+            progress: bool = False
+            ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, SimulationResult]]:
     """The code's DP-HDB on l_1 contexts and the code's DP-UCB on l_inf contexts, each with
     uniform random on the same scale. Returns ``(frame, summary, results)``."""
     record_every = max(1, horizon // 100)
@@ -84,7 +91,8 @@ def panel_a(horizon: int, n_reps: int, seed: int, epsilon: float = 1.0,
 
 
 def panel_b(horizon: int, n_reps: int, seed: int, epsilon: float = 1.0, n_jobs: int = 1,
-            progress: bool = False):
+            progress: bool = False
+            ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, SimulationResult]]:
     """All certified agents (and references) on one l_inf instance, common random numbers.
     Returns ``(frame, summary, results)``."""
     agents = _with_eps(PANEL_B, epsilon)
@@ -105,7 +113,7 @@ def panel_b(horizon: int, n_reps: int, seed: int, epsilon: float = 1.0, n_jobs: 
     return frame, summary_table(results), results
 
 
-def panel_c_spec(epsilons, horizon: int, n_reps: int):
+def panel_c_spec(epsilons: Iterable[float], horizon: int, n_reps: int) -> SweepSpec:
     """Sweep spec of panel C at one horizon (DP-HDB, DP-UCB and uniform random)."""
     from dpbandits.harness.sweep import SweepSpec
 
@@ -130,7 +138,7 @@ def relative_to_random(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def fig5_1(args: argparse.Namespace, state=None) -> int:
+def fig5_1(args: argparse.Namespace, state: Any = None) -> int:
     """Run the requested panels, print the summary tables, write results and plots.
 
     ``args``: the ``dpbandits reproduce`` options (panels, size, reps, horizon, jobs, out,

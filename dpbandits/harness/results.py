@@ -184,7 +184,11 @@ def git_commit() -> str | None:
     return out.stdout.strip() or None
 
 
-def json_safe(obj):
+#: A value ``json.dumps`` writes as is (what :func:`json_safe` returns).
+JSONValue = dict[str, "JSONValue"] | list["JSONValue"] | str | int | float | bool | None
+
+
+def json_safe(obj: object) -> JSONValue:
     """``obj`` with numpy scalars/arrays, paths and tuples made plain, and every NaN or
     infinity replaced by None, so that ``json.dumps(..., allow_nan=False)`` succeeds."""
     if isinstance(obj, dict):
@@ -206,7 +210,7 @@ def json_safe(obj):
     raise TypeError(f"cannot serialise {type(obj).__name__} to JSON")
 
 
-def dumps_json(obj) -> bytes:
+def dumps_json(obj: object) -> bytes:
     """Strict JSON (no NaN/Infinity tokens) of ``obj``, indented and key-sorted."""
     return json.dumps(json_safe(obj), indent=2, sort_keys=True, allow_nan=False).encode()
 
@@ -251,8 +255,8 @@ def write_csv_atomic(frame: pd.DataFrame, path: Path) -> None:
     atomic_write_bytes(Path(path), frame.to_csv(index=False).encode())
 
 
-def save_results(frame: pd.DataFrame, record: dict, out_dir, *, name: str = "results",
-                 csv: bool = False) -> dict:
+def save_results(frame: pd.DataFrame, record: dict, out_dir: str | os.PathLike[str], *,
+                 name: str = "results", csv: bool = False) -> dict[str, Path]:
     """Save ``frame`` as Parquet (and CSV on request) with a JSON record beside it.
 
     The record is completed with the schema tag, package versions and the git commit, and
@@ -273,7 +277,8 @@ def save_results(frame: pd.DataFrame, record: dict, out_dir, *, name: str = "res
     return paths
 
 
-def load_results(out_dir, *, name: str = "results") -> tuple[pd.DataFrame, dict]:
+def load_results(out_dir: str | os.PathLike[str], *, name: str = "results"
+                 ) -> tuple[pd.DataFrame, dict]:
     """Inverse of ``save_results``: the frame and the JSON record."""
     out = Path(out_dir)
     frame = pd.read_parquet(out / f"{name}.parquet")

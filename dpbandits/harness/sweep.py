@@ -12,16 +12,21 @@ user's module or file run in parallel sweeps too.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from dpbandits._validation import check_int
 from dpbandits.harness.grid import CellFiles, cell_digest, product, run_grid
 from dpbandits.harness.results import save_results, summarize, write_csv_atomic
+
+if TYPE_CHECKING:
+    from dask.distributed import Client
 
 
 @dataclass(frozen=True)
@@ -99,7 +104,8 @@ class SweepSpec:
         return out
 
 
-def run_cell(cell: Cell, *, with_record: bool = False):
+def run_cell(cell: Cell, *, with_record: bool = False
+             ) -> pd.DataFrame | tuple[pd.DataFrame, dict[str, Any]]:
     """Simulate one cell and return its tidy frame with the cell's parameters as columns
     (and, with ``with_record``, the cell's privacy record entry as well)."""
     from dpbandits.harness.simulate import simulate
@@ -137,7 +143,8 @@ def _load_plugins(plugins: tuple) -> None:
     load_plugins(plugins)
 
 
-def sweep(spec: SweepSpec, out_dir, *, n_jobs: int = 1, scheduler=None, progress: bool = True,
+def sweep(spec: SweepSpec, out_dir: str | os.PathLike[str], *, n_jobs: int = 1,
+          scheduler: str | Client | None = None, progress: bool = True,
           plugins: Sequence[str] = (), _fail_on: str | None = None) -> pd.DataFrame:
     """Run every missing cell of ``spec`` and return the frame of all cells.
 
@@ -159,7 +166,7 @@ def sweep(spec: SweepSpec, out_dir, *, n_jobs: int = 1, scheduler=None, progress
     return pd.concat(frames, ignore_index=True)
 
 
-def cell_privacy_records(spec: SweepSpec, out_dir) -> list[dict]:
+def cell_privacy_records(spec: SweepSpec, out_dir: str | os.PathLike[str]) -> list[dict]:
     """The privacy record entry of every cell of ``spec`` (read from ``cells/<id>.json``)."""
     cells_dir = Path(out_dir) / "cells"
     out = []
@@ -172,8 +179,8 @@ def cell_privacy_records(spec: SweepSpec, out_dir) -> list[dict]:
     return out
 
 
-def write_sweep_results(spec: SweepSpec, frame: pd.DataFrame, out_dir, record: Mapping, *,
-                        csv: bool = False) -> pd.DataFrame:
+def write_sweep_results(spec: SweepSpec, frame: pd.DataFrame, out_dir: str | os.PathLike[str],
+                        record: Mapping, *, csv: bool = False) -> pd.DataFrame:
     """Write ``results.parquet``, ``results.json`` (``record`` + the per-cell privacy record)
     and ``summary.csv`` (one row per agent label and swept value, over every seed) to
     ``out_dir``; return the summary."""

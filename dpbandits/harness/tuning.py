@@ -19,7 +19,7 @@ agent's own guarantee (over the rounds of a run) is separate and unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -54,9 +54,10 @@ class AgentTuningObjective(HyperparameterObjective):
         Seed of the agent's own randomness, shared by every evaluation.
     """
 
-    def __init__(self, agent: str, env: str, space: HyperparameterSpace, *, user_seeds,
-                 horizon: int | None = None, fixed_params: Mapping | None = None,
-                 env_params: Mapping | None = None, agent_seed: int = 0):
+    def __init__(self, agent: str, env: str, space: HyperparameterSpace, *,
+                 user_seeds: Sequence[int] | np.ndarray, horizon: int | None = None,
+                 fixed_params: Mapping | None = None, env_params: Mapping | None = None,
+                 agent_seed: int = 0) -> None:
         if not isinstance(agent, str):
             raise TypeError(f"agent must be a registered agent name, got {type(agent).__name__}")
         if not isinstance(env, str):
