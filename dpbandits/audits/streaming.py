@@ -23,6 +23,7 @@ library code.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -41,8 +42,8 @@ EPS, DELTA = 1.0, 1e-5
 HORIZON = 64
 RADIUS = 0.01
 X_BOUND = Y_BOUND = 1.0
-COMMON = dict(radius=RADIUS, horizon=HORIZON, epsilon=EPS, delta=DELTA, x_bound=X_BOUND,
-              y_bound=Y_BOUND)
+COMMON: dict[str, Any] = dict(radius=RADIUS, horizon=HORIZON, epsilon=EPS, delta=DELTA,
+                              x_bound=X_BOUND, y_bound=Y_BOUND)
 CANARY = (f"sample 1: x = {X_BOUND} e_1, y = +{Y_BOUND} vs -{Y_BOUND}; samples 2..{HORIZON}: "
           f"x = 0, y = 0 (squared loss, radius {RADIUS})")
 
