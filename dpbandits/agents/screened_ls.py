@@ -144,7 +144,7 @@ def _normalize(x: np.ndarray, r: np.ndarray, y_max: float):
 
 @register_agent("dp-screened-ls")
 class ScreenedLS(PrivateAgent):
-    """Screened private least squares, (epsilon, delta)-JDP (module docstring).
+    """Private screening, then least squares on the screened coordinates; JDP (module doc).
 
     Parameters (beyond ``n_arms, dim, horizon``)
     --------------------------------------------
