@@ -176,3 +176,50 @@ def test_json_record_contains_recomputed_guarantee(tmp_path):
     save_results(frame, {"certified": {"ucb": cert}}, tmp_path)
     rec = json.loads((tmp_path / "results.json").read_text())
     assert rec["certified"]["ucb"]["epsilon"] == pytest.approx(cert["epsilon"])
+
+
+@pytest.mark.parametrize("agent, params", [("fliphat", {}), ("dp-ucb", {}), ("linucb", {}),
+                                           ("dp-hdb", {}), ("random", {})])
+def test_fast_loop_equals_the_gymnasium_loop(agent, params):
+    """simulate on an env id plays rounds through the env core and the agent's trusted update;
+    on an env instance through the public Gymnasium step and update: the same numbers."""
+    import gymnasium
+
+    kw = {"n_reps": 3, "seed": 4, "agent_params": params}
+    fast = simulate("dpbandits/SparseLinearBandit-v0", agent, env_params={"horizon": 70},
+                    **kw)
+    venv = gymnasium.make_vec("dpbandits/SparseLinearBandit-v0", num_envs=3,
+                              vectorization_mode="vector_entry_point", horizon=70)
+    slow = simulate(venv, agent, **kw)
+    for name in ("regret", "arms", "rewards"):
+        assert np.array_equal(getattr(fast, name), getattr(slow, name)), name
+    assert fast.regret.flags.c_contiguous and fast.regret.shape == (3, 70)
+
+
+def test_trusted_update_respects_an_overridden_update():
+    class Counting(Agent):
+        calls = 0
+
+        def __init__(self, *, n_arms, dim, horizon):
+            super().__init__(n_arms=n_arms, dim=dim, horizon=horizon)
+
+        def _reset(self, n_reps, rng):
+            pass
+
+        def act(self, contexts):
+            return np.zeros(contexts.shape[0], dtype=np.int64)
+
+        def update(self, contexts, arms, rewards):
+            type(self).calls += 1
+            super().update(contexts, arms, rewards)
+
+        def _update(self, contexts, arms, rewards):
+            pass
+
+        @property
+        def privacy(self):
+            return None
+
+    simulate("dpbandits/SparseLinearBandit-v0", Counting(n_arms=5, dim=20, horizon=30),
+             n_reps=2, horizon=30)
+    assert Counting.calls == 30

@@ -52,11 +52,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpbandits.agents import _fliphat_kernels as _kernels
 from dpbandits.geometry import project_l1_ball
 from dpbandits.privacy.peeling import peel
 
 #: rows buffered before they are folded into the Gram matrix with one matrix product
 BUFFER_ROWS = 256
+_NO_ARMS = np.zeros(0, dtype=np.int64)
 
 
 def clip_features(phi: np.ndarray, x_max: float) -> tuple[np.ndarray, np.ndarray]:
@@ -88,12 +90,15 @@ class EpisodeStats:
     ``add(phi, y)`` takes the rows of one round: ``phi`` (R, d) contexts with ``arms`` (R,)
     in the block model, or (R, D) chosen-arm features in the shared model. Rows are buffered
     and folded into ``A``/``b`` by a matrix product every ``BUFFER_ROWS`` rounds.
+    ``compiled``: clip, truncate and buffer each round in one numba kernel
+    (:mod:`dpbandits.agents._fliphat_kernels`, bit-identical to the numpy path).
     """
 
     def __init__(self, n_reps: int, feature_dim: int, blocks: int | None, x_max: float,
-                 r_max: float):
+                 r_max: float, compiled: bool = False):
         self.n_reps, self.feature_dim, self.blocks = n_reps, feature_dim, blocks
         self.x_max, self.r_max = x_max, r_max
+        self.compiled = compiled and _kernels.HAVE_NUMBA
         if blocks is None:
             self.A = np.zeros((n_reps, feature_dim, feature_dim))
             self.b = np.zeros((n_reps, feature_dim))
@@ -112,6 +117,15 @@ class EpisodeStats:
         self.n_truncated = np.zeros(n_reps, dtype=np.int64)
 
     def add(self, phi: np.ndarray, y: np.ndarray, arms: np.ndarray | None = None) -> None:
+        if self.compiled:
+            _kernels.add_rows(self._buf_x, self._buf_y, self._buf_a, self._fill, phi, y,
+                              _NO_ARMS if arms is None else arms, self.x_max, self.r_max,
+                              self.n_clipped, self.n_truncated)
+            self._fill += 1
+            self.n_rows += 1
+            if self._fill == BUFFER_ROWS:
+                self.flush()
+            return
         x, was = clip_features(phi, self.x_max)
         yt, over = truncate_responses(y, self.r_max)
         self.n_clipped += was

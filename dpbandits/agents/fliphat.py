@@ -78,6 +78,7 @@ Step size: the authors' ``eta_l = eta_0 / n`` on the loss ``sum_i (.)^2`` corres
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 
@@ -88,6 +89,7 @@ from dpbandits._validation import (
     check_positive,
     check_real,
 )
+from dpbandits.agents import _fliphat_kernels as _kernels
 from dpbandits.agents import _niht
 from dpbandits.agents.base import PrivateAgent, register_agent
 from dpbandits.privacy.guarantee import PrivacyGuarantee
@@ -96,9 +98,15 @@ from dpbandits.privacy.peeling import (
     peeling_noise_multiplier,
     peeling_scale_theorem,
 )
+from dpbandits.privacy.streams import ChunkedDraws
 
 FEATURE_MODELS = ("disjoint", "per-arm")
 CALIBRATIONS = ("theorem", "accountant", "authors")
+
+
+def _uniforms(g, shape, start, count):
+    """Rounds ``start .. start + count - 1`` of ``shape`` uniforms each (the tie-breaks)."""
+    return (g.random((count, *shape)),)
 
 
 def episode_schedule(horizon: int) -> list[tuple[int, int]]:
@@ -138,6 +146,8 @@ class FLIPHAT(PrivateAgent):
     reward_bound : R, truncation level of the responses; None (default) uses
         ``x_max C + noise_std sqrt(2 ln(1 + n))`` for an episode of ``n`` rounds.
     noise_std : reward noise level used by that default, default 0.05.
+    backend : ``"auto"``/``"numba"`` (per-round bookkeeping in numba kernels) or
+        ``"numpy"``; the results are bit-identical.
     """
 
     supported_links = ("identity",)
@@ -147,7 +157,8 @@ class FLIPHAT(PrivateAgent):
                  feature_model: str = "disjoint", calibration: str = "theorem",
                  step: float = 1.0, n_iter: int | None = None, iter_scale: float = 0.16,
                  context_bound: float = 1.0, theta_bound: float = 1.0,
-                 reward_bound: float | None = None, noise_std: float = 0.05):
+                 reward_bound: float | None = None, noise_std: float = 0.05,
+                 backend: str = "auto"):
         super().__init__(n_arms=n_arms, dim=dim, horizon=horizon, epsilon=epsilon, delta=delta)
         self.sparsity = sparsity
         self.feature_model = feature_model
@@ -159,8 +170,13 @@ class FLIPHAT(PrivateAgent):
         self.theta_bound = theta_bound
         self.reward_bound = reward_bound
         self.noise_std = noise_std
+        self.backend = backend
 
         check_choice("feature_model", feature_model, set(FEATURE_MODELS))
+        check_choice("backend", backend, {"auto", "numba", "numpy"})
+        if backend == "numba" and not _kernels.HAVE_NUMBA:  # pragma: no cover
+            raise ValueError("backend='numba' requested but numba is not installed")
+        self._compiled = backend != "numpy" and _kernels.HAVE_NUMBA
         check_choice("calibration", calibration, set(CALIBRATIONS))
         if feature_model == "disjoint":
             self.feature_dim, self._blocks = n_arms * dim, n_arms
@@ -343,7 +359,9 @@ class FLIPHAT(PrivateAgent):
 
     def scores(self, contexts) -> np.ndarray:
         """Greedy scores of every arm, (R, dim) -> (R, K)."""
-        x = self._check_contexts(contexts)
+        return self._scores(self._check_contexts(contexts))
+
+    def _scores(self, x):
         R, K = x.shape[0], self.n_arms
         if self._blocks is None:
             return np.einsum("rkd,rd->rk", x.reshape(R, K, self.feature_dim), self._theta)
@@ -352,6 +370,9 @@ class FLIPHAT(PrivateAgent):
     # -- state -------------------------------------------------------------------------------
     def _reset(self, n_reps, rng):
         self._noise_rng, self._tie_rng = rng.spawn(2)
+        # one uniform per arm per round for the ties, drawn a chunk of rounds at a time
+        self._ties = ChunkedDraws(partial(_uniforms, self._tie_rng, (n_reps, self.n_arms)),
+                                  self.horizon, n_reps * self.n_arms)
         self._theta = np.zeros((n_reps, self.feature_dim))
         self._episode = 0
         self._clipped_done = np.zeros(n_reps, dtype=np.int64)
@@ -363,7 +384,7 @@ class FLIPHAT(PrivateAgent):
         start, n = 2**self._episode - 1, 2**self._episode
         self._ep_start, self._ep_len = start, n
         self._stats = _niht.EpisodeStats(self.n_reps_, self.feature_dim, self._blocks,
-                                         self._x_max, self.truncation(n))
+                                         self._x_max, self.truncation(n), self._compiled)
 
     @property
     def theta_(self) -> np.ndarray:
@@ -381,10 +402,13 @@ class FLIPHAT(PrivateAgent):
         return self._truncated_done + self._stats.n_truncated
 
     def act(self, contexts):
-        scores = self.scores(contexts)
-        top = scores.max(axis=1, keepdims=True)
-        u = self._tie_rng.random(scores.shape)
-        return np.argmax(np.where(scores >= top, u, -1.0), axis=1).astype(np.int64)
+        scores = self._scores(contexts)
+        u = self._ties.next()[0]
+        if not self._compiled:
+            return _kernels.tie_break_numpy(scores, u)
+        arms = np.empty(scores.shape[0], dtype=np.int64)
+        _kernels.tie_break(scores, u, arms)
+        return arms
 
     def _update(self, contexts, arms, rewards):
         if self._blocks is None:

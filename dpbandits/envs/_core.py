@@ -207,6 +207,23 @@ class BanditCore:
             self._pending = Future()
             self._pending.set_result(chunk)
 
+    def play(self, arms: np.ndarray):
+        """``step`` for the harness: ``(next_contexts, rewards, pseudo_regret)`` only (the
+        same numbers)."""
+        j = self.t - self._c0
+        chosen = self._means[j][self._rows, arms]
+        regret = self._best[j] - chosen
+        if self.noise == "gaussian":
+            rewards = chosen + self._noise[j]
+        else:
+            rewards = (self._noise[j] < chosen).astype(np.float64)
+        self.t += 1
+        if self.t >= self._c0 + self._cn:
+            pending = self._pending
+            self._install(pending.result() if pending is not None else
+                          self._draw_chunk(self.t))
+        return self._ctx[self.t - self._c0].copy(), rewards, regret
+
     def step(self, arms: np.ndarray):
         """Play round ``t + 1`` with validated ``arms`` (R,) and return
         ``(next_contexts, rewards, expected_rewards, optimal_arms, pseudo_regret)``."""

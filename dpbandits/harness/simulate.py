@@ -21,6 +21,7 @@ from threadpoolctl import threadpool_limits
 import dpbandits.envs  # noqa: F401  (registers the environment ids)
 from dpbandits._validation import check_int
 from dpbandits.agents.base import Agent, make_agent
+from dpbandits.envs._core import BanditVectorEnvBase
 from dpbandits.harness.memory import PeakRSS
 from dpbandits.harness.results import SimulationResult
 
@@ -124,31 +125,45 @@ def simulate(env, agent, *, horizon: int | None = None, n_reps: int = 1, seed: i
     if callable(check_link):
         check_link(env_link(venv), env if isinstance(env, str) else type(venv.unwrapped).__name__)
 
-    regret = np.empty((n_reps, horizon))
-    arms_hist = np.empty((n_reps, horizon), dtype=np.int32)
-    rewards_hist = np.empty((n_reps, horizon))
+    # filled one row per round (contiguous), transposed to (n_reps, horizon) at the end
+    regret = np.empty((horizon, n_reps))
+    arms_hist = np.empty((horizon, n_reps), dtype=np.int32)
+    rewards_hist = np.empty((horizon, n_reps))
     bar = _progress_bar(progress, horizon, name)
     every = max(1, horizon // 200)
     if track_memory:
         tracemalloc.start()
     rss = PeakRSS()
     start = time.perf_counter()
+    # A dpbandits agent on a dpbandits environment built here: the round goes straight to the
+    # environment's core and the agent's trusted update (the same numbers without the
+    # Gymnasium wrapper's and update's re-validation of arrays produced by the two of them)
+    core = getattr(venv, "_core", None) if isinstance(env, str) and isinstance(
+        venv, BanditVectorEnvBase) else None
+    fast = core is not None and isinstance(ag, Agent)
     with threadpool_limits(blas_threads), rss, (bar or nullcontext()):
         contexts, _ = venv.reset(seed=seed if env_seeds is None else env_seeds)
         ag.reset(n_reps, agent_rng(seed))
         for t in range(horizon):
             arms = np.asarray(ag.act(contexts))
-            next_contexts, rewards, _, _, info = venv.step(arms)
-            ag.update(contexts, arms, rewards)
-            regret[:, t] = info["pseudo_regret"]
-            arms_hist[:, t] = arms
-            rewards_hist[:, t] = rewards
+            if fast:
+                next_contexts, rewards, pseudo_regret = core.play(arms)
+                ag._update_trusted(contexts, arms, rewards)
+            else:
+                next_contexts, rewards, _, _, info = venv.step(arms)
+                ag.update(contexts, arms, rewards)
+                pseudo_regret = info["pseudo_regret"]
+            regret[t] = pseudo_regret
+            arms_hist[t] = arms
+            rewards_hist[t] = rewards
             contexts = next_contexts
             if bar is not None and (t + 1) % every == 0:
                 bar.update(every)
         if bar is not None:
             bar.update(horizon - bar.n)
     seconds = time.perf_counter() - start
+    regret, arms_hist, rewards_hist = (np.ascontiguousarray(a.T) for a in (
+        regret, arms_hist, rewards_hist))
     peak = rss.peak_mb
     if track_memory:
         peak = tracemalloc.get_traced_memory()[1] / 2**20

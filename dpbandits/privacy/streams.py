@@ -92,7 +92,8 @@ class ChunkedDraws:
                 self._buf = self._draw_chunk(self._pos)
             self._start, i = self._pos, 0
         self._pos += 1
-        return tuple(a[i] for a in self._buf)
+        buf = self._buf
+        return (buf[0][i],) if len(buf) == 1 else tuple([a[i] for a in buf])
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
