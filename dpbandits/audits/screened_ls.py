@@ -37,6 +37,13 @@ FIT_PARAMS = dict(n_arms=2, dim=2, horizon=16, first_episode=1, screen_size=2,
 FIT_CANARY, FIT_RELEASE = 4, 7
 
 
+def _audit(ctx: AuditContext, sampler, probe, **labels):
+    """Audit ``sampler`` against the agent's claim: (EPS, DELTA)-JDP, read as Gaussian DP
+    (every release is one Gaussian mechanism)."""
+    return ctx.audit(sampler, epsilon=EPS, delta=DELTA, mu_claim=gdp_mu(EPS, DELTA),
+                     notion="JDP", batch_size=50_000, basis=probe.privacy.basis, **labels)
+
+
 @register("dp-screened-ls", fast_runs=20_000, thorough_runs=200_000,
           label="screening noise / 2")
 def audit_screened_ls_screen(ctx: AuditContext):
@@ -65,14 +72,11 @@ def audit_screened_ls_screen(ctx: AuditContext):
         idx = np.arange(n)
         return rel[idx, a1] - rel[idx, 1 - a1]
 
-    return ctx.audit(sampler, epsilon=EPS, delta=DELTA, mu_claim=gdp_mu(EPS, DELTA),
-                     notion="JDP", batch_size=50_000,
-                     statistic="white-box: released contrast of arm a_1 minus the other arm's "
-                               "after round 1",
-                     canary="user 1: x = 1, reward +10 vs -10 (clip 1); K = 2, d = 1",
-                     basis=probe.privacy.basis,
-                     extra={"sigma_screen": probe.sigmas["screen"],
-                            "multiplier": probe.multiplier})
+    return _audit(ctx, sampler, probe,
+                  statistic="white-box: released contrast of arm a_1 minus the other arm's "
+                            "after round 1",
+                  canary="user 1: x = 1, reward +10 vs -10 (clip 1); K = 2, d = 1",
+                  extra={"sigma_screen": probe.sigmas["screen"], "multiplier": probe.multiplier})
 
 
 def fit_canary(agent) -> tuple[np.ndarray, np.ndarray, float]:
@@ -126,12 +130,10 @@ def audit_screened_ls_fit(ctx: AuditContext):
         gram, b = agent._gram_released[idx, arm], agent._b_released[idx, arm]
         return np.einsum("rij,ij->r", gram, d_gram) + b @ d_b
 
-    return ctx.audit(sampler, epsilon=EPS, delta=DELTA, mu_claim=gdp_mu(EPS, DELTA),
-                     notion="JDP", batch_size=50_000,
-                     statistic="white-box: released Gram and targets of the canary's arm after "
-                               "its episode, projected on the whitened difference of the worlds",
-                     canary="user 4: u0, reward -10 vs u1, reward +10 (clip 1), <u0, u1> at the "
-                            "worst angle; other users context 0; K = 2, d = 2",
-                     basis=probe.privacy.basis,
-                     extra={"sigma_gram": s_g, "sigma_target": s_b,
-                            "cos_u0_u1": float(u0 @ u1), "multiplier": probe.multiplier})
+    return _audit(ctx, sampler, probe,
+                  statistic="white-box: released Gram and targets of the canary's arm after its "
+                            "episode, projected on the whitened difference of the worlds",
+                  canary="user 4: u0, reward -10 vs u1, reward +10 (clip 1), <u0, u1> at the "
+                         "worst angle; other users context 0; K = 2, d = 2",
+                  extra={"sigma_gram": s_g, "sigma_target": s_b, "cos_u0_u1": float(u0 @ u1),
+                         "multiplier": probe.multiplier})

@@ -36,43 +36,45 @@ def mean_vector(d: int, size: float, seed: int) -> np.ndarray:
     return size * STD * rng.standard_normal(d)
 
 
-def _glm(K: int, d: int, *, cov=None, mean=None, **extra) -> tuple[str, dict]:
+def _glm(K: int, d: int, *, corr: tuple[str, float] | None = None,
+         mean: tuple[float, int] | None = None, **extra) -> tuple[str, dict, str]:
+    """An instance: ``corr = ("AR" | "equicorrelated", rho)``, ``mean = (size, seed)``;
+    returns ``(env id, env params, description)``."""
     params = {"n_arms": K, "dim": d, "horizon": HORIZON, "normalization": "linf", **extra}
-    if cov is not None:
-        params["context_cov"] = cov
+    words = []
+    if corr is not None:
+        kind, rho = corr
+        params["context_cov"] = (ar_cov if kind == "AR" else eq_cov)(d, rho)
+        words.append(f"AR({rho:g})" if kind == "AR" else f"equicorrelated {rho:g}")
+    else:
+        words.append("isotropic")
     if mean is not None:
-        params["context_mean"] = mean
-    return GLM, params
+        params["context_mean"] = mean_vector(d, mean[0], mean[1])
+        words.append(f"mean {mean[0]:g} sd")
+    words += [f"K = {K}", f"d = {d}"]
+    words.append("dense theta" if extra.get("theta") == "gaussian"
+                 else f"s = {extra.get('sparsity')}")
+    if "noise_std" in extra:
+        words.append(f"noise {extra['noise_std']:g}")
+    return GLM, params, ", ".join(words)
 
 
 #: name -> (env id, env params, one-line description)
 TUNING = {
-    "tune-iso-K2-d40-s4": (*_glm(2, 40, sparsity=4), "isotropic, K = 2, d = 40, s = 4"),
-    "tune-ar3-K2-d60-s6": (*_glm(2, 60, sparsity=6, cov=ar_cov(60, 0.3),
-                                 mean=mean_vector(60, 0.3, 11)),
-                           "AR(0.3), mean 0.3 sd, K = 2, d = 60, s = 6"),
-    "tune-ar6-K3-d30-s3": (*_glm(3, 30, sparsity=3, cov=ar_cov(30, 0.6),
-                                 mean=mean_vector(30, 0.8, 12)),
-                           "AR(0.6), mean 0.8 sd, K = 3, d = 30, s = 3"),
-    "tune-iso-K4-d20-s2": (*_glm(4, 20, sparsity=2, noise_std=0.1),
-                           "isotropic, K = 4, d = 20, s = 2, noise 0.1"),
-    "tune-eq2-K2-d80-s8": (*_glm(2, 80, sparsity=8, cov=eq_cov(80, 0.2),
-                                 mean=mean_vector(80, 0.5, 13)),
-                           "equicorrelated 0.2, mean 0.5 sd, K = 2, d = 80, s = 8"),
+    "tune-iso-K2-d40-s4": _glm(2, 40, sparsity=4),
+    "tune-ar3-K2-d60-s6": _glm(2, 60, sparsity=6, corr=("AR", 0.3), mean=(0.3, 11)),
+    "tune-ar6-K3-d30-s3": _glm(3, 30, sparsity=3, corr=("AR", 0.6), mean=(0.8, 12)),
+    "tune-iso-K4-d20-s2": _glm(4, 20, sparsity=2, noise_std=0.1),
+    "tune-eq2-K2-d80-s8": _glm(2, 80, sparsity=8, corr=("equicorrelated", 0.2),
+                               mean=(0.5, 13)),
 }
 
 #: name -> (env id, env params, one-line description); "figure5.1" is the target instance
 EVALUATION = {
     "figure5.1": (FIG51, {}, "Figure 5.1: isotropic, K = 2, d = 50, s = 5 (the target)"),
-    "ar5-K4-d30-s3": (*_glm(4, 30, sparsity=3, cov=ar_cov(30, 0.5),
-                            mean=mean_vector(30, 0.5, 1)),
-                      "AR(0.5), mean 0.5 sd, K = 4, d = 30, s = 3"),
-    "eq3-K2-d100-s10": (*_glm(2, 100, sparsity=10, cov=eq_cov(100, 0.3),
-                              mean=mean_vector(100, 0.5, 2)),
-                        "equicorrelated 0.3, mean 0.5 sd, K = 2, d = 100, s = 10"),
-    "ar7-K3-d50-dense": (*_glm(3, 50, theta="gaussian", cov=ar_cov(50, 0.7),
-                               mean=mean_vector(50, 1.0, 3)),
-                         "AR(0.7), mean 1 sd, K = 3, d = 50, dense theta"),
+    "ar5-K4-d30-s3": _glm(4, 30, sparsity=3, corr=("AR", 0.5), mean=(0.5, 1)),
+    "eq3-K2-d100-s10": _glm(2, 100, sparsity=10, corr=("equicorrelated", 0.3), mean=(0.5, 2)),
+    "ar7-K3-d50-dense": _glm(3, 50, theta="gaussian", corr=("AR", 0.7), mean=(1.0, 3)),
 }
 
 
