@@ -67,7 +67,9 @@ def test_parallel_build_and_thread_count_do_not_change_results(config, monkeypat
 
     name, params = CONFIGS[config]
     a1, i1, _ = _play(name, params, backend="numba")
-    monkeypatch.setattr(kernels, "PARALLEL_WORK", 0)
+    import dpbandits._numba
+
+    monkeypatch.setattr(dpbandits._numba, "PARALLEL_WORK", 0)
     assert kernels.ucb_ops("numba", 3, 5).parallel
     threads = numba.get_num_threads()
     try:

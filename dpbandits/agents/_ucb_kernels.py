@@ -22,7 +22,6 @@ triangular, its strict upper triangle packed standard normals and ``U_ii = sqrt(
 from __future__ import annotations
 
 import math
-import types
 
 import numpy as np
 from scipy.linalg.lapack import dlauum as _sp_lauum
@@ -30,23 +29,12 @@ from scipy.linalg.lapack import dpotrf as _sp_potrf
 from scipy.linalg.lapack import dpotrs as _sp_potrs
 from scipy.linalg.lapack import dsysv as _sp_sysv
 
-from dpbandits._lapack import (
-    HAVE_NUMBA,
-    chol_solve_upper,
-    chol_upper,
-    lauum_upper,
-    sym_solve_upper,
-)
+from dpbandits._lapack import chol_solve_upper, chol_upper, lauum_upper, sym_solve_upper
+from dpbandits._numba import HAVE_NUMBA, KernelSet, prange, use_parallel
 
 __all__ = ["BACKENDS", "np_terms", "ucb_ops"]
 
 BACKENDS = frozenset({"auto", "numba", "numpy"})
-
-if HAVE_NUMBA:
-    from numba import prange as _prange
-else:  # pragma: no cover
-    _prange = range
-
 
 # --------------------------------------------------------------------------------------------
 # numba kernels (plain Python here; compiled below, serially and with prange)
@@ -55,7 +43,7 @@ def _wishart_into(out, z, chi, scale):
     """``out[r]`` (upper) = ``scale U U^T``, ``U`` upper triangular with ``U_ii =
     sqrt(chi[r, i])`` and strict upper triangle ``z[r]`` (packed)."""
     R, n = out.shape[0], out.shape[1]
-    for r in _prange(R):
+    for r in prange(R):
         a = out[r]
         p = 0
         for i in range(n):
@@ -88,7 +76,7 @@ def _ucb_update(M, x, arms, y, bounds, counts, stack, push, hi, z, scales, node,
     D = n - 1
     d = x.shape[1]
     gauss = z.shape[1] > 0
-    for r in _prange(R):
+    for r in prange(R):
         ss = 0.0
         for a in range(d):
             ss += x[r, a] * x[r, a]
@@ -151,7 +139,7 @@ def _ucb_act(F, ok, u, logdet, x, bound, beta_c, rhs, beta, idx):
     c_s + c_g`` with ``beta_c = (c_a, c_b, c_sig, c_s, c_g)`` (Proposition 4)."""
     R, d = x.shape
     K = rhs.shape[1] - 1
-    for r in _prange(R):
+    for r in prange(R):
         if not ok[r]:
             continue
         ss = 0.0
@@ -188,7 +176,7 @@ def _authors_terms(M, z, zu, sigma, x, A, rhs, ipiv, work, mean, quad, ok):
     D = M.shape[1] - 1
     K = rhs.shape[1] - 1
     s_diag = sigma * math.sqrt(2.0)
-    for r in _prange(R):
+    for r in prange(R):
         a = A[r]
         p = 0
         for i in range(D):
@@ -222,7 +210,7 @@ def _gram_update(M, x, arms, y):
     R = M.shape[0]
     D = M.shape[1] - 1
     d = x.shape[1]
-    for r in _prange(R):
+    for r in prange(R):
         base = arms[r] * d
         yr = y[r]
         for a in range(d):
@@ -237,36 +225,7 @@ _PY = {"wishart_into": _wishart_into, "ucb_update": _ucb_update, "ucb_act": _ucb
        "authors_terms": _authors_terms, "gram_update": _gram_update}
 
 
-def _renamed(f, suffix: str):
-    """A copy of ``f`` under another qualified name: numba's disk cache is keyed by the
-    function's name, not by its compile options, so the serial and the parallel build of one
-    function must not share it."""
-    g = types.FunctionType(f.__code__, f.__globals__, f.__name__ + suffix, f.__defaults__)
-    g.__qualname__ = f.__qualname__ + suffix
-    return g
-
-
-class _Compiled:
-    """The numba kernels, serial (one replication) and parallel over replications."""
-
-    def __init__(self):
-        import numba
-
-        self._serial = {k: numba.njit(cache=True, nogil=True)(f) for k, f in _PY.items()}
-        self._parallel = {k: numba.njit(cache=True, nogil=True, parallel=True)(
-            _renamed(f, "_parallel")) for k, f in _PY.items()}
-
-    def get(self, name: str, parallel: bool):
-        return (self._parallel if parallel else self._serial)[name]
-
-
-#: work per round (replications x (n^3 + 2000)) from which the parallel build pays for its
-#: per-round synchronization; below it the serial build runs and the noise-drawing thread of
-#: :mod:`dpbandits.privacy.streams` is the second core's work
-PARALLEL_WORK = 2**26
-
-
-KERNELS: _Compiled | None = _Compiled() if HAVE_NUMBA else None
+KERNELS: KernelSet | None = KernelSet(_PY) if HAVE_NUMBA else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -398,7 +357,7 @@ class UcbOps:
             return
         if KERNELS is None:  # pragma: no cover
             raise ValueError("backend='numba' requested but numba is not installed")
-        self.parallel = n_reps > 1 and n_reps * (n**3 + 2000) >= PARALLEL_WORK
+        self.parallel = use_parallel(n_reps, n**3 + 2000)
         self.backend = "numba"
         self._ops = {name: KERNELS.get(name, self.parallel) for name in NUMPY}
 
@@ -411,6 +370,6 @@ class UcbOps:
 
 def ucb_ops(backend: str, n_reps: int, n: int) -> UcbOps:
     """The functions of ``backend`` (``"auto"``, ``"numba"`` or ``"numpy"``) for ``n_reps``
-    replications of ``n x n`` matrices: the parallel kernels when the work per round reaches
-    :data:`PARALLEL_WORK` (results are the same either way)."""
+    replications of ``n x n`` matrices: the parallel kernels when the work per round is
+    worth it (:func:`dpbandits._numba.use_parallel`; results are the same either way)."""
     return UcbOps(backend, n_reps, n)

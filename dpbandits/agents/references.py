@@ -10,7 +10,9 @@ import math
 
 import numpy as np
 
+from dpbandits._numba import HAVE_NUMBA
 from dpbandits._validation import check_choice, check_positive, check_real
+from dpbandits.agents._linucb_kernels import LinUCBState
 from dpbandits.agents.base import Agent, register_agent
 
 LINKS = {"identity", "logistic"}
@@ -91,19 +93,28 @@ class LinUCB(Agent):
     ``beta_i = sigma sqrt(2 ln(1/alpha) + ln det V_i - d ln lam) + S sqrt(lam)``
     (Theorem 2 of Abbasi-Yadkori et al.; the constant-regularizer case of Proposition 4 in
     Shariff & Sheffet). ``alpha`` defaults to ``1/horizon``. Ties go to the lowest arm index.
+    ``backend``: ``"auto"``/``"numba"`` (:mod:`dpbandits.agents._linucb_kernels`: packed
+    inverses, recursive least squares) or ``"numpy"`` (full inverses, ``theta = V^-1 b``
+    recomputed); the two agree up to rounding.
     """
 
     supported_links = ("identity",)
 
     def __init__(self, *, n_arms: int, dim: int, horizon: int, reg: float = 1.0,
                  noise_std: float = 0.05, theta_bound: float = 1.0,
-                 alpha: float | None = None, exploration_scale: float = 1.0):
+                 alpha: float | None = None, exploration_scale: float = 1.0,
+                 backend: str = "auto"):
         super().__init__(n_arms=n_arms, dim=dim, horizon=horizon)
         self.reg = reg
         self.noise_std = noise_std
         self.theta_bound = theta_bound
         self.alpha = alpha
         self.exploration_scale = exploration_scale
+        self.backend = backend
+        check_choice("backend", backend, {"auto", "numba", "numpy"})
+        if backend == "numba" and not HAVE_NUMBA:  # pragma: no cover
+            raise ValueError("backend='numba' requested but numba is not installed")
+        self._compiled = backend != "numpy" and HAVE_NUMBA
         check_positive("reg", reg)
         check_positive("noise_std", noise_std)
         check_positive("theta_bound", theta_bound)
@@ -112,8 +123,15 @@ class LinUCB(Agent):
         check_real("exploration_scale", exploration_scale, low=0.0)
 
     def _reset(self, n_reps, rng):
-        self._state = _RidgeState(n_reps, self.n_arms, self.dim, self.reg)
         self._alpha = self.alpha if self.alpha is not None else 1.0 / self.horizon
+        if self._compiled:
+            self._state = LinUCBState(n_reps, self.n_arms, self.dim, self.reg)
+            self._consts = np.array([
+                2 * math.log(1 / self._alpha) - self.dim * math.log(self.reg),
+                self.noise_std, self.theta_bound * math.sqrt(self.reg),
+                self.exploration_scale])
+        else:
+            self._state = _RidgeState(n_reps, self.n_arms, self.dim, self.reg)
 
     def beta(self) -> np.ndarray:
         """Confidence radius per replication and arm, shape (R, K)."""
@@ -124,17 +142,24 @@ class LinUCB(Agent):
 
     def indices(self, contexts) -> np.ndarray:
         """UCB index of every arm, shape (R, K)."""
-        x = self._check_contexts(contexts)
+        return self._indices(self._check_contexts(contexts))
+
+    def _indices(self, x):
         s = self._state
+        if self._compiled:
+            return s.indices(x, self._consts)
         mean = np.einsum("ri,rki->rk", x, s.theta())
         bonus = self.beta() * np.sqrt(np.maximum(s.quad(x), 0.0))
         return mean + self.exploration_scale * bonus
 
     def act(self, contexts):
-        return np.argmax(self.indices(contexts), axis=1)
+        return np.argmax(self._indices(contexts), axis=1)
 
     def _update(self, contexts, arms, rewards):
-        self._state.add(contexts, arms, np.ones(len(arms)), rewards)
+        if self._compiled:
+            self._state.add(contexts, arms, rewards)
+        else:
+            self._state.add(contexts, arms, np.ones(len(arms)), rewards)
 
     @property
     def privacy(self):
