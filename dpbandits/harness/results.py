@@ -163,9 +163,13 @@ def recorded_steps(horizon: int, record_every: int) -> np.ndarray:
 
 
 def package_versions() -> dict:
-    """Versions of the packages a result depends on (for the JSON record)."""
-    names = ["dpbandits", "numpy", "scipy", "gymnasium", "pandas", "dp-accounting", "pyarrow"]
-    out = {"python": platform.python_version()}
+    """Versions of the packages a result depends on (for the JSON record); dpbandits's is
+    the running code's ``__version__`` (an editable install's metadata keeps the version it
+    was installed with)."""
+    import dpbandits
+
+    names = ["numpy", "scipy", "gymnasium", "pandas", "dp-accounting", "pyarrow"]
+    out = {"python": platform.python_version(), "dpbandits": dpbandits.__version__}
     for name in names:
         try:
             out[name] = metadata.version(name)
