@@ -31,8 +31,6 @@ EXEMPT = {
     "agents/authors_code.py",
     "agents/references.py",
     "agents/fliphat.py",
-    "agents/screened_ls.py",
-    "audits/screened_ls.py",
     "harness/simulate.py",
     "privacy/tree.py",
     "privacy/mechanisms.py",

@@ -87,6 +87,7 @@ from __future__ import annotations
 
 import math
 
+import dp_accounting
 import numpy as np
 
 from dpbandits._validation import check_int, check_positive, check_real
@@ -225,7 +226,7 @@ class ScreenedLS(PrivateAgent):
                    "post-process the releases and the user's own context (billboard lemma)"))
 
     @property
-    def ledger(self):
+    def ledger(self) -> dp_accounting.DpEvent | None:
         """The Gaussian event of every episode's release (parallel composition: their
         maximum, and they are equal)."""
         return gaussian_event(self.multiplier) if self._private else None
@@ -236,7 +237,7 @@ class ScreenedLS(PrivateAgent):
         return list(self._ends)
 
     # -- state -------------------------------------------------------------------------------
-    def _reset(self, n_reps, rng):
+    def _reset(self, n_reps: int, rng: np.random.Generator) -> None:
         self._noise_rng, self._tie_rng = rng.spawn(2)
         K, d = self.n_arms, self.dim
         self._episode = 0
@@ -269,13 +270,13 @@ class ScreenedLS(PrivateAgent):
             return contexts
         return np.take_along_axis(contexts, self._support, axis=1)
 
-    def act(self, contexts):
+    def act(self, contexts: np.ndarray) -> np.ndarray:
         scores = np.einsum("rkj,rj->rk", self._theta, self._rows(contexts))
         top = scores.max(axis=1, keepdims=True)
         u = self._tie_rng.random(scores.shape)
         return np.argmax(np.where(scores >= top, u, -1.0), axis=1).astype(np.int64)
 
-    def _update(self, contexts, arms, rewards):
+    def _update(self, contexts: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> None:
         rows = np.arange(contexts.shape[0])
         screening = self._support is None
         y_max = self._y_screen if screening else self._y_fit
@@ -338,12 +339,13 @@ class ScreenedLS(PrivateAgent):
         proj = np.einsum("rkji,rkj->rki", v, self._b_released)
         self._theta = np.einsum("rkij,rkj->rki", v, proj / w)
 
-    def _log(self, kind, raw, noise, gram=None, gram_noise=None) -> None:
+    def _log(self, kind: str, raw: np.ndarray, noise: np.ndarray,
+             gram: np.ndarray | None = None, gram_noise: np.ndarray | None = None) -> None:
         """Noise against signal of one release (raw data: a diagnostic, not private)."""
         row = {"episode": self._episode, "kind": kind, "end": self.t_ + 1,
                "signal_norm": float(np.linalg.norm(raw, axis=(1, 2)).mean()),
                "noise_norm": float(np.linalg.norm(noise, axis=(1, 2)).mean())}
-        if gram is not None:
+        if gram is not None and gram_noise is not None:
             row["gram_signal_min_eig"] = float(np.linalg.eigvalsh(gram).min(axis=-1).mean())
             row["gram_noise_spectral"] = float(np.abs(np.linalg.eigvalsh(gram_noise))
                                                .max(axis=-1).mean())

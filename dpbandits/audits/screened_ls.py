@@ -15,29 +15,33 @@ Broken variants patch the *instance* (its noise scales or its clip level), never
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
-from dpbandits.agents import make_agent
+from dpbandits.agents.screened_ls import ScreenedLS
 from dpbandits.audits._registry import AuditContext, register
 from dpbandits.audits._scaffold import signed
 from dpbandits.privacy.accounting import gdp_mu
+from dpbandits.privacy.audit import AuditResult, Sampler
 
 EPS, DELTA = 1.0, 1e-5
 REWARD = 10.0  # far beyond every clip level: the canary also checks that clipping is enforced
 
 # K = 2, d = 1, the first episode is user 1 alone; y_max = clip_screen / sqrt(d) = 1
-SCREEN_PARAMS = dict(n_arms=2, dim=1, horizon=8, first_episode=1, clip_screen=1.0,
-                     epsilon=EPS, delta=DELTA)
+SCREEN_PARAMS: dict[str, Any] = dict(n_arms=2, dim=1, horizon=8, first_episode=1,
+                                     clip_screen=1.0, epsilon=EPS, delta=DELTA)
 # K = 2, d = 2 = |S|; episodes end at 1, 3, 7, 15, 16: user 4 opens the first fitting
 # episode (released after round 7); y_max = clip_fit / sqrt(|S|) = 1; a threshold no
 # release can pass keeps the estimate at zero, so every action is uniform
-FIT_PARAMS = dict(n_arms=2, dim=2, horizon=16, first_episode=1, screen_size=2,
-                  clip_fit=math.sqrt(2.0), threshold=1e9, epsilon=EPS, delta=DELTA)
+FIT_PARAMS: dict[str, Any] = dict(n_arms=2, dim=2, horizon=16, first_episode=1, screen_size=2,
+                                  clip_fit=math.sqrt(2.0), threshold=1e9, epsilon=EPS,
+                                  delta=DELTA)
 FIT_CANARY, FIT_RELEASE = 4, 7
 
 
-def _audit(ctx: AuditContext, sampler, probe, **labels):
+def _audit(ctx: AuditContext, sampler: Sampler, probe: ScreenedLS, **labels: object
+           ) -> AuditResult:
     """Audit ``sampler`` against the agent's claim: (EPS, DELTA)-JDP, read as Gaussian DP
     (every release is one Gaussian mechanism)."""
     return ctx.audit(sampler, epsilon=EPS, delta=DELTA, mu_claim=gdp_mu(EPS, DELTA),
@@ -46,7 +50,7 @@ def _audit(ctx: AuditContext, sampler, probe, **labels):
 
 @register("dp-screened-ls", fast_runs=20_000, thorough_runs=200_000,
           label="screening noise / 2")
-def audit_screened_ls_screen(ctx: AuditContext):
+def audit_screened_ls_screen(ctx: AuditContext) -> AuditResult:
     """agents.screened_ls.ScreenedLS: screening release (arm contrasts)
 
     Canary: user 1 (alone in the first episode, uniform arm a_1): x = 1, reward +10 vs -10
@@ -59,7 +63,7 @@ def audit_screened_ls_screen(ctx: AuditContext):
         billboard lemma are the analysis, not audited); the fitting release is audited by
         dp-screened-ls-fit
     """
-    probe = make_agent("dp-screened-ls", **SCREEN_PARAMS)
+    probe = ScreenedLS(**SCREEN_PARAMS)
     if ctx.broken:
         probe.sigmas = {**probe.sigmas, "screen": probe.sigmas["screen"] / 2.0}
 
@@ -79,7 +83,7 @@ def audit_screened_ls_screen(ctx: AuditContext):
                   extra={"sigma_screen": probe.sigmas["screen"], "multiplier": probe.multiplier})
 
 
-def fit_canary(agent) -> tuple[np.ndarray, np.ndarray, float]:
+def fit_canary(agent: ScreenedLS) -> tuple[np.ndarray, np.ndarray, float]:
     """Unit rows ``u0, u1`` (d = 2) at the angle that attains the fitting release's
     sensitivity (``<u0, u1> = B / 2A``, capped at 1) and the clip level ``y_max``."""
     a = 2.0 / agent.sigmas["gram"] ** 2
@@ -90,7 +94,7 @@ def fit_canary(agent) -> tuple[np.ndarray, np.ndarray, float]:
 
 @register("dp-screened-ls-fit", fast_runs=20_000, thorough_runs=200_000,
           label="fitting rewards not clipped")
-def audit_screened_ls_fit(ctx: AuditContext):
+def audit_screened_ls_fit(ctx: AuditContext) -> AuditResult:
     """agents.screened_ls.ScreenedLS: fitting release (screened Gram and targets)
 
     Canary: user 4 (first of the first fitting episode, uniform arm): unit context u0 with reward
@@ -105,10 +109,10 @@ def audit_screened_ls_fit(ctx: AuditContext):
         same-arm case in the analysis) is not exercised: the estimate is held at zero so that
         the arm is independent of the world
     """
-    probe = make_agent("dp-screened-ls", **FIT_PARAMS)
+    probe = ScreenedLS(**FIT_PARAMS)
     if ctx.broken:
         probe._y_fit = math.inf
-    u0, u1, y = fit_canary(make_agent("dp-screened-ls", **FIT_PARAMS))
+    u0, u1, y = fit_canary(ScreenedLS(**FIT_PARAMS))
     s_g, s_b = probe.sigmas["gram"], probe.sigmas["target"]
     # D' minus D of the canary's contribution, divided by the noise variances
     d_gram = (np.outer(u1, u1) - np.outer(u0, u0)) / s_g**2
