@@ -138,9 +138,12 @@ def test_accountant_generalized_branch_keeps_the_proof_with_exact_counts():
     assert led.sigma_plus**2 == pytest.approx(lemma, rel=1e-12)
     assert opt.sigma_plus < th.sigma_plus
     assert "no numerical accountant" in opt.privacy.basis
-    # no accountant pretends to handle it
-    with pytest.raises(ValueError):
-        accounting.epsilon_of(led, delta)
+    # no accountant handles it: dp_accounting itself refuses it, and epsilon_of recomputes it
+    # by the closed-form check (Lemma 2.1 per node from sigma_plus, basic composition)
+    with pytest.raises(dp_accounting.UnsupportedEventError):
+        dp_accounting.rdp.RdpAccountant().compose(led)
+    assert accounting.epsilon_of(led, delta) == pytest.approx(eps, rel=1e-12)
+    assert accounting.epsilon_of(th.ledger, delta) == pytest.approx(eps, rel=1e-12)
 
 
 @pytest.mark.parametrize("p", [1.5, 2.0, math.inf])

@@ -129,10 +129,10 @@ def noisy_sfw_schedule(n: int, d: int, *, p: float, radius: float, epsilon: floa
                             geo.scale, s0, s, sigma0, sigma, ratio, gaussian, z, raised)
 
 
-# Lemma 2.1 is a tail bound whose Gaussian instance fails for large epsilon (see
-# dpbandits.optim.streaming.dp_tofw); above this epsilon the generalized-Gaussian guarantee is
-# reported as not certified, as DP-TOFW does.
-_LEMMA_2_1_MAX_EPS = 1.0
+# Lemma 2.1 is a tail bound whose Gaussian instance fails for large epsilon; above this
+# epsilon the generalized-Gaussian guarantee is reported as not certified, as DP-TOFW does
+# and as the closed-form check of the ledger does.
+_LEMMA_2_1_MAX_EPS = accounting.LEMMA_2_1_MAX_EPSILON
 
 
 class NoisySFW(LpBallOptimizer):

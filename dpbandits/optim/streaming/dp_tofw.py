@@ -57,8 +57,9 @@ dpbandits.optim.streaming.dp_tofw``; ``sigma_+`` for ``beta D + L = 4``)::
 Both calibrations report the guarantee of the whole released sequence (``privacy``) and the
 ledger of node events (``ledger``): ``gaussian_event(z, count=L_tree)`` in the Gaussian
 branch; a :class:`~dpbandits.privacy.accounting.GeneralizedGaussianTreeDpEvent` otherwise
-(a dp_accounting event that no accountant supports, carrying the Lemma 2.1 per-node budget so
-the basic composition can be re-done by hand).
+(a dp_accounting event that no accountant supports; ``epsilon_of`` recomputes it by the
+closed-form check of :mod:`dpbandits.privacy.accounting.closed_form`: Lemma 2.1 per node from
+``sigma_plus``, basic composition over the nodes, i.e. Theorem 3.1's proof).
 """
 
 from __future__ import annotations
@@ -92,10 +93,9 @@ __all__ = [
     "theorem_sigma_plus",
 ]
 
-# Per-node epsilon above which Lemma 2.1 is not trusted (its Gaussian instance, sigma =
-# sqrt(2 log(1/delta)) s / eps, is far inside the exact Gaussian region for eps <= 1 and
-# fails outright near eps = 10).
-_LEMMA_2_1_MAX_NODE_EPS = 1.0
+# Per-node epsilon above which Lemma 2.1 is not trusted (its Gaussian instance fails for
+# large epsilon); the closed-form check of the ledger uses the same limit.
+_LEMMA_2_1_MAX_NODE_EPS = accounting.LEMMA_2_1_MAX_EPSILON
 
 
 @functools.lru_cache(maxsize=256)

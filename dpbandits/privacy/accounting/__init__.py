@@ -10,6 +10,8 @@ composition is always done by dp_accounting's PLD convolution or RDP accountant.
 * :mod:`~dpbandits.privacy.accounting.pld` / :mod:`~dpbandits.privacy.accounting.rdp` — the
   two accountants (and the package's RDP orders);
 * :mod:`~dpbandits.privacy.accounting.query` — ``epsilon_of`` / ``delta_of`` of a ledger;
+* :mod:`~dpbandits.privacy.accounting.closed_form` — the closed-form check (Lemma 2.1, basic
+  composition) of the generalized-Gaussian events no accountant supports;
 * :mod:`~dpbandits.privacy.accounting.conversions` — Gaussian DP and zCDP;
 * :mod:`~dpbandits.privacy.accounting.calibration` — the one noise search, ``calibrate``, and
   the ledger calibrations built on it.
@@ -23,6 +25,7 @@ from dpbandits.privacy.accounting.calibration import (
     svrg_split,
     wor_gaussian_multiplier,
 )
+from dpbandits.privacy.accounting.closed_form import LEMMA_2_1_MAX_EPSILON, lemma_2_1_epsilon
 from dpbandits.privacy.accounting.conversions import (
     bounded_range_to_zcdp,
     gdp_delta,
@@ -58,6 +61,7 @@ __all__ = [
     "DEFAULT_MAX_DISCRETIZATION",
     "GeneralizedGaussianDpEvent",
     "GeneralizedGaussianTreeDpEvent",
+    "LEMMA_2_1_MAX_EPSILON",
     "PrivacyGuarantee",
     "RDP_ORDERS",
     "SCO_BASELINE_ORDERS",
@@ -74,6 +78,7 @@ __all__ = [
     "gdp_epsilon",
     "gdp_mu",
     "laplace_event",
+    "lemma_2_1_epsilon",
     "pure_dp_event",
     "pure_dp_to_zcdp",
     "replace_one_rdp_epsilon",

@@ -175,7 +175,9 @@ class GeneralizedGaussianDpEvent(dp_accounting.DpEvent):
     """One generalized-Gaussian mechanism (seed 000 Lemma 2.1; NoisySFW's aggregates): noise
     ``G_{||.||_+}(0, sigma^2)`` with ``||z||_+ = scale ||z||_{q_plus}`` on a query of l_q
     sensitivity ``s``, with ``sigma / s = sigma_over_sensitivity = sqrt(2 kappa
-    log(1/delta)) / epsilon``, hence ``(epsilon, delta)``-DP by Lemma 2.1."""
+    log(1/delta)) / epsilon``, hence ``(epsilon, delta)``-DP by Lemma 2.1. No dp_accounting
+    accountant supports it: ``epsilon_of`` recomputes it from ``sigma_over_sensitivity`` and
+    ``kappa`` (:mod:`~dpbandits.privacy.accounting.closed_form`)."""
 
     sigma_over_sensitivity: float
     q_plus: float
@@ -190,7 +192,9 @@ class GeneralizedGaussianTreeDpEvent(dp_accounting.DpEvent):
     """A DP-TOFW tree with generalized-Gaussian nodes. Each datum enters at most
     ``nodes_per_datum`` nodes; each node is ``(node_epsilon, node_delta)``-DP by Lemma 2.1
     (``sigma_plus^2 = 2 kappa log(1/node_delta) sensitivity^2 / node_epsilon^2``), so basic
-    composition gives ``(nodes_per_datum * node_epsilon, nodes_per_datum * node_delta)``."""
+    composition gives ``(nodes_per_datum * node_epsilon, nodes_per_datum * node_delta)``.
+    ``epsilon_of`` redoes this from ``sigma_plus``, ``kappa`` and ``sensitivity`` (the
+    stored budgets are not read; :mod:`~dpbandits.privacy.accounting.closed_form`)."""
 
     sigma_plus: float
     q_plus: float

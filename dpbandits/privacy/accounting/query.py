@@ -1,5 +1,6 @@
 """Queries of a ledger: the epsilon (or delta) a ``dp_accounting`` event certifies, by the PLD
-or the RDP method (composition is always dp_accounting's)."""
+or the RDP method (composition is always dp_accounting's; the generalized-Gaussian ledgers no
+accountant supports are recomputed in closed form, :mod:`.closed_form`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,11 @@ import math
 from dp_accounting import dp_event as _ev
 
 from dpbandits._validation import check_choice, check_delta, check_positive
+from dpbandits.privacy.accounting.closed_form import (
+    has_lemma_2_1_events,
+    lemma_2_1_delta,
+    lemma_2_1_epsilon,
+)
 from dpbandits.privacy.accounting.events import check_event
 from dpbandits.privacy.accounting.pld import build_pld
 from dpbandits.privacy.accounting.rdp import delta_from_rdp, epsilon_from_rdp, rdp_curve
@@ -38,12 +44,17 @@ def epsilon_of(event: _ev.DpEvent, delta: float, method: str = "pld", *,
     discretization : PLD value-discretization interval; default chosen automatically
         relative to the per-step privacy loss (see ``pld._auto_discretization``).
 
-    Returns ``inf`` for non-private events and ``0.0`` for a no-op.
+    Returns ``inf`` for non-private events and ``0.0`` for a no-op. A ledger of
+    generalized-Gaussian (Lemma 2.1) events, which neither accountant supports, is recomputed
+    by the closed-form check of :mod:`~dpbandits.privacy.accounting.closed_form` whatever the
+    method (Lemma 2.1 per mechanism from its noise, basic composition).
     """
     check_event(event)
     delta = check_delta(delta)
     check_choice("method", method, METHODS)
     discretization = check_discretization(discretization)
+    if has_lemma_2_1_events(event):
+        return lemma_2_1_epsilon(event, delta)
     if method == "rdp":
         return epsilon_from_rdp(rdp_curve(event), delta)
     pld = build_pld(event, discretization, exact_tails=delta == 0)
@@ -56,11 +67,14 @@ def epsilon_of(event: _ev.DpEvent, delta: float, method: str = "pld", *,
 
 def delta_of(event: _ev.DpEvent, epsilon: float, method: str = "pld", *,
              discretization: float | None = None) -> float:
-    """Smallest delta such that ``event`` is (epsilon, delta)-DP (``epsilon`` > 0, finite)."""
+    """Smallest delta such that ``event`` is (epsilon, delta)-DP (``epsilon`` > 0, finite);
+    Lemma 2.1 ledgers as in :func:`epsilon_of`."""
     check_event(event)
     epsilon = check_positive("epsilon", epsilon)
     check_choice("method", method, METHODS)
     discretization = check_discretization(discretization)
+    if has_lemma_2_1_events(event):
+        return lemma_2_1_delta(event, epsilon)
     if method == "rdp":
         return delta_from_rdp(rdp_curve(event), epsilon)
     pld = build_pld(event, discretization)
