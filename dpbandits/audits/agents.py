@@ -207,28 +207,35 @@ def _plain_dp_sanity(ctx: AuditContext, sampler, probe, *, statistic: str, canar
 HDB_PARAMS = dict(n_arms=2, dim=1, epsilon=EPS, delta=DELTA, radius=0.01, context_bound=1.0,
                   reward_bound=1.0)
 HDB_T0, HDB_HORIZON = 16, 64
-_HDB_BROKEN_FACTOR = 50.0
+_HDB_REWARD = {
+    # name: (calibration, DP-POFW selection, divisor of the per-arm selection noise (broken))
+    "dp-hdb": ("theorem", "laplace", 50.0),
+    "dp-hdb-accountant": ("accountant", "laplace", 50.0),
+    # the exponential mechanism's zCDP schedule has ~1.8x less noise than the Laplace one
+    "dp-hdb-gumbel": ("accountant", "gumbel", 10.0),
+}
 
 
-def _dp_hdb(calibration: str, broken_noise: bool = False, horizon: int = HDB_HORIZON):
+def _dp_hdb(calibration: str, broken_factor: float | None = None, horizon: int = HDB_HORIZON,
+            selection: str = "laplace"):
+    """DP-HDB on the canary's parameters; ``broken_factor`` divides every arm's selection
+    noise (the broken variant)."""
+    extra = {} if selection == "laplace" else {"optimizer_params": {"selection": selection}}
     agent = make_agent("dp-hdb", horizon=horizon, t0=HDB_T0, calibration=calibration,
-                       **HDB_PARAMS)
-    if broken_noise:
+                       **HDB_PARAMS, **extra)
+    if broken_factor is not None:
         for opt in agent.arm_optimizers:  # the per-arm selection noise
-            shrink_calibration(opt, _HDB_BROKEN_FACTOR, "kappa")
+            shrink_calibration(opt, broken_factor, "kappa")
     return agent
 
 
-_HDB_REWARD = {"dp-hdb": "theorem", "dp-hdb-accountant": "accountant"}  # name: calibration
-
-
 def _dp_hdb_reward_audit(ctx: AuditContext):
-    calibration = _HDB_REWARD[ctx.name]
-    probe = _dp_hdb(calibration)
+    calibration, selection, factor = _HDB_REWARD[ctx.name]
+    probe = _dp_hdb(calibration, selection=selection)
     K, t0, T = HDB_PARAMS["n_arms"], HDB_T0, HDB_HORIZON
 
     def sampler(world, n, rng):
-        agent = _dp_hdb(calibration, ctx.broken)
+        agent = _dp_hdb(calibration, factor if ctx.broken else None, selection=selection)
         agent.reset(n, rng)
         x1 = np.ones((n, 1))
         zeros = np.zeros((n, 1))
@@ -261,16 +268,24 @@ _hdb = register_variants(
     _dp_hdb_reward_audit, fast_runs=10_000, thorough_runs=200_000,
     canary="user 1 (arm 0's first forced sample): x = 1, reward +1 vs -1; later users "
            "context 0",
-    broken_variant=f"per-arm DP-POFW selection noise / {_HDB_BROKEN_FACTOR:g} (each arm runs "
-                   "at epsilon/2, whose schedule has ~2x the noise of the single optimizer)",
-    label=f"per-arm selection noise / {_HDB_BROKEN_FACTOR:g}",
     shows="the released per-arm estimates after user 1 hide user 1's reward (Theorem 4.1 "
           "rests on their DP; actions post-process them)",
     cannot_show="one arm only (a reward change reaches one arm); the two-arm effect of a "
                 "context change is audited by dp-hdb-context; DP-POFW's claim is loose, so "
                 "only gross errors are detectable")
-for _name, _calibration in _HDB_REWARD.items():
-    _hdb(_name, component=f"agents.dp_hdb.DPHDB (DP-POFW arms, {_calibration} calibration)")
+for _name, (_calibration, _selection, _factor) in _HDB_REWARD.items():
+    _hdb(_name,
+         component=(f"agents.dp_hdb.DPHDB (DP-POFW arms, {_calibration} calibration)"
+                    if _selection == "laplace" else
+                    "agents.dp_hdb.DPHDB (DP-POFW arms with exponential-mechanism (Gumbel) "
+                    "selection, zCDP accountant calibration)"),
+         broken_variant=f"per-arm DP-POFW selection noise / {_factor:g} (each arm runs at "
+                        "epsilon/2, whose schedule has ~2x the noise of the single optimizer)",
+         label=f"per-arm selection noise / {_factor:g}",
+         **({} if _selection == "laplace" else {
+             "shows": "the released per-arm estimates after user 1 hide user 1's reward with "
+                      "the exponential-mechanism selection and its zCDP schedule (~1.8x less "
+                      "noise than the Laplace one; Theorem 4.1's JDP rests on their DP)"}))
 
 
 def _no_synthetic_update(agent):
