@@ -29,7 +29,7 @@ from dpbandits.privacy.guarantee import PrivacyGuarantee
 
 __all__ = ["ContractError", "check_agent", "check_env", "check_optimizer"]
 
-NOTIONS = ("DP", "JDP", "GDP", "RDP", "none")
+NOTIONS = ("DP", "JDP", "LDP", "GDP", "RDP", "none")
 #: relative slack of "certified epsilon <= claimed epsilon" (PLD discretization)
 CERTIFY_RTOL = 1e-6
 

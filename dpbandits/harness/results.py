@@ -18,7 +18,7 @@ Privacy record schema (``PRIVACY_RECORD_KEYS``): every results JSON written by `
 ``params``             sweeps only: the swept values of that cell (``agent.*``, ``env.*``)
 ``private``            False for an agent without noise (then ``epsilon`` is null)
 ``epsilon, delta``     the guarantee the agent claims (null / 0 when not private)
-``notion``             ``"DP"``, ``"JDP"``, ``"GDP"``, ``"RDP"`` or ``"none"``
+``notion``             ``"DP"``, ``"JDP"``, ``"LDP"``, ``"GDP"``, ``"RDP"`` or ``"none"``
 ``neighbouring``       ``"replace-one"`` or ``"add-remove"``
 ``basis``              the theorem or accountant the claim rests on
 ``caveat``             why a reproduced claim is known not to hold ("" otherwise)

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 
 from dpbandits._validation import check_choice, check_delta, check_epsilon
 
-NOTIONS = frozenset({"DP", "JDP", "GDP", "RDP", "none"})
+NOTIONS = frozenset({"DP", "JDP", "LDP", "GDP", "RDP", "none"})
 NEIGHBOURINGS = frozenset({"replace-one", "add-remove"})
 
 
@@ -22,8 +22,9 @@ class PrivacyGuarantee:
     delta : float
         In [0, 1).
     notion : str
-        ``"DP"``, ``"JDP"`` (joint DP, bandits), ``"GDP"``, ``"RDP"``; ``"none"`` together
-        with ``epsilon=inf`` marks a non-private run.
+        ``"DP"``, ``"JDP"`` (joint DP, bandits), ``"LDP"`` (local DP: each user's message is
+        (epsilon, delta)-DP in that user's data before it leaves the user), ``"GDP"``,
+        ``"RDP"``; ``"none"`` together with ``epsilon=inf`` marks a non-private run.
     neighbouring : str
         ``"replace-one"`` (default) or ``"add-remove"``.
     basis : str

@@ -1,0 +1,95 @@
+"""Pieces shared by the private ridge-regression UCB agents ``adac-oful`` and ``ldp-linucb``.
+
+Both release (centrally per episode, or locally per user) noisy sums of ``u u^T`` and
+``y u`` per arm, where ``u = clip(x)/L`` (``||u||_2 <= 1``) and ``y = clip(r, B)``, and play
+the optimistic index of the noisy ridge estimate with the confidence radius of Shariff &
+Sheffet (2018), Proposition 4 (data-dependent form), instantiated with the bounds of the
+noise actually added (:func:`noise_norm_bound`, :func:`target_noise_radius`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpbandits.geometry import clip_rows
+
+
+def unit_rows(x: np.ndarray, context_bound: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(u, clipped)``: rows clipped to ``||x||_2 <= L`` and scaled by ``1/L`` (so
+    ``||u||_2 <= 1``), and the boolean (R,) marks of the rows that were clipped."""
+    clipped, norms = clip_rows(x, 2.0, context_bound)
+    return clipped / context_bound, norms > context_bound
+
+
+def normalized_rows(x: np.ndarray, r: np.ndarray, context_bound: float, reward_bound: float
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(u, y, x_clipped, r_clipped)``: :func:`unit_rows` and the rewards clipped to
+    ``[-B, B]``; the last two are boolean (R,) marks of what was clipped (callers count
+    them: nothing is clipped silently)."""
+    u, cx = unit_rows(x, context_bound)
+    y = np.clip(r, -reward_bound, reward_bound)
+    return u, y, cx, y != r
+
+
+def noise_norm_bound(diag_sd: float, n_terms, feature_dim: int, horizon: int,
+                     alpha: float):
+    """``diag_sd sqrt(n) (4 sqrt(D) + 2 ln(2T/alpha))``: the bound on the spectral norm of a
+    sum of ``n`` independent symmetric Gaussian ``D x D`` noise matrices whose diagonal
+    entries have standard deviation ``diag_sd`` (and off-diagonal ones at most that), with
+    probability ``1 - alpha/(2T)`` (Shariff & Sheffet 2018, Proposition 11, where
+    ``diag_sd = s sqrt 2``: ``Upsilon = s sqrt(2m)(4 sqrt(D) + 2 ln(2T/alpha))``; Zheng et al.
+    2020's ``gamma_t = sigma sqrt(t)(4 sqrt(d) + 2 ln(2T/alpha))``). ``n_terms`` may be an
+    array."""
+    return diag_sd * np.sqrt(n_terms) * (4.0 * math.sqrt(feature_dim)
+                                         + 2.0 * math.log(2.0 * horizon / alpha))
+
+
+def target_noise_radius(sd: float, n_terms, feature_dim: int, horizon: int, alpha: float,
+                        rho_min):
+    """``gamma = sd sqrt(n) (sqrt(D) + sqrt(2 ln(2T/alpha))) / sqrt(rho_min)``: the bound on
+    ``||xi||_{V^-1}`` for ``xi`` a sum of ``n`` vectors ``N(0, sd^2 I_D)`` and
+    ``V >= rho_min I`` (Shariff & Sheffet 2018, Proposition 11's gamma). Arrays allowed."""
+    spread = math.sqrt(feature_dim) + math.sqrt(2.0 * math.log(2.0 * horizon / alpha))
+    return sd * np.sqrt(n_terms) * spread / np.sqrt(rho_min)
+
+
+def confidence_radius(logdet, *, noise_std: float, alpha: float, feature_dim: int,
+                      rho_min, rho_max, theta_bound: float, gamma):
+    """Proposition 4 of Shariff & Sheffet (2018), data-dependent form:
+    ``sigma sqrt(2 ln(2/alpha) + ln det V - D ln rho_min) + S sqrt(rho_max) + gamma``."""
+    inner = 2.0 * math.log(2.0 / alpha) + logdet - feature_dim * np.log(rho_min)
+    return noise_std * np.sqrt(np.maximum(inner, 0.0)) + theta_bound * np.sqrt(rho_max) + gamma
+
+
+def ridge_parts(gram: np.ndarray, target: np.ndarray, shift, floor):
+    """Per-arm ridge pieces of ``V = gram + shift I`` (``gram`` (..., K, d, d) symmetric,
+    ``target`` (..., K, d), ``shift``/``floor`` scalars or (...) arrays): eigenvalues below
+    ``floor`` are raised to it (``V`` is then the nearest matrix with spectrum >= floor).
+
+    Returns ``(theta, v_inv, logdet, raised)``: ``V^-1 target`` (..., K, d), ``V^-1``
+    (..., K, d, d), ``sum_k ln det V_k`` (...), and whether any eigenvalue was raised (...).
+    """
+    d = gram.shape[-1]
+    shift = np.asarray(shift, dtype=float)[..., None, None, None]
+    floor = np.asarray(floor, dtype=float)[..., None, None]
+    w, q = np.linalg.eigh(gram + shift * np.eye(d))
+    raised = (w < floor).any(axis=(-1, -2))
+    w = np.maximum(w, floor)
+    v_inv = np.einsum("...ij,...j,...kj->...ik", q, 1.0 / w, q)
+    theta = np.einsum("...ij,...j->...i", v_inv, target)
+    return theta, v_inv, np.log(w).sum(axis=(-1, -2)), raised
+
+
+def optimistic_arms(theta: np.ndarray, v_inv_u: np.ndarray, beta, u: np.ndarray,
+                    tie_rng: np.random.Generator) -> np.ndarray:
+    """``argmax_k <u, theta_k> + beta sqrt(u^T V_k^-1 u)`` per replication (``theta`` and
+    ``v_inv_u = V_k^-1 u`` (R, K, d), ``beta`` (R,) or scalar, ``u`` (R, d)), ties broken
+    uniformly at random with ``tie_rng``."""
+    quad = np.einsum("rkj,rj->rk", v_inv_u, u)
+    scores = (np.einsum("rkj,rj->rk", theta, u)
+              + np.reshape(beta, (-1, 1)) * np.sqrt(np.maximum(quad, 0.0)))
+    top = scores.max(axis=1, keepdims=True)
+    draw = tie_rng.random(scores.shape)
+    return np.argmax(np.where(scores >= top, draw, -1.0), axis=1).astype(np.int64)

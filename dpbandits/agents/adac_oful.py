@@ -1,0 +1,361 @@
+"""AdaC-OFUL (``adac-oful``): optimistic linear contextual bandit with adaptive episodes and
+one Gaussian release per episode, under zero-concentrated DP (Azize & Basu 2023,
+"Concentrated Differential Privacy for Bandits", arXiv 2309.00557). Reference note:
+``docs/agents-modern.md``.
+
+Model: contexts ``x`` (R, d) shared by the ``K`` arms, one ``theta_k`` per arm (the disjoint
+model: OFUL on ``R^{Kd}`` with block-diagonal design), ``r = <x, theta_a> + noise``. Every
+statistic uses ``u = clip(x)/L`` (``||u||_2 <= 1``, ``L = context_bound``) and
+``y = clip(r, B)``; both clips are counted.
+
+Algorithm (the paper's blueprint: rarely switching OFUL, Gaussian mechanism, adaptive episodes)
+--------------------------------------------------------------------------------------------
+* An episode ends when the design's determinant has grown by ``det_factor`` (the paper's
+  ``det V_t > 2 det V_tau``) or, with ``schedule="doubling"``, at rounds fixed in advance
+  (lengths ``first_episode * 2^j``).
+* At the end of an episode the agent releases noisy sums *of that episode's rounds only*
+  and adds them to the running released sums, so every user enters exactly one release.
+* Between episodes the estimate is fixed: ``theta_k = V_k^-1 b_k`` and the arm is
+  ``argmax_k <u, theta_k> + beta sqrt(u^T V_k^-1 u)`` (ties uniformly at random).
+
+Two trust readings (``protect``)
+--------------------------------
+* ``"reward"`` -- **the published algorithm** as we read it: the private inputs are the
+  rewards; the design ``V`` and the determinant trigger use the exact contexts, and only
+  ``sum y u`` gets ``N(0, sigma^2 I)`` with ``sigma = 2B / sqrt(2 rho)`` (replace-one
+  sensitivity ``2B`` of a reward). Under the guarantee every agent of this package states
+  (replace-one neighbouring on a user's ``(x_t, r_t)``, JDP) this is **not certified**: the
+  released design and the episode ends are exact functions of the contexts (audit
+  ``adac-oful-published``).
+* ``"user"`` (default) -- what the code certifies for users ``(x_t, r_t)``:
+  - the episode's release is the per-arm Gram ``sum u u^T`` (GOE noise, ``N(0, sigma_G^2)``
+    on the diagonal, ``N(0, sigma_G^2/2)`` off it) and ``sum y u`` (``N(0, sigma_b^2 I)``):
+    one Gaussian mechanism with the exact joint sensitivity of
+    :func:`~dpbandits.agents.screened_ls.fit_sensitivity`, ``1/k``-GDP, i.e.
+    ``1/(2k^2)``-zCDP;
+  - the determinant trigger reads the current episode's raw data, so it is privatized:
+    AboveThreshold (Dwork & Roth 2014, Alg. 1, Thm 3.23) on
+    ``q_t = sum_k ln det(A_k + G_k(t)) - ln det A_k`` (``A_k`` the public design of the
+    last release, ``G_k(t)`` the episode's Gram so far) against ``ln det_factor``; a user
+    changes ``q_t`` by at most ``ln(1 + 1/lambda_T)`` because ``||u|| <= 1`` and
+    ``A_k >= lambda_T I`` (``lambda_T = Upsilon_1``, enforced by flooring the spectrum),
+    so Laplace noise ``2 Delta/eps_1`` (threshold) and ``4 Delta/eps_1`` (queries) make each
+    episode's trigger ``eps_1``-DP, i.e. ``eps_1^2/2``-zCDP;
+  - the design ``V_k = G_k + 2 Upsilon_m I`` (``m`` releases so far; Shariff & Sheffet 2018,
+    Section 4.2 shift) with its spectrum floored at ``Upsilon_m`` (counted).
+
+Privacy of ``"user"``
+---------------------
+An episode reads a user only between its public start and its end (the trigger of an earlier
+episode that ends before the user reads nothing of it), and later episodes only
+post-process published releases, so each user's privacy loss is that of one trigger and one
+release: ``rho = eps_1^2/2 + 1/(2k^2)``-zCDP (Bun & Steinke 2016, Prop. 1.4 and Lemma 2.8),
+hence ``(epsilon, delta)``-DP of the release sequence by the RDP conversion
+(:func:`~dpbandits.privacy.accounting.zcdp_epsilon`), and ``(epsilon, delta)``-JDP of the
+actions (billboard lemma: each action is a function of its user's context, the releases and
+the agent's own randomness). ``calibration="zcdp"`` (the paper's) sets
+``rho = zcdp_rho(epsilon, delta)``, spends ``trigger_share`` of it on the trigger and
+``sigma = Delta/sqrt(2 rho_G)`` on the release; ``"pld"`` keeps ``eps_1`` and takes the
+smallest ``k`` for which the PLD accountant certifies the composed pair. ``ledger`` is that
+pair of mechanisms (``pure_dp_event(eps_1)`` + ``gaussian_event(k)``), so the harness
+recomputes the certified epsilon from the noise actually added.
+
+Confidence radius (both readings): Shariff & Sheffet (2018) Proposition 4, data-dependent form,
+``beta = sigma_eta sqrt(2 ln(2/alpha) + ln det V - D ln rho_min) + S sqrt(rho_max) + gamma``
+with ``D = Kd``, ``S`` the bound on ``||theta||_2`` in ``u`` units (``L * theta_bound``),
+``rho_min = Upsilon_m, rho_max = 3 Upsilon_m`` (``"user"``; ``reg`` for ``"reward"``) and
+``gamma`` the bound on the accumulated target noise (:mod:`~dpbandits.agents._private_ridge`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import dp_accounting
+import numpy as np
+
+from dpbandits._validation import check_choice, check_int, check_positive, check_real
+from dpbandits.agents._private_ridge import (
+    confidence_radius,
+    noise_norm_bound,
+    normalized_rows,
+    optimistic_arms,
+    ridge_parts,
+    target_noise_radius,
+    unit_rows,
+)
+from dpbandits.agents.base import PrivateAgent, register_agent
+from dpbandits.agents.screened_ls import _goe, episode_ends, fit_sensitivity
+from dpbandits.privacy.accounting import (
+    calibrate,
+    compose,
+    gaussian_event,
+    pure_dp_event,
+    zcdp_rho,
+)
+from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.privacy.mechanisms import standard_laplace
+
+PUBLISHED_CAVEAT = (
+    "the published AdaC-OFUL protects rewards only: its design matrix and its determinant "
+    "trigger are exact functions of the users' contexts, so (epsilon, delta)-JDP over users "
+    "(x_t, r_t) does not hold (audit adac-oful-published); the Gaussian noise on the targets "
+    "is rho-zCDP for reward-only neighbours")
+
+
+@register_agent("adac-oful")
+class AdaCOFUL(PrivateAgent):
+    """AdaC-OFUL: rarely switching OFUL with one Gaussian release per episode (zCDP).
+
+    Parameters (beyond ``n_arms, dim, horizon``)
+    --------------------------------------------
+    epsilon : float > 0 (inf = no noise: rarely switching OFUL), default 1.
+    delta : float in (0, 1), default ``1/horizon``.
+    protect : ``"user"`` (default, certified JDP over ``(x_t, r_t)``) or ``"reward"`` (the
+        published release: rewards only, not certified for users).
+    schedule : ``"determinant"`` (default, the paper's trigger) or ``"doubling"`` (episode
+        lengths ``first_episode * 2^j``, fixed in advance).
+    det_factor : the determinant growth that ends an episode, default 2 (the paper's).
+    first_episode : first episode length of ``schedule="doubling"``, default 1.
+    calibration : ``"zcdp"`` (default, the paper's: ``sigma = Delta/sqrt(2 rho)``) or
+        ``"pld"`` (the smallest noise the PLD accountant certifies).
+    trigger_share : fraction of ``rho`` spent on the private trigger (``"user"`` with the
+        determinant schedule), default 0.1.
+    gram_share : fraction of the release's ``mu^2`` spent on the Gram (``"user"``),
+        default 0.5.
+    context_bound : L, clip of ``||x||_2``, default ``sqrt(dim)`` (contexts in
+        ``[-1, 1]^d``, the observation space of the package's normalized environments).
+    reward_bound : B, clip of ``|r|``, default 1.
+    noise_std : sub-Gaussian parameter of the reward noise, default 0.05.
+    theta_bound : bound on ``||vec theta||_2``, default ``sqrt(n_arms)``.
+    alpha : failure probability of the confidence radius, default ``1/horizon``.
+    reg : ridge of the exact design (``"reward"`` and non-private), default 1.
+    """
+
+    supported_links = ("identity",)
+
+    def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,
+                 delta: float | None = None, protect: str = "user",
+                 schedule: str = "determinant", det_factor: float = 2.0,
+                 first_episode: int = 1, calibration: str = "zcdp",
+                 trigger_share: float = 0.1, gram_share: float = 0.5,
+                 context_bound: float | None = None, reward_bound: float = 1.0,
+                 noise_std: float = 0.05, theta_bound: float | None = None,
+                 alpha: float | None = None, reg: float = 1.0):
+        super().__init__(n_arms=n_arms, dim=dim, horizon=horizon, epsilon=epsilon, delta=delta)
+        self.protect = protect
+        self.schedule = schedule
+        self.det_factor = det_factor
+        self.first_episode = first_episode
+        self.calibration = calibration
+        self.trigger_share = trigger_share
+        self.gram_share = gram_share
+        self.context_bound = context_bound
+        self.reward_bound = reward_bound
+        self.noise_std = noise_std
+        self.theta_bound = theta_bound
+        self.alpha = alpha
+        self.reg = reg
+        check_choice("protect", protect, {"user", "reward"})
+        check_choice("schedule", schedule, {"determinant", "doubling"})
+        check_choice("calibration", calibration, {"zcdp", "pld"})
+        self._log_c = math.log(check_real("det_factor", det_factor, low=1.0, low_open=True))
+        self._ends = episode_ends(horizon, check_int("first_episode", first_episode, low=1))[0]
+        self._tshare = check_real("trigger_share", trigger_share, low=0.0, high=1.0,
+                                  low_open=True, high_open=True)
+        self._gshare = check_real("gram_share", gram_share, low=0.0, high=1.0, low_open=True,
+                                  high_open=True)
+        self._L = math.sqrt(dim) if context_bound is None else check_positive(
+            "context_bound", context_bound)
+        self._B = check_positive("reward_bound", reward_bound)
+        self._sigma_eta = check_positive("noise_std", noise_std)
+        self._S = self._L * (math.sqrt(n_arms) if theta_bound is None else check_positive(
+            "theta_bound", theta_bound))
+        self._alpha = 1.0 / horizon if alpha is None else check_real(
+            "alpha", alpha, low=0.0, high=1.0, low_open=True, high_open=True)
+        self._reg = check_positive("reg", reg)
+        self._user = self._private and protect == "user"
+        self._svt = self._user and schedule == "determinant"
+        self._calibrate()
+
+    # -- calibration -------------------------------------------------------------------------
+    def _calibrate(self) -> None:
+        """Noise scales: ``eps_trigger`` (AboveThreshold), ``multiplier`` k of the release,
+        ``sigmas`` of the Gram and the targets, and the trigger's ``lambda_T`` and
+        sensitivity (module docstring)."""
+        self.eps_trigger = 0.0
+        self.multiplier = 0.0
+        self.sigmas = {"gram": 0.0, "target": 0.0}
+        if not self._private:
+            self.rho = math.inf
+            return
+        rho = zcdp_rho(self._eps, self._delta)
+        if self._svt:
+            self.eps_trigger = math.sqrt(2.0 * self._tshare * rho)
+            rho *= 1.0 - self._tshare
+        if self.calibration == "zcdp":
+            k = 1.0 / math.sqrt(2.0 * rho)
+        else:
+            eps1 = self.eps_trigger
+            k = calibrate(lambda z: self._events(eps1, z), self._eps, self._delta,
+                          start=1.0 / math.sqrt(2.0 * rho), rtol=1e-4)
+        self.multiplier = k
+        self.rho = self.eps_trigger**2 / 2.0 + 1.0 / (2.0 * k * k)
+        if not self._user:  # rewards only: sum y u changes by at most 2B
+            self.sigmas["target"] = k * 2.0 * self._B
+            return
+        g = self._gshare
+        unit = fit_sensitivity(1.0 / math.sqrt(g), 1.0 / math.sqrt(1.0 - g))
+        self.sigmas = {"gram": unit * k / math.sqrt(g) * math.sqrt(2.0),
+                       "target": unit * k / math.sqrt(1.0 - g) * 2.0 * self._B}
+        self.trigger_floor = float(self._upsilon(1))
+        self.trigger_sensitivity = math.log1p(1.0 / self.trigger_floor)
+
+    @staticmethod
+    def _events(eps_trigger: float, k: float) -> dp_accounting.DpEvent:
+        gauss = gaussian_event(k)
+        return compose([pure_dp_event(eps_trigger), gauss]) if eps_trigger > 0 else gauss
+
+    def _upsilon(self, m):
+        """``Upsilon_m``: bound on the spectral norm of one arm's Gram noise after ``m``
+        releases (``D = d`` per block, ``alpha/K`` for the union over the K blocks)."""
+        return noise_norm_bound(self.sigmas["gram"], m, self.dim, self.horizon,
+                                self._alpha / self.n_arms)
+
+    # -- privacy -----------------------------------------------------------------------------
+    @property
+    def privacy(self) -> PrivacyGuarantee:
+        if not self._private:
+            return PrivacyGuarantee.non_private("AdaC-OFUL with noise off (rarely switching "
+                                                "OFUL)")
+        how = ("rho-zCDP converted by the RDP accountant (calibration 'zcdp')"
+               if self.calibration == "zcdp" else "PLD accountant (calibration 'pld')")
+        if not self._user:
+            return PrivacyGuarantee(
+                self._eps, self._delta, notion="JDP", certified=False, caveat=PUBLISHED_CAVEAT,
+                basis=f"Azize & Basu 2023 (AdaC-OFUL, Gaussian mechanism on each episode's "
+                      f"sum of y u, one release per reward); {how}")
+        trig = ("an AboveThreshold determinant trigger (eps_1-DP per episode) and "
+                if self._svt else "episodes fixed in advance and ")
+        return PrivacyGuarantee(
+            self._eps, self._delta, notion="JDP", neighbouring="replace-one",
+            basis=(f"Azize & Basu 2023 blueprint with contexts protected: {trig}one Gaussian "
+                   "release per episode of the episode's Gram and targets (exact joint "
+                   "sensitivity, contexts clipped to L, rewards to B); each user is read by one "
+                   "episode (parallel composition), actions post-process the releases "
+                   f"(billboard lemma); {how}"))
+
+    @property
+    def ledger(self) -> dp_accounting.DpEvent | None:
+        """What one user's data goes through: the trigger (``pure_dp_event(eps_trigger)``,
+        determinant schedule) and one Gaussian release (``gaussian_event(multiplier)``)."""
+        return self._events(self.eps_trigger, self.multiplier) if self._private else None
+
+    # -- state -------------------------------------------------------------------------------
+    def _reset(self, n_reps: int, rng: np.random.Generator) -> None:
+        self._noise_rng, self._svt_rng, self._tie_rng = rng.spawn(3)
+        R, K, d = n_reps, self.n_arms, self.dim
+        self._gram = np.zeros((R, K, d, d))       # released (or exact) Gram, summed
+        self._target = np.zeros((R, K, d))        # released targets, summed
+        self._cur_gram = np.zeros((R, K, d, d))   # this episode's raw sums
+        self._cur_target = np.zeros((R, K, d))
+        self._q = np.zeros(R)                     # ln det growth in this episode
+        self._threshold_noise = np.zeros(R)
+        self.n_releases_ = np.zeros(R, dtype=np.int64)
+        self.n_clipped_contexts_ = np.zeros(R, dtype=np.int64)
+        self.n_clipped_rewards_ = np.zeros(R, dtype=np.int64)
+        self.n_raised_ = np.zeros(R, dtype=np.int64)
+        self._next_end = 0
+        self._theta = np.zeros((R, K, d))
+        self._v_inv = np.zeros((R, K, d, d))
+        self._beta = np.zeros(R)
+        self._m_inv = np.zeros((R, K, d, d))      # (A + G_cur)^-1 of the trigger
+        self._refit(np.arange(R))
+
+    def _bounds(self, m: np.ndarray):
+        """``(shift, rho_min, rho_max, gamma)`` after ``m`` releases, per replication."""
+        D = self.n_arms * self.dim
+        if self._user:
+            ups = self._upsilon(np.maximum(m, 1))
+            shift, rho_min, rho_max = 2.0 * ups, ups, 3.0 * ups
+        else:
+            shift = rho_min = rho_max = np.full(m.shape, self._reg)
+        gamma = target_noise_radius(self.sigmas["target"], m, D, self.horizon, self._alpha,
+                                    rho_min)
+        return shift, rho_min, rho_max, gamma
+
+    def _refit(self, reps: np.ndarray) -> None:
+        """Estimate, inverse design and radius of replications ``reps`` from the releases."""
+        shift, rho_min, rho_max, gamma = self._bounds(self.n_releases_[reps])
+        floor = rho_min if self._user else 0.0  # the exact design is >= reg I already
+        theta, v_inv, logdet, raised = ridge_parts(self._gram[reps], self._target[reps],
+                                                   shift, floor)
+        self.n_raised_[reps] += raised
+        self._theta[reps], self._v_inv[reps], self._m_inv[reps] = theta, v_inv, v_inv
+        self._beta[reps] = confidence_radius(
+            logdet, noise_std=self._sigma_eta, alpha=self._alpha,
+            feature_dim=self.n_arms * self.dim, rho_min=rho_min, rho_max=rho_max,
+            theta_bound=self._S, gamma=gamma)
+        self._q[reps] = 0.0
+        if self._svt:
+            self._threshold_noise[reps] = (2.0 * self.trigger_sensitivity / self.eps_trigger
+                                           * standard_laplace(self._svt_rng, reps.size))
+
+    @property
+    def theta_(self) -> np.ndarray:
+        """The estimate in use, (R, K, dim), in units of ``u = x/L`` (``L theta``)."""
+        return self._theta.copy()
+
+    @property
+    def beta_(self) -> np.ndarray:
+        """The confidence radius in use, per replication."""
+        return self._beta.copy()
+
+    def act(self, contexts: np.ndarray) -> np.ndarray:
+        u = unit_rows(contexts, self._L)[0]
+        v_inv_u = np.einsum("rkij,rj->rki", self._v_inv, u)
+        return optimistic_arms(self._theta, v_inv_u, self._beta, u, self._tie_rng)
+
+    def _update(self, contexts: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> None:
+        rows = np.arange(contexts.shape[0])
+        u, y, cx, cy = normalized_rows(contexts, rewards, self._L, self._B)
+        self.n_clipped_contexts_ += cx
+        self.n_clipped_rewards_ += cy
+        self._cur_gram[rows, arms] += u[:, :, None] * u[:, None, :]
+        self._cur_target[rows, arms] += y[:, None] * u
+        fire = self._trigger(rows, arms, u)
+        if self.t_ + 1 < self.horizon and fire.any():  # the last estimate is never played
+            self._release(np.flatnonzero(fire))
+
+    def _trigger(self, rows: np.ndarray, arms: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """Episode ends after this round, per replication."""
+        if self.schedule == "doubling":
+            if self.t_ + 1 < self._ends[self._next_end]:
+                return np.zeros(rows.size, dtype=bool)
+            self._next_end += 1
+            return np.ones(rows.size, dtype=bool)
+        m_inv = self._m_inv[rows, arms]                       # Sherman-Morrison on the
+        z = np.einsum("rij,rj->ri", m_inv, u)                 # pulled arm's (A + G_cur)^-1
+        s = np.einsum("ri,ri->r", u, z)
+        self._m_inv[rows, arms] = m_inv - z[:, :, None] * (z / (1.0 + s)[:, None])[:, None, :]
+        self._q += np.log1p(s)
+        if not self._svt:
+            return self._q > self._log_c
+        noise = (4.0 * self.trigger_sensitivity / self.eps_trigger
+                 * standard_laplace(self._svt_rng, rows.size))
+        return self._q + noise >= self._log_c + self._threshold_noise
+
+    def _release(self, reps: np.ndarray) -> None:
+        """Publish the current episode of replications ``reps`` and refit them."""
+        gram, target = self._cur_gram[reps], self._cur_target[reps]
+        rng = self._noise_rng
+        if self._user:
+            gram = gram + _goe(rng, gram.shape, self.sigmas["gram"])
+        if self._private:
+            target = target + rng.standard_normal(target.shape) * self.sigmas["target"]
+        self._gram[reps] += gram
+        self._target[reps] += target
+        self._cur_gram[reps] = 0.0
+        self._cur_target[reps] = 0.0
+        self.n_releases_[reps] += 1
+        self._refit(reps)

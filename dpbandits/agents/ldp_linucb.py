@@ -1,0 +1,253 @@
+"""LDP-LinUCB (``ldp-linucb``): a linear contextual bandit under *local* differential privacy
+(Zheng, Cai, Huang, Wang & Wang 2020, "Locally Differentially Private (Contextual) Bandits
+Learning", arXiv 2006.00701, contextual linear bandit algorithm). Reference note:
+``docs/agents-modern.md``.
+
+Protocol (disjoint model: ``K`` arms, one ``theta_k`` each, contexts shared)
+---------------------------------------------------------------------------
+1. The server broadcasts its current noisy sums; user ``t`` computes the optimistic arm
+   ``argmax_k <u, theta_k> + beta_t sqrt(u^T V_k^-1 u)`` on its own device
+   (``u = clip(x)/L``, so ``||u||_2 <= 1``; ties uniformly at random).
+2. After seeing its reward (``y = clip(r, B)``) the user sends, for *every* arm ``k``,
+   ``1{a=k} u u^T + B_k`` and ``1{a=k} y u + xi_k``: ``B_k`` symmetric with its upper
+   triangle (diagonal included) i.i.d. ``N(0, sigma_G^2)`` and mirrored, ``xi_k ~
+   N(0, sigma_b^2 I)`` (the paper's randomizer; all ``K`` blocks are noised, so the message
+   does not reveal the arm, which is a function of the user's context). Blocks off the
+   diagonal of the ``Kd x Kd`` design are zero for every user, so they carry nothing and are
+   not sent.
+3. The server adds the message to its sums: ``V_k = sum G_k + 2 gamma_t I`` with
+   ``gamma_t = sigma_G sqrt(t) (4 sqrt(d) + 2 ln(2TK/alpha))`` (the paper's shift ``c_t =
+   2 gamma_t``; ``K`` in the logarithm: union over the arms' blocks), ``b_k = sum b``.
+
+Privacy
+-------
+Each user's message is one Gaussian mechanism in that user's ``(x_t, r_t)`` (and its arm,
+a function of them). In the noise metric its replace-one sensitivity is at most
+``fit_sensitivity(sigma_G/sqrt 2, sigma_b/(2B))`` (the upper-triangle change is at most the
+Frobenius one, ``||u u^T - u' u'^T||_F``, and the targets change by at most ``2B``; see
+:func:`~dpbandits.agents.screened_ls.fit_sensitivity`), so the message is ``1/k``-GDP for
+``k = sigma_G / (that sensitivity at sigma_G = 1)``; nothing else about the user leaves
+the device, so the run is ``(epsilon, delta)``-LDP (the server's actions post-process the
+messages). ``calibration``:
+
+* ``"accountant"`` (default): ``sigma_b = B sigma_G`` and the smallest ``k`` the PLD
+  accountant certifies at ``(epsilon, delta)``;
+* ``"paper"``: ``sigma = 4 sqrt(2 ln(2.5/delta)) / epsilon`` (times ``B`` for the targets):
+  the classical Gaussian mechanism (Dwork & Roth, Thm A.1) at ``(epsilon/2, delta/2)`` for
+  each part with l2 sensitivity 2, basic composition. Thm A.1 needs ``epsilon/2 < 1``, so
+  this calibration refuses ``epsilon >= 2``.
+
+``ledger`` is ``gaussian_event(k)`` of the one message a user sends.
+
+Confidence radius: Shariff & Sheffet (2018) Proposition 4 (data-dependent form), as the
+paper's analysis instantiates it, with ``rho_min = gamma_t``, ``rho_max = 3 gamma_t``, ``D =
+Kd`` and the accumulated target noise ``sigma_b sqrt(t) (sqrt(D) + sqrt(2 ln(2T/alpha))) /
+sqrt(gamma_t)``. If ``V_k`` is not positive definite (probability below ``alpha``) its
+spectrum is raised to ``rho_min`` (counted in ``n_raised_``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import dp_accounting
+import numpy as np
+
+from dpbandits._validation import check_choice, check_positive, check_real
+from dpbandits.agents._private_ridge import (
+    confidence_radius,
+    noise_norm_bound,
+    normalized_rows,
+    optimistic_arms,
+    ridge_parts,
+    target_noise_radius,
+    unit_rows,
+)
+from dpbandits.agents.base import PrivateAgent, register_agent
+from dpbandits.agents.screened_ls import fit_sensitivity
+from dpbandits.privacy.accounting import calibrate, gaussian_event, gdp_mu
+from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.privacy.mechanisms import gaussian_sigma_classical
+
+#: whitened sensitivity of one message at sigma_G = 1, sigma_b = B (module docstring)
+UNIT_SENSITIVITY = fit_sensitivity(1.0 / math.sqrt(2.0), 0.5)
+
+
+def paper_sigma(epsilon: float, delta: float) -> float:
+    """Zheng et al.'s ``sigma = 4 sqrt(2 ln(2.5/delta)) / epsilon``: the classical Gaussian
+    mechanism at ``(epsilon/2, delta/2)`` with l2 sensitivity 2 (valid for ``epsilon < 2``)."""
+    if not epsilon < 2.0:
+        raise ValueError(f"calibration='paper' uses the classical Gaussian mechanism at "
+                         f"epsilon/2, valid only for epsilon < 2, got epsilon={epsilon}; use "
+                         "calibration='accountant'")
+    return gaussian_sigma_classical(epsilon / 2.0, delta / 2.0, 2.0)
+
+
+@register_agent("ldp-linucb")
+class LDPLinUCB(PrivateAgent):
+    """LDP-LinUCB: each user privatizes its own ``(u u^T, y u)`` before sending it (LDP).
+
+    Parameters (beyond ``n_arms, dim, horizon``)
+    --------------------------------------------
+    epsilon : float > 0 (inf = no noise: LinUCB with ridge ``reg``), default 1.
+    delta : float in (0, 1), default ``1/horizon``.
+    calibration : ``"accountant"`` (default) or ``"paper"`` (module docstring).
+    context_bound : L, clip of ``||x||_2``, default ``sqrt(dim)`` (contexts in
+        ``[-1, 1]^d``, the observation space of the package's normalized environments).
+    reward_bound : B, clip of ``|r|``, default 1.
+    noise_std : sub-Gaussian parameter of the reward noise, default 0.05.
+    theta_bound : bound on ``||vec theta||_2``, default ``sqrt(n_arms)``.
+    alpha : failure probability of the confidence radius, default ``1/horizon``.
+    reg : ridge of the non-private twin, default 1.
+    """
+
+    supported_links = ("identity",)
+
+    def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,
+                 delta: float | None = None, calibration: str = "accountant",
+                 context_bound: float | None = None, reward_bound: float = 1.0,
+                 noise_std: float = 0.05, theta_bound: float | None = None,
+                 alpha: float | None = None, reg: float = 1.0):
+        super().__init__(n_arms=n_arms, dim=dim, horizon=horizon, epsilon=epsilon, delta=delta)
+        self.calibration = calibration
+        self.context_bound = context_bound
+        self.reward_bound = reward_bound
+        self.noise_std = noise_std
+        self.theta_bound = theta_bound
+        self.alpha = alpha
+        self.reg = reg
+        check_choice("calibration", calibration, {"accountant", "paper"})
+        self._L = math.sqrt(dim) if context_bound is None else check_positive(
+            "context_bound", context_bound)
+        self._B = check_positive("reward_bound", reward_bound)
+        self._sigma_eta = check_positive("noise_std", noise_std)
+        self._S = self._L * (math.sqrt(n_arms) if theta_bound is None else check_positive(
+            "theta_bound", theta_bound))
+        self._alpha = 1.0 / horizon if alpha is None else check_real(
+            "alpha", alpha, low=0.0, high=1.0, low_open=True, high_open=True)
+        self._reg = check_positive("reg", reg)
+        self.multiplier = 0.0
+        self.sigmas = {"gram": 0.0, "target": 0.0}
+        if self._private:
+            if calibration == "paper":
+                s = paper_sigma(self._eps, self._delta)
+                self.multiplier = s / UNIT_SENSITIVITY
+            else:
+                self.multiplier = calibrate(gaussian_event, self._eps, self._delta,
+                                            lower=1.0 / gdp_mu(self._eps, self._delta),
+                                            growth=1.0 + 1e-4, rtol=math.inf)
+                s = self.multiplier * UNIT_SENSITIVITY
+            self.sigmas = {"gram": s, "target": s * self._B}
+
+    # -- privacy -----------------------------------------------------------------------------
+    @property
+    def privacy(self) -> PrivacyGuarantee:
+        if not self._private:
+            return PrivacyGuarantee.non_private("LDP-LinUCB with noise off (LinUCB)")
+        how = ("the smallest noise the dp_accounting PLD accountant certifies"
+               if self.calibration == "accountant" else
+               "the paper's sigma = 4 sqrt(2 ln(2.5/delta))/epsilon (Dwork & Roth Thm A.1 at "
+               "(epsilon/2, delta/2) per part, basic composition)")
+        return PrivacyGuarantee(
+            self._eps, self._delta, notion="LDP", neighbouring="replace-one",
+            basis=("Zheng et al. 2020 local randomizer: each user sends its clipped "
+                   "(u u^T, y u) for every arm with symmetric Gaussian noise on the Gram "
+                   "blocks and Gaussian noise on the targets, one Gaussian mechanism in the "
+                   f"user's data (joint sensitivity bound); {how}; the server post-processes "
+                   "the messages"))
+
+    @property
+    def ledger(self) -> dp_accounting.DpEvent | None:
+        """The Gaussian mechanism of one user's message (each user sends one)."""
+        return gaussian_event(self.multiplier) if self._private else None
+
+    # -- state -------------------------------------------------------------------------------
+    def _reset(self, n_reps: int, rng: np.random.Generator) -> None:
+        self._noise_rng, self._tie_rng = rng.spawn(2)
+        R, K, d = n_reps, self.n_arms, self.dim
+        self._iu, self._ju = np.triu_indices(d)
+        self._gram = np.zeros((R, K, self._iu.size))  # server's sum, packed upper triangle
+        self._target = np.zeros((R, K, d))
+        self.n_clipped_contexts_ = np.zeros(R, dtype=np.int64)
+        self.n_clipped_rewards_ = np.zeros(R, dtype=np.int64)
+        self.n_raised_ = np.zeros(R, dtype=np.int64)
+        self._refit(0)
+
+    def _gamma(self, t: int) -> float:
+        """``gamma_t`` (the shift is ``2 gamma_t``), with ``t >= 1`` messages."""
+        return float(noise_norm_bound(self.sigmas["gram"], max(t, 1), self.dim, self.horizon,
+                                      self._alpha / self.n_arms))
+
+    @property
+    def gram_(self) -> np.ndarray:
+        """The server's summed Gram blocks, (R, K, d, d) symmetric (messages only, no shift)."""
+        out = np.zeros((*self._gram.shape[:2], self.dim, self.dim))
+        out[..., self._iu, self._ju] = self._gram
+        out[..., self._ju, self._iu] = self._gram
+        return out
+
+    @property
+    def target_(self) -> np.ndarray:
+        """The server's summed targets, (R, K, d)."""
+        return self._target.copy()
+
+    def _refit(self, t: int) -> None:
+        """``V_k``, its log-determinant and the radius after ``t`` messages (Cholesky; the
+        eigenvalue path raises the spectrum to ``rho_min`` when ``V_k`` is not PD)."""
+        D = self.n_arms * self.dim
+        if self._private:
+            rho_min = self._gamma(t)
+            shift, rho_max = 2.0 * rho_min, 3.0 * rho_min
+        else:
+            shift = rho_min = rho_max = self._reg
+        v = self.gram_ + shift * np.eye(self.dim)
+        try:
+            logdet = 2.0 * np.log(np.diagonal(np.linalg.cholesky(v), axis1=-2, axis2=-1)
+                                  ).sum(axis=(-1, -2))
+        except np.linalg.LinAlgError:
+            _, v_inv, logdet, raised = ridge_parts(v, self._target, 0.0, rho_min)
+            self.n_raised_ += raised
+            v = np.linalg.inv(v_inv)
+        self._v = v
+        gamma = target_noise_radius(self.sigmas["target"], max(t, 1), D, self.horizon,
+                                    self._alpha, rho_min)
+        self._beta = confidence_radius(
+            logdet, noise_std=self._sigma_eta, alpha=self._alpha, feature_dim=D,
+            rho_min=rho_min, rho_max=rho_max, theta_bound=self._S, gamma=gamma)
+
+    @property
+    def beta_(self) -> np.ndarray:
+        """The confidence radius in use, per replication."""
+        return np.array(self._beta, copy=True)
+
+    def act(self, contexts: np.ndarray) -> np.ndarray:
+        u, _ = unit_rows(contexts, self._L)
+        rhs = np.stack([self._target, np.broadcast_to(u[:, None, :], self._target.shape)], -1)
+        sol = np.linalg.solve(self._v, rhs)  # (R, K, d, 2): theta_k and V_k^-1 u
+        return optimistic_arms(sol[..., 0], sol[..., 1], self._beta, u, self._tie_rng)
+
+    def _update(self, contexts: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> None:
+        gram, target = self.message(contexts, arms, rewards)
+        self._gram += gram
+        self._target += target
+        self._refit(self.t_ + 1)
+
+    def message(self, contexts: np.ndarray, arms: np.ndarray, rewards: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+        """The local randomizer, run by each user on its own data: its clipped ``u u^T``
+        (packed upper triangle, (R, K, d(d+1)/2)) and ``y u`` ((R, K, d)) placed in its arm's
+        block, plus the Gaussian noise on every block (clips counted)."""
+        R, K, d = contexts.shape[0], self.n_arms, self.dim
+        u, y, cx, cy = normalized_rows(contexts, rewards, self._L, self._B)
+        self.n_clipped_contexts_ += cx
+        self.n_clipped_rewards_ += cy
+        rows = np.arange(R)
+        gram = np.zeros((R, K, self._iu.size))
+        gram[rows, arms] = u[:, self._iu] * u[:, self._ju]
+        target = np.zeros((R, K, d))
+        target[rows, arms] = y[:, None] * u
+        if self._private:
+            rng = self._noise_rng
+            gram += rng.standard_normal(gram.shape) * self.sigmas["gram"]
+            target += rng.standard_normal(target.shape) * self.sigmas["target"]
+        return gram, target
