@@ -63,13 +63,15 @@ def confidence_radius(logdet, *, noise_std: float, alpha: float, feature_dim: in
     return noise_std * np.sqrt(np.maximum(inner, 0.0)) + theta_bound * np.sqrt(rho_max) + gamma
 
 
-def ridge_parts(gram: np.ndarray, target: np.ndarray, shift, floor):
+def ridge_parts(gram: np.ndarray, target: np.ndarray, shift, floor, extra_floor=None):
     """Per-arm ridge pieces of ``V = gram + shift I`` (``gram`` (..., K, d, d) symmetric,
     ``target`` (..., K, d), ``shift``/``floor`` scalars or (...) arrays): eigenvalues below
     ``floor`` are raised to it (``V`` is then the nearest matrix with spectrum >= floor).
 
-    Returns ``(theta, v_inv, logdet, raised)``: ``V^-1 target`` (..., K, d), ``V^-1``
-    (..., K, d, d), ``sum_k ln det V_k`` (...), and whether any eigenvalue was raised (...).
+    Returns ``(theta, v_inv, logdet, raised, extra_inv)``: ``V^-1 target`` (..., K, d),
+    ``V^-1`` (..., K, d, d), ``sum_k ln det V_k`` (...), whether any eigenvalue was raised
+    (...), and the inverse of ``V`` with its spectrum raised to ``max(floor, extra_floor)``
+    (None without ``extra_floor``).
     """
     d = gram.shape[-1]
     shift = np.asarray(shift, dtype=float)[..., None, None, None]
@@ -79,7 +81,10 @@ def ridge_parts(gram: np.ndarray, target: np.ndarray, shift, floor):
     w = np.maximum(w, floor)
     v_inv = np.einsum("...ij,...j,...kj->...ik", q, 1.0 / w, q)
     theta = np.einsum("...ij,...j->...i", v_inv, target)
-    return theta, v_inv, np.log(w).sum(axis=(-1, -2)), raised
+    extra = None
+    if extra_floor is not None:
+        extra = np.einsum("...ij,...j,...kj->...ik", q, 1.0 / np.maximum(w, extra_floor), q)
+    return theta, v_inv, np.log(w).sum(axis=(-1, -2)), raised, extra
 
 
 def optimistic_arms(theta: np.ndarray, v_inv_u: np.ndarray, beta, u: np.ndarray,

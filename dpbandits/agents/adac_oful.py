@@ -36,9 +36,10 @@ Two trust readings (``protect``)
   - the determinant trigger reads the current episode's raw data, so it is privatized:
     AboveThreshold (Dwork & Roth 2014, Alg. 1, Thm 3.23) on
     ``q_t = sum_k ln det(A_k + G_k(t)) - ln det A_k`` (``A_k`` the public design of the
-    last release, ``G_k(t)`` the episode's Gram so far) against ``ln det_factor``; a user
-    changes ``q_t`` by at most ``ln(1 + 1/lambda_T)`` because ``||u|| <= 1`` and
-    ``A_k >= lambda_T I`` (``lambda_T = Upsilon_1``, enforced by flooring the spectrum),
+    last release with its spectrum raised to ``lambda_T = 2 Upsilon_1``, the first episode's
+    shift; ``G_k(t)`` the episode's Gram so far) against ``ln det_factor``; a user changes
+    ``q_t`` by at most ``Delta = ln(1 + 1/lambda_T)`` because ``||u|| <= 1`` and
+    ``A_k >= lambda_T I`` (``ln det`` grows by ``ln(1 + u^T M^-1 u)`` when ``u u^T`` is added),
     so Laplace noise ``2 Delta/eps_1`` (threshold) and ``4 Delta/eps_1`` (queries) make each
     episode's trigger ``eps_1``-DP, i.e. ``eps_1^2/2``-zCDP;
   - the design ``V_k = G_k + 2 Upsilon_m I`` (``m`` releases so far; Shariff & Sheffet 2018,
@@ -208,7 +209,7 @@ class AdaCOFUL(PrivateAgent):
         unit = fit_sensitivity(1.0 / math.sqrt(g), 1.0 / math.sqrt(1.0 - g))
         self.sigmas = {"gram": unit * k / math.sqrt(g) * math.sqrt(2.0),
                        "target": unit * k / math.sqrt(1.0 - g) * 2.0 * self._B}
-        self.trigger_floor = float(self._upsilon(1))
+        self.trigger_floor = 2.0 * float(self._upsilon(1))  # the first episode's shift
         self.trigger_sensitivity = math.log1p(1.0 / self.trigger_floor)
 
     @staticmethod
@@ -288,10 +289,12 @@ class AdaCOFUL(PrivateAgent):
         """Estimate, inverse design and radius of replications ``reps`` from the releases."""
         shift, rho_min, rho_max, gamma = self._bounds(self.n_releases_[reps])
         floor = rho_min if self._user else 0.0  # the exact design is >= reg I already
-        theta, v_inv, logdet, raised = ridge_parts(self._gram[reps], self._target[reps],
-                                                   shift, floor)
+        theta, v_inv, logdet, raised, m_inv = ridge_parts(
+            self._gram[reps], self._target[reps], shift, floor,
+            self.trigger_floor if self._user else None)
         self.n_raised_[reps] += raised
-        self._theta[reps], self._v_inv[reps], self._m_inv[reps] = theta, v_inv, v_inv
+        self._theta[reps], self._v_inv[reps] = theta, v_inv
+        self._m_inv[reps] = v_inv if m_inv is None else m_inv
         self._beta[reps] = confidence_radius(
             logdet, noise_std=self._sigma_eta, alpha=self._alpha,
             feature_dim=self.n_arms * self.dim, rho_min=rho_min, rho_max=rho_max,

@@ -205,7 +205,7 @@ class LDPLinUCB(PrivateAgent):
             logdet = 2.0 * np.log(np.diagonal(np.linalg.cholesky(v), axis1=-2, axis2=-1)
                                   ).sum(axis=(-1, -2))
         except np.linalg.LinAlgError:
-            _, v_inv, logdet, raised = ridge_parts(v, self._target, 0.0, rho_min)
+            _, v_inv, logdet, raised, _ = ridge_parts(v, self._target, 0.0, rho_min)
             self.n_raised_ += raised
             v = np.linalg.inv(v_inv)
         self._v = v
