@@ -6,6 +6,8 @@ The thorough tier (docs/privacy-audit.md) runs under ``-m slow``.
 """
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -28,6 +30,33 @@ REQUIRED = ["laplace", "gaussian", "generalized-gaussian", "report-noisy-argmin"
             "dp-tofw", "dp-tofw-accountant", "dp-pofw", "dp-pofw-accountant", "noisy-sfw",
             "noisy-sgd", "local-md", "dp-ucb", "dp-hdb", "dp-gd", "dp-accmd", "dp-svrg",
             "private-sgd", "private-ftrl", "dp-gibo"]
+
+
+REPORT = Path(__file__).resolve().parents[1] / "docs" / "privacy-audit.md"
+
+
+def test_the_report_documents_every_audit():
+    """docs/privacy-audit.md: each registered audit has its thorough-run rows (one per
+    variant) and its section as the registration renders it (the heading's component may
+    cite papers by link); the stated totals match. To document a new audit: paste
+    ``python -m dpbandits.audits NAME --markdown`` and the rows of ``--thorough --power``."""
+    text = REPORT.read_text()
+    table = [line.strip("|").split("|") for line in text.splitlines()
+             if line.startswith("| ") and not line.startswith("| component")]
+    rows: dict[str, int] = {}
+    for cells in table:
+        rows[cells[0].strip()] = rows.get(cells[0].strip(), 0) + 1
+    sections = {m.group(1): m.group(0).strip() for m in re.finditer(
+        r"^### `([^`]+)` — .*?(?=^##|\Z)", text, re.S | re.M)}
+    for name, entry in AUDITS.items():
+        assert rows.get(name) == 1 + entry.has_broken, f"{name}: rows in the results table"
+        assert name in sections, f"{name}: no section; see python -m dpbandits.audits --markdown"
+        body = sections[name].splitlines()[1:]
+        assert body == entry.markdown().splitlines()[1:], f"{name}: section != --markdown"
+    assert set(rows) == set(AUDITS) and set(sections) == set(AUDITS)
+    n_broken = sum(e.has_broken for e in AUDITS.values())
+    assert (f"All {len(AUDITS) + n_broken} verdicts ({len(AUDITS)} audits, {n_broken} broken "
+            "variants)") in " ".join(text.split())
 
 
 def test_catalogue_covers_the_components():
@@ -89,6 +118,8 @@ def test_module_entry_point(capsys):
     assert out[0]["component"] == "laplace" and out[0]["verdict"] == "consistent"
     assert audits_main(["--list"]) == 0
     assert "dp-ucb" in capsys.readouterr().out
+    assert audits_main(["laplace", "--markdown"]) == 0  # runs nothing
+    assert capsys.readouterr().out.strip() == AUDITS["laplace"].markdown()
 
 
 def test_registration_reads_the_docstring_and_the_context_fills_the_spec(monkeypatch):

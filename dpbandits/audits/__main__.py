@@ -3,6 +3,8 @@
 Runs the selected audits (all by default; shell patterns such as ``'dp-ucb*'`` work) and
 prints the table, or a JSON list with one object per audit. ``--power`` also runs each
 audit's broken variant. Exit status 1 if any verdict differs from the expected one.
+``--markdown`` runs nothing and prints the selected audits' sections of
+``docs/privacy-audit.md``.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ def main(argv=None, prog: str = "python -m dpbandits.audits") -> int:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--list", action="store_true", help="list the audits and exit")
+    parser.add_argument("--markdown", action="store_true",
+                        help="print the audits' sections of docs/privacy-audit.md and exit")
     args = parser.parse_args(argv)
     if args.list:
         for name, spec in AUDITS.items():
@@ -46,6 +50,9 @@ def main(argv=None, prog: str = "python -m dpbandits.audits") -> int:
     except ValueError as exc:  # an unknown name: one line, not a traceback
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 2
+    if args.markdown:
+        print("\n\n".join(AUDITS[n].markdown() for n in select(args.components or None)))
+        return 0
     results = run_audits(args.components or None, "thorough" if args.thorough else "fast",
                          args.seed, power=args.power)
     if args.json:

@@ -92,6 +92,24 @@ class RegisteredAudit:
         if not self.label:
             object.__setattr__(self, "label", self.broken_variant)
 
+    def markdown(self) -> str:
+        """The audit's section of ``docs/privacy-audit.md`` ("What each audit can and cannot
+        show"), rendered from the registration."""
+
+        def sentence(text: str) -> str:
+            return text if text.endswith((".", "?", "!")) else text + "."
+
+        runs = f"- Runs per side: fast {self.fast_runs:,}, thorough {self.thorough_runs:,}"
+        return "\n".join([
+            f"### `{self.name}` — {self.component}", "",
+            f"- **Canary:** {sentence(self.canary)}",
+            f"- **Broken variant (power check):** {sentence(self.broken_variant)}",
+            f"- **Can show:** {sentence(self.shows)}",
+            f"- **Cannot show:** {sentence(self.cannot_show)}",
+            runs + ("; expected verdict: **violation**." if self.expected == "violation"
+                    else "."),
+        ])
+
     def __call__(self, runs: int | None = None, seed: int = 0, broken: bool = False
                  ) -> AuditResult:
         runs = self.fast_runs if runs is None else check_int("runs", runs, low=10)

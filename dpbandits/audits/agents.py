@@ -353,8 +353,9 @@ for _name, (_calibration, _selection, _factor) in _HDB_REWARD.items():
                     if _selection == "laplace" else
                     "agents.dp_hdb.DPHDB (DP-POFW arms with exponential-mechanism (Gumbel) "
                     "selection, zCDP accountant calibration)"),
-         broken_variant=f"per-arm DP-POFW selection noise / {_factor:g} (each arm runs at "
-                        "epsilon/2, whose schedule has ~2x the noise of the single optimizer)",
+         broken_variant=f"per-arm DP-POFW selection noise / {_factor:g}" + (
+             " (each arm runs at epsilon/2, whose schedule has ~2x the noise of the single "
+             "optimizer)" if _selection == "laplace" else ""),
          label=f"per-arm selection noise / {_factor:g}",
          **({} if _selection == "laplace" else {
              "shows": "the released per-arm estimates after user 1 hide user 1's reward with "
