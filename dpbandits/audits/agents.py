@@ -32,6 +32,14 @@ from dpbandits.privacy.tree import tree_levels
 
 EPS, DELTA = 1.0, 1e-5
 
+
+def _jdp_audit(ctx: AuditContext, sampler, probe, *, basis_note: str = "", **labels
+               ) -> AuditResult:
+    """Audit ``sampler`` against ``probe``'s (EPS, DELTA)-JDP claim (runs in batches of 50,000;
+    the basis is the agent's, followed by ``basis_note``)."""
+    return ctx.audit(sampler, epsilon=EPS, delta=DELTA, notion="JDP", batch_size=50_000,
+                     basis=probe.privacy.basis + basis_note, **labels)
+
 # --------------------------------------------------------------------------------------------
 # DP-UCB (Shariff & Sheffet 2018)
 # --------------------------------------------------------------------------------------------
@@ -90,15 +98,14 @@ def _dp_ucb_whitebox(ctx: AuditContext):
                 stat += agent._u[idx, a1]  # released u~_t on user 1's block: node [1, t]
         return stat
 
-    return ctx.audit(sampler, epsilon=EPS, delta=DELTA, mu_claim=gdp_mu(EPS, DELTA),
-                     notion="JDP", batch_size=50_000,
-                     statistic="white-box: released u~_t of user 1's arm, summed over "
-                               "t = 1, 2, 4, ..., T (rounds >= 1 only, never a_1)",
-                     canary="user 1: x = 1, reward +1 vs -1 (L = B = 1, d = 1, K = 2, T = 16); "
-                            "users 2..T: x = 0, reward 0",
-                     basis=probe.privacy.basis + "; Gaussian tree is Gaussian-shaped, so "
-                           "mu_claim = gdp_mu(epsilon, delta)",
-                     extra=_ucb_claim_extra(probe))
+    return _jdp_audit(ctx, sampler, probe, mu_claim=gdp_mu(EPS, DELTA),
+                      statistic="white-box: released u~_t of user 1's arm, summed over "
+                                "t = 1, 2, 4, ..., T (rounds >= 1 only, never a_1)",
+                      canary="user 1: x = 1, reward +1 vs -1 (L = B = 1, d = 1, K = 2, T = 16); "
+                             "users 2..T: x = 0, reward 0",
+                      basis_note="; Gaussian tree is Gaussian-shaped, so "
+                                 "mu_claim = gdp_mu(epsilon, delta)",
+                      extra=_ucb_claim_extra(probe))
 
 
 _ucb = register_variants(
@@ -180,13 +187,12 @@ def audit_dp_ucb_wishart(ctx: AuditContext) -> AuditResult:
                 stat += np.clip(np.nan_to_num(llr, nan=0.0), -1e6, 1e6)
         return stat
 
-    return ctx.audit(sampler, epsilon=EPS, delta=DELTA, notion="JDP", batch_size=50_000,
-                     statistic="white-box: sum over t = 1, 2, 4 of the log-likelihood ratio of "
-                               "the released (D+1)-square Gram matrix (rounds >= 1, never a_1)",
-                     canary="user 1: x = 1, reward +1 vs -1 (L = B = 1, d = 1, K = 2, T = 4); "
-                            "users 2..T: x = 0, reward 0",
-                     basis=probe.privacy.basis,
-                     extra={"k": probe.constants["k"], "m": probe.constants["m"]})
+    return _jdp_audit(ctx, sampler, probe,
+                      statistic="white-box: sum over t = 1, 2, 4 of the log-likelihood ratio of "
+                                "the released (D+1)-square Gram matrix (rounds >= 1, never a_1)",
+                      canary="user 1: x = 1, reward +1 vs -1 (L = B = 1, d = 1, K = 2, T = 4); "
+                             "users 2..T: x = 0, reward 0",
+                      extra={"k": probe.constants["k"], "m": probe.constants["m"]})
 
 
 BB_HORIZON = 16
@@ -220,14 +226,13 @@ def audit_dp_ucb_blackbox(ctx: AuditContext) -> AuditResult:
             agent.update(sign * x, a, np.zeros(n))
         return score
 
-    return ctx.audit(sampler, epsilon=EPS, delta=DELTA, mu_claim=gdp_mu(EPS, DELTA),
-                     notion="JDP", orientation="both", batch_size=50_000,
-                     statistic="sum over users 2..T of sign(x_t) * [a_t = a_1] (actions only)",
-                     canary="user 1: x = 1, reward +1 vs -1; users 2..16: x = +-1 alternating, "
-                            "reward 0",
-                     basis=probe.privacy.basis + "; actions post-process a Gaussian "
-                           "mechanism, so mu_claim = gdp_mu(epsilon, delta)",
-                     extra=_ucb_claim_extra(probe))
+    return _jdp_audit(ctx, sampler, probe, mu_claim=gdp_mu(EPS, DELTA), orientation="both",
+                      statistic="sum over users 2..T of sign(x_t) * [a_t = a_1] (actions only)",
+                      canary="user 1: x = 1, reward +1 vs -1; users 2..16: x = +-1 alternating, "
+                             "reward 0",
+                      basis_note="; actions post-process a Gaussian mechanism, so "
+                                 "mu_claim = gdp_mu(epsilon, delta)",
+                      extra=_ucb_claim_extra(probe))
 
 
 SANITY_HORIZON = 256
@@ -329,13 +334,12 @@ def _dp_hdb_reward_audit(ctx: AuditContext):
             prev = new.copy()
         return stat
 
-    return ctx.audit(sampler, epsilon=EPS, delta=DELTA, notion="JDP", batch_size=50_000,
-                     statistic="white-box: arm 0's released estimates after round 1: "
-                               "sum_s sqrt(s)/(s+1) sign(v_s) over its DP-POFW steps",
-                     canary="user 1 (forced sampling, arm 0): x = 1, reward +1 vs -1; later "
-                            "users x = 0, reward 0 (K = 2, d = 1, radius 0.01, t0 = 16, T = 64)",
-                     basis=probe.privacy.basis,
-                     extra={"arm_kappa": probe.arm_optimizers[0].kappa})
+    return _jdp_audit(ctx, sampler, probe,
+                      statistic="white-box: arm 0's released estimates after round 1: "
+                                "sum_s sqrt(s)/(s+1) sign(v_s) over its DP-POFW steps",
+                      canary="user 1 (forced sampling, arm 0): x = 1, reward +1 vs -1; later "
+                             "users x = 0, reward 0 (K = 2, d = 1, radius 0.01, t0 = 16, T = 64)",
+                      extra={"arm_kappa": probe.arm_optimizers[0].kappa})
 
 
 _hdb = register_variants(
@@ -416,13 +420,11 @@ def audit_dp_hdb_context(ctx: AuditContext) -> AuditResult:
         idx = np.arange(n)
         return moved[idx, a_dp].astype(float) - moved[idx, a_d].astype(float)
 
-    return ctx.audit(sampler, epsilon=EPS, delta=DELTA, notion="JDP", orientation="both",
-                     batch_size=50_000,
-                     statistic="[arm a'_t moved] - [arm a_t moved] after round t, with a_t, "
-                               "a'_t the arms user t would be shown in D, D' (from the "
-                               "released estimates)",
-                     canary="user 33: context +1 vs -1 (K = 2, d = 1, t0 = 16)",
-                     basis=probe.privacy.basis)
+    return _jdp_audit(ctx, sampler, probe, orientation="both",
+                      statistic="[arm a'_t moved] - [arm a_t moved] after round t, with a_t, "
+                                "a'_t the arms user t would be shown in D, D' (from the "
+                                "released estimates)",
+                      canary="user 33: context +1 vs -1 (K = 2, d = 1, t0 = 16)")
 
 
 @register("dp-hdb-plain-dp-sanity", fast_runs=2_000, thorough_runs=20_000,

@@ -31,6 +31,15 @@ def check_discretization(discretization: float | None) -> float | None:
     return check_positive("discretization", discretization)
 
 
+def _checked(event: _ev.DpEvent, method: str, discretization: float | None
+             ) -> tuple[float | None, bool]:
+    """The checked discretization, and whether ``event`` is a Lemma 2.1 ledger (closed form);
+    raises for an event that is not a DpEvent or an unknown method."""
+    check_event(event)
+    check_choice("method", method, METHODS)
+    return check_discretization(discretization), has_lemma_2_1_events(event)
+
+
 def epsilon_of(event: _ev.DpEvent, delta: float, method: str = "pld", *,
                discretization: float | None = None) -> float:
     """Smallest epsilon such that ``event`` is (epsilon, delta)-DP, by the chosen accountant.
@@ -49,11 +58,9 @@ def epsilon_of(event: _ev.DpEvent, delta: float, method: str = "pld", *,
     by the closed-form check of :mod:`~dpbandits.privacy.accounting.closed_form` whatever the
     method (Lemma 2.1 per mechanism from its noise, basic composition).
     """
-    check_event(event)
     delta = check_delta(delta)
-    check_choice("method", method, METHODS)
-    discretization = check_discretization(discretization)
-    if has_lemma_2_1_events(event):
+    discretization, closed_form = _checked(event, method, discretization)
+    if closed_form:
         return lemma_2_1_epsilon(event, delta)
     if method == "rdp":
         return epsilon_from_rdp(rdp_curve(event), delta)
@@ -69,11 +76,9 @@ def delta_of(event: _ev.DpEvent, epsilon: float, method: str = "pld", *,
              discretization: float | None = None) -> float:
     """Smallest delta such that ``event`` is (epsilon, delta)-DP (``epsilon`` > 0, finite);
     Lemma 2.1 ledgers as in :func:`epsilon_of`."""
-    check_event(event)
     epsilon = check_positive("epsilon", epsilon)
-    check_choice("method", method, METHODS)
-    discretization = check_discretization(discretization)
-    if has_lemma_2_1_events(event):
+    discretization, closed_form = _checked(event, method, discretization)
+    if closed_form:
         return lemma_2_1_delta(event, epsilon)
     if method == "rdp":
         return delta_from_rdp(rdp_curve(event), epsilon)
