@@ -32,3 +32,13 @@ def executor() -> ThreadPoolExecutor:
         _EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dpbandits-draws")
         atexit.register(_EXECUTOR.shutdown, wait=False, cancel_futures=True)
     return _EXECUTOR
+
+
+def _forget_after_fork() -> None:
+    """A forked child has no copy of the worker thread: it starts its own on first use."""
+    global _EXECUTOR
+    _EXECUTOR = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)

@@ -238,3 +238,20 @@ def test_chunk_rounds_respects_budget_and_bounds():
     assert streams.chunk_rounds(10**9, 1000) == 1
     assert streams.chunk_rounds(1, 5) == 5
     assert streams.chunk_rounds(1, 10**6) == streams.MAX_CHUNK
+
+
+def _regret_sum(seed):
+    return float(simulate("dpbandits/SparseLinearBandit-v0", "dp-ucb", n_reps=1, seed=seed,
+                          env_params={"horizon": 600}).regret.sum())
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_forked_worker_draws_ahead_with_its_own_thread():
+    """After a run has started the background drawing thread, a forked worker (e.g. a
+    multiprocessing pool) has no copy of it: it must start its own, not wait forever."""
+    import multiprocessing
+
+    here = _regret_sum(1)  # starts the shared worker thread in this process
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        there = pool.map_async(_regret_sum, [1]).get(timeout=120)[0]
+    assert there == here
