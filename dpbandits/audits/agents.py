@@ -68,6 +68,16 @@ def _dp_ucb(calibration: str, horizon: int, factor: float | None = None):
     return agent
 
 
+def _after_user_1(probe, world: int, n: int, rng):
+    """``n`` fresh runs of ``probe`` after user 1 (context 1, reward -1 in D, +1 in D'):
+    ``(agent, a_1)``; user 1's own action is never part of a statistic."""
+    agent = probe.reset(n, rng)
+    x1 = np.ones((n, 1))
+    a1 = agent.act(x1)
+    agent.update(x1, a1, signed(world, n))
+    return agent, a1
+
+
 def _ucb_claim_extra(agent) -> dict:
     return {"node_sigma": agent.constants["node_sigma"],
             "ledger_mu": math.sqrt(tree_levels(agent.horizon)) * agent.l_tilde**2
@@ -82,11 +92,8 @@ def _dp_ucb_whitebox(ctx: AuditContext):
     probe = _dp_ucb(calibration, T, factor)  # calibrated once; reset() per batch
 
     def sampler(world, n, rng):
-        agent = probe.reset(n, rng)
+        agent, a1 = _after_user_1(probe, world, n, rng)
         idx = np.arange(n)
-        x1 = np.ones((n, 1))
-        a1 = agent.act(x1)  # user 1's own action: never part of the statistic
-        agent.update(x1, a1, signed(world, n))
         stat = agent._u[idx, a1].copy()  # release after round 1 = node [1, 1]
         zeros = np.zeros((n, 1))
         arms = np.zeros(n, dtype=np.int64)
@@ -164,11 +171,8 @@ def audit_dp_ucb_wishart(ctx: AuditContext) -> AuditResult:
         probe.constants = {**probe.constants, "k": probe.feature_dim + 1}
 
     def sampler(world, n, rng):
-        agent = probe.reset(n, rng)
+        agent, a1 = _after_user_1(probe, world, n, rng)
         idx = np.arange(n)
-        x1 = np.ones((n, 1))
-        a1 = agent.act(x1)  # user 1's own action: never part of the statistic
-        agent.update(x1, a1, signed(world, n))
         v = np.zeros((2, n, 3))  # the canary's record [phi; y] in D and D'
         v[:, idx, a1] = 1.0
         v[:, :, 2] = [[-1.0], [1.0]]
@@ -214,10 +218,8 @@ def audit_dp_ucb_blackbox(ctx: AuditContext) -> AuditResult:
     probe = _dp_ucb("accountant", T, 10.0 if ctx.broken else None)  # reset() per batch
 
     def sampler(world, n, rng):
-        agent = probe.reset(n, rng)
+        agent, a1 = _after_user_1(probe, world, n, rng)
         x = np.ones((n, 1))
-        a1 = agent.act(x)
-        agent.update(x, a1, signed(world, n))
         score = np.zeros(n)
         for t in range(2, T + 1):
             sign = 1.0 if t % 2 == 0 else -1.0
