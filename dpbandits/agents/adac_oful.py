@@ -212,6 +212,15 @@ class AdaCOFUL(PrivateAgent):
         self.trigger_floor = 2.0 * float(self._upsilon(1))  # the first episode's shift
         self.trigger_sensitivity = math.log1p(1.0 / self.trigger_floor)
 
+    @property
+    def trigger_scales(self) -> tuple[float, float]:
+        """Laplace scales of AboveThreshold: ``(2 Delta/eps_1, 4 Delta/eps_1)`` for the
+        threshold and for each query (``(0, 0)`` without a private trigger)."""
+        if not self._svt:
+            return 0.0, 0.0
+        b = self.trigger_sensitivity / self.eps_trigger
+        return 2.0 * b, 4.0 * b
+
     @staticmethod
     def _events(eps_trigger: float, k: float) -> dp_accounting.DpEvent:
         gauss = gaussian_event(k)
@@ -301,7 +310,7 @@ class AdaCOFUL(PrivateAgent):
             theta_bound=self._S, gamma=gamma)
         self._q[reps] = 0.0
         if self._svt:
-            self._threshold_noise[reps] = (2.0 * self.trigger_sensitivity / self.eps_trigger
+            self._threshold_noise[reps] = (self.trigger_scales[0]
                                            * standard_laplace(self._svt_rng, reps.size))
 
     @property
@@ -344,8 +353,7 @@ class AdaCOFUL(PrivateAgent):
         self._q += np.log1p(s)
         if not self._svt:
             return self._q > self._log_c
-        noise = (4.0 * self.trigger_sensitivity / self.eps_trigger
-                 * standard_laplace(self._svt_rng, rows.size))
+        noise = self.trigger_scales[1] * standard_laplace(self._svt_rng, rows.size)
         return self._q + noise >= self._log_c + self._threshold_noise
 
     def _release(self, reps: np.ndarray) -> None:
