@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import atexit
 import os
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
-__all__ = ["executor", "prefetch_enabled"]
+__all__ = ["PicklesPending", "executor", "prefetch_enabled"]
 
 _EXECUTOR: ThreadPoolExecutor | None = None
 
@@ -42,3 +42,22 @@ def _forget_after_fork() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+class PicklesPending:
+    """Mixin: pickling waits for the attribute ``_pending`` (a Future of a chunk being drawn
+    ahead, or None) and stores its result; unpickling turns it back into a done Future."""
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        pending = state.pop("_pending", None)
+        state["_pending_result"] = None if pending is None else pending.result()
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        result = state.pop("_pending_result")
+        self.__dict__.update(state)
+        self._pending: Future | None = None
+        if result is not None:
+            self._pending = Future()
+            self._pending.set_result(result)

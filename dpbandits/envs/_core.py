@@ -34,7 +34,6 @@ computed earlier.
 from __future__ import annotations
 
 import numbers
-from concurrent.futures import Future
 
 import gymnasium
 import numpy as np
@@ -43,7 +42,7 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from dpbandits._background import executor, prefetch_enabled
+from dpbandits._background import PicklesPending, executor, prefetch_enabled
 from dpbandits._validation import check_int, check_nonnegative, check_real
 
 __all__ = ["BanditCore", "BanditEnvBase", "BanditVectorEnvBase", "normalize_rows"]
@@ -112,7 +111,7 @@ def resolve_chunk_size(chunk_size, n_reps: int, per_step: int, horizon: int) -> 
 # --------------------------------------------------------------------------------------------
 # the batched core
 # --------------------------------------------------------------------------------------------
-class BanditCore:
+class BanditCore(PicklesPending):
     """``R`` synchronized replications of a contextual bandit with horizon ``T``.
 
     Subclasses implement:
@@ -192,20 +191,6 @@ class BanditCore:
         pending, self._pending = getattr(self, "_pending", None), None
         if pending is not None:
             pending.result()
-
-    def __getstate__(self) -> dict:
-        state = dict(self.__dict__)
-        pending = state.pop("_pending", None)
-        state["_pending_chunk"] = None if pending is None else pending.result()
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        chunk = state.pop("_pending_chunk")
-        self.__dict__.update(state)
-        self._pending = None
-        if chunk is not None:
-            self._pending = Future()
-            self._pending.set_result(chunk)
 
     def play(self, arms: np.ndarray):
         """``step`` for the harness: ``(next_contexts, rewards, pseudo_regret)`` only (the

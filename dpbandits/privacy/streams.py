@@ -23,7 +23,7 @@ from concurrent.futures import Future
 
 import numpy as np
 
-from dpbandits._background import executor, prefetch_enabled
+from dpbandits._background import PicklesPending, executor, prefetch_enabled
 from dpbandits._validation import check_int
 
 __all__ = ["ChunkedDraws", "chunk_rounds"]
@@ -43,7 +43,7 @@ def chunk_rounds(floats_per_round: int, n_rounds: int, budget: int | None = None
     return int(max(1, min(max_chunk, budget // max(1, floats_per_round), n_rounds)))
 
 
-class ChunkedDraws:
+class ChunkedDraws(PicklesPending):
     """Hand out the variates of rounds ``0 .. n_rounds - 1``, one round per :meth:`next`.
 
     ``draw(start, n)`` returns a tuple of arrays whose first axis holds rounds
@@ -65,9 +65,9 @@ class ChunkedDraws:
         self._start = 0  # first round of the current chunk
         self._pos = 0  # next round to hand out
         self._buf: tuple = ()
-        self._next: Future | None = None
+        self._pending: Future | None = None
         if self.prefetch:
-            self._next = executor().submit(self._draw_chunk, 0)
+            self._pending = executor().submit(self._draw_chunk, 0)
 
     def _draw_chunk(self, start: int) -> tuple:
         return tuple(self._draw(start, min(self.chunk, self.n_rounds - start)))
@@ -83,10 +83,10 @@ class ChunkedDraws:
             raise IndexError(f"all {self.n_rounds} rounds of this stream were drawn")
         i = self._pos - self._start
         if not self._buf or i >= len(self._buf[0]):
-            if self._next is not None:
-                self._buf = self._next.result()
+            if self._pending is not None:
+                self._buf = self._pending.result()
                 after = self._pos + len(self._buf[0])
-                self._next = (executor().submit(self._draw_chunk, after)
+                self._pending = (executor().submit(self._draw_chunk, after)
                               if after < self.n_rounds else None)
             else:
                 self._buf = self._draw_chunk(self._pos)
@@ -94,17 +94,3 @@ class ChunkedDraws:
         self._pos += 1
         buf = self._buf
         return (buf[0][i],) if len(buf) == 1 else tuple([a[i] for a in buf])
-
-    def __getstate__(self) -> dict:
-        state = dict(self.__dict__)
-        nxt = state.pop("_next")
-        state["_pending"] = None if nxt is None else nxt.result()
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        pending = state.pop("_pending")
-        self.__dict__.update(state)
-        self._next = None
-        if pending is not None:
-            self._next = Future()
-            self._next.set_result(pending)
