@@ -50,8 +50,9 @@ Privacy of ``"user"``
 An episode reads a user only between its public start and its end (the trigger of an earlier
 episode that ends before the user reads nothing of it), and later episodes only
 post-process published releases, so each user's privacy loss is that of one trigger and one
-release: ``rho = eps_1^2/2 + 1/(2k^2)``-zCDP (Bun & Steinke 2016, Prop. 1.4 and Lemma 2.8),
-hence ``(epsilon, delta)``-DP of the release sequence by the RDP conversion
+release: ``rho = eps_1^2/2 + 1/(2k^2)``-zCDP (Bun & Steinke 2016: pure DP to zCDP,
+Prop. 1.4, and the composition of zCDP), hence ``(epsilon, delta)``-DP of the releases by the
+RDP conversion
 (:func:`~dpbandits.privacy.accounting.zcdp_epsilon`), and ``(epsilon, delta)``-JDP of the
 actions (billboard lemma: each action is a function of its user's context, the releases and
 the agent's own randomness). ``calibration="zcdp"`` (the paper's) sets
@@ -106,7 +107,7 @@ PUBLISHED_CAVEAT = (
 
 @register_agent("adac-oful")
 class AdaCOFUL(PrivateAgent):
-    """AdaC-OFUL: rarely switching OFUL with one Gaussian release per episode (zCDP).
+    """AdaC-OFUL: OFUL with one Gaussian release per adaptive episode (zCDP, JDP).
 
     Parameters (beyond ``n_arms, dim, horizon``)
     --------------------------------------------

@@ -1,5 +1,5 @@
 """LDP-LinUCB (``ldp-linucb``): a linear contextual bandit under *local* differential privacy
-(Zheng, Cai, Huang, Wang & Wang 2020, "Locally Differentially Private (Contextual) Bandits
+(Zheng, Cai, Huang, Li & Wang 2020, "Locally Differentially Private (Contextual) Bandits
 Learning", arXiv 2006.00701, contextual linear bandit algorithm). Reference note:
 ``docs/agents-modern.md``.
 
@@ -85,7 +85,7 @@ def paper_sigma(epsilon: float, delta: float) -> float:
 
 @register_agent("ldp-linucb")
 class LDPLinUCB(PrivateAgent):
-    """LDP-LinUCB: each user privatizes its own ``(u u^T, y u)`` before sending it (LDP).
+    """LDP-LinUCB: each user privatizes its own statistics before sending them (local DP).
 
     Parameters (beyond ``n_arms, dim, horizon``)
     --------------------------------------------
