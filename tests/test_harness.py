@@ -223,3 +223,24 @@ def test_trusted_update_respects_an_overridden_update():
     simulate("dpbandits/SparseLinearBandit-v0", Counting(n_arms=5, dim=20, horizon=30),
              n_reps=2, horizon=30)
     assert Counting.calls == 30
+
+
+def test_certified_guarantee_names_the_check_that_recomputed_it():
+    """A generalized-Gaussian ledger is recomputed by the closed-form check, not by
+    dp_accounting, and the record's basis says which one was used."""
+    from types import SimpleNamespace
+
+    from dpbandits.harness.simulate import certified_guarantee
+    from dpbandits.privacy import PrivacyGuarantee
+    from dpbandits.privacy.accounting import gaussian_event
+    from dpbandits.privacy.accounting.events import GeneralizedGaussianDpEvent
+
+    def agent(ledger):
+        return SimpleNamespace(ledger=ledger, privacy=PrivacyGuarantee(
+            epsilon=1.0, delta=1e-3, notion="DP", basis="test"))
+
+    lq = certified_guarantee(agent(GeneralizedGaussianDpEvent(6.0, 3.0, 1.0, 2.0, 1.0, 1e-3)))
+    assert lq["basis"].startswith("closed form (Lemma 2.1")
+    assert 0 < lq["epsilon"] < 1.0
+    gauss = certified_guarantee(agent(gaussian_event(5.0)))
+    assert gauss["basis"].startswith("dp_accounting PLD")

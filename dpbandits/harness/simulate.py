@@ -211,18 +211,24 @@ def certified_guarantee(agent) -> dict | None:
     if eps is None:
         return {"epsilon": None, "delta": float(privacy.delta),
                 "basis": f"not recomputable: {method}"}
-    return {"epsilon": eps, "delta": float(privacy.delta),
-            "basis": f"dp_accounting {method.upper()}, recomputed from the agent's ledger"}
+    return {"epsilon": eps, "delta": float(privacy.delta), "basis": method}
 
 
 def _recompute(ledger, delta: float) -> tuple[float | None, str]:
-    """Epsilon of ``ledger`` at ``delta``: PLD, else RDP (e.g. zCDP events), else None."""
+    """Epsilon of ``ledger`` at ``delta`` and its basis: the closed-form check for Lemma 2.1
+    (generalized-Gaussian) ledgers, else PLD, else RDP (e.g. zCDP events), else None and why."""
     from dpbandits.privacy.accounting import epsilon_of
+    from dpbandits.privacy.accounting.closed_form import has_lemma_2_1_events
 
+    if has_lemma_2_1_events(ledger):  # neither accountant supports them
+        return float(epsilon_of(ledger, delta)), ("closed form (Lemma 2.1 per mechanism, "
+                                                   "basic composition), recomputed from the "
+                                                   "agent's ledger")
     errors = []
     for method in ("pld", "rdp"):
         try:
-            return float(epsilon_of(ledger, delta, method=method)), method
+            return float(epsilon_of(ledger, delta, method=method)), (
+                f"dp_accounting {method.upper()}, recomputed from the agent's ledger")
         except (ValueError, TypeError, NotImplementedError) as exc:
             errors.append(f"{method}: {exc}")
     return None, "; ".join(errors)
