@@ -26,10 +26,15 @@ left-hand form — the paper's simplified form drops a ln(4/delta) factor).
 Wishart nodes (Section 4.1): each node is ``Wishart_{D+1}(L~^2 I, k)`` with
 ``k = D + 1 + ceil(224 m ln(8m/delta) ln(2/delta) / epsilon^2)`` (Sheffet 2015, Thm 4.1 at
 ``(epsilon/sqrt(8 m ln(2/delta)), delta/(2m))`` per node, advanced composition over ``m``
-nodes). Proposition 9 assumes every release sums exactly ``m`` nodes; the binary tree sums
-``popcount(t) <= m``, so each release is topped up with an independent, data-independent
-``Wishart(L~^2 I, (m - popcount(t)) k)`` draw (post-processing: privacy unchanged, and the
-eigenvalue bounds of Proposition 9 hold as stated). Optional downward shift ``c I``.
+nodes). The claim is certified by the ledger's check instead
+(:mod:`dpbandits.privacy.accounting.wishart`: Theorem 4.1 per node with the best per-node
+delta, Kairouz-Oh-Viswanath optimal composition over the ``tree_levels(T)`` nodes of a datum,
+tighter than advanced composition); a claim it does not certify is refused (e.g. epsilon = 40
+at T = 1000, delta = 1e-3). Proposition 9 assumes every release sums exactly ``m`` nodes;
+the binary tree sums ``popcount(t) <= m``, so each release is topped up with an independent,
+data-independent ``Wishart(L~^2 I, (m - popcount(t)) k)`` draw (post-processing: privacy
+unchanged, and the eigenvalue bounds of Proposition 9 hold as stated). Optional downward
+shift ``c I``.
 
 ``beta_t`` is Proposition 4's data-dependent form
 ``sigma sqrt(2 ln(2/alpha) + ln det V_t - D ln rho_min) + S sqrt(rho_max) + gamma`` and the
@@ -115,6 +120,43 @@ def wishart_degrees(horizon, feature_dim, epsilon, delta) -> int:
     m = tree_depth(horizon)
     return feature_dim + 1 + math.ceil(
         224 * m * math.log(8 * m / delta) * math.log(2 / delta) / epsilon**2)
+
+
+def wishart_ledger(horizon, feature_dim, k, l_tilde):
+    """The Wishart tree's ledger: ``Wishart_{D+1}(L~^2 I, k)`` nodes on rows of norm ``<= L~``,
+    ``tree_levels(T)`` nodes per datum (the top-ups are data-independent)."""
+    from dpbandits.privacy.accounting import WishartTreeDpEvent
+
+    return WishartTreeDpEvent(dim=feature_dim + 1, degrees=int(k), scale=l_tilde**2,
+                              row_bound_sq=l_tilde**2, nodes_per_datum=tree_levels(horizon))
+
+
+def wishart_certified_epsilon(horizon, feature_dim, k, l_tilde, delta) -> float:
+    """Epsilon at ``delta`` of :func:`wishart_ledger` (Sheffet 2015 Thm 4.1 per node,
+    Kairouz-Oh-Viswanath optimal composition over the nodes; ``inf``: not certified)."""
+    from dpbandits.privacy.accounting import epsilon_of
+
+    return epsilon_of(wishart_ledger(horizon, feature_dim, k, l_tilde), delta)
+
+
+def wishart_max_epsilon(horizon, feature_dim, delta, above) -> float:
+    """About the largest claim ``epsilon < above`` whose :func:`wishart_degrees` certify it
+    (bisection from a certified claim; 0 if none of ``above / 2^j``, j < 40, is)."""
+    def ok(eps):
+        k = wishart_degrees(horizon, feature_dim, eps, delta)
+        return wishart_certified_epsilon(horizon, feature_dim, k, 1.0, delta) <= eps
+
+    lo, hi = above / 2, above
+    for _ in range(40):
+        if ok(lo):
+            break
+        lo, hi = lo / 2, lo
+    else:
+        return 0.0
+    for _ in range(30):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo
 
 
 def wishart_bounds(horizon, feature_dim, k, l_tilde, alpha, shifted: bool) -> dict:
@@ -203,10 +245,16 @@ class DPUCB(PrivateAgent):
             else:
                 s = gaussian_sigma_accountant(T, self._eps, self._delta, self.l_tilde)
             return {**gaussian_bounds(T, D, s, self._alpha), "node_sigma": s}
-        if not (self._eps / math.sqrt(8 * tree_depth(T) * math.log(2 / self._delta)) < 1):
-            raise ValueError("the Wishart guarantee (Sheffet 2015, Thm 4.1) needs the per-node "
-                             "epsilon < 1")
         k = wishart_degrees(T, D, self._eps, self._delta)
+        certified = wishart_certified_epsilon(T, D, k, self.l_tilde, self._delta)
+        if not certified <= self._eps:
+            best = wishart_max_epsilon(T, D, self._delta, self._eps)
+            raise ValueError(
+                f"noise='wishart' cannot certify epsilon={self._eps:g} at horizon={T}, "
+                f"delta={self._delta:g}: its k={k} degrees of freedom per node certify only "
+                f"epsilon={certified:.4g} (Sheffet 2015 Thm 4.1 per node, optimal composition "
+                f"over {tree_levels(T)} nodes); the largest epsilon certified at this horizon "
+                f"and delta is about {best:.4g}")
         return wishart_bounds(T, D, k, self.l_tilde, self._alpha, self.wishart_shift)
 
     @property
@@ -220,15 +268,20 @@ class DPUCB(PrivateAgent):
             basis = ("Claim 7 and Section 4.2 (per-node Gaussian, advanced composition over "
                      "m nodes), Shariff & Sheffet 2018")
         else:
-            basis = ("Claim 7 and Section 4.1 (Wishart, Sheffet 2015 Thm 4.1 per node, "
-                     "advanced composition over m nodes), Shariff & Sheffet 2018")
+            basis = ("Claim 7 and Section 4.1 (Wishart, Sheffet 2015 Thm 4.1 per node), "
+                     "Shariff & Sheffet 2018; composed over the nodes of a datum by the optimal "
+                     "composition theorem (Kairouz, Oh & Viswanath 2015, Thm 3.3)")
         return PrivacyGuarantee(self._eps, self._delta, notion="JDP", basis=basis)
 
     @property
     def ledger(self):
-        """Gaussian tree as one Gaussian mechanism (noise multiplier s/(sqrt(levels) L~^2))."""
-        if not self._private or self.noise != "gaussian":
+        """Gaussian tree as one Gaussian mechanism (noise multiplier s/(sqrt(levels) L~^2));
+        Wishart tree as a :class:`~dpbandits.privacy.accounting.WishartTreeDpEvent`."""
+        if not self._private:
             return None
+        if self._wishart:
+            return wishart_ledger(self.horizon, self.feature_dim, self.constants["k"],
+                                  self.l_tilde)
         from dpbandits.privacy.accounting import gaussian_event
 
         levels = tree_levels(self.horizon)

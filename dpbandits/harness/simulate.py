@@ -216,14 +216,20 @@ def certified_guarantee(agent) -> dict | None:
 
 def _recompute(ledger, delta: float) -> tuple[float | None, str]:
     """Epsilon of ``ledger`` at ``delta`` and its basis: the closed-form check for Lemma 2.1
-    (generalized-Gaussian) ledgers, else PLD, else RDP (e.g. zCDP events), else None and why."""
+    (generalized-Gaussian) and Wishart tree ledgers, else PLD, else RDP (e.g. zCDP events),
+    else None and why."""
     from dpbandits.privacy.accounting import epsilon_of
     from dpbandits.privacy.accounting.closed_form import has_lemma_2_1_events
+    from dpbandits.privacy.accounting.wishart import has_wishart_events
 
     if has_lemma_2_1_events(ledger):  # neither accountant supports them
         return float(epsilon_of(ledger, delta)), ("closed form (Lemma 2.1 per mechanism, "
                                                    "basic composition), recomputed from the "
                                                    "agent's ledger")
+    if has_wishart_events(ledger):  # nor these
+        return float(epsilon_of(ledger, delta)), ("closed form (Sheffet 2015 Thm 4.1 per "
+                                                   "Wishart node, optimal composition), "
+                                                   "recomputed from the agent's ledger")
     errors = []
     for method in ("pld", "rdp"):
         try:

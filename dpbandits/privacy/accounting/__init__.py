@@ -12,6 +12,8 @@ composition is always done by dp_accounting's PLD convolution or RDP accountant.
 * :mod:`~dpbandits.privacy.accounting.query` — ``epsilon_of`` / ``delta_of`` of a ledger;
 * :mod:`~dpbandits.privacy.accounting.closed_form` — the closed-form check (Lemma 2.1, basic
   composition) of the generalized-Gaussian events no accountant supports;
+* :mod:`~dpbandits.privacy.accounting.wishart` — the closed-form check (Sheffet's Theorem 4.1,
+  optimal composition) of Wishart tree events;
 * :mod:`~dpbandits.privacy.accounting.conversions` — Gaussian DP and zCDP;
 * :mod:`~dpbandits.privacy.accounting.calibration` — the one noise search, ``calibrate``, and
   the ledger calibrations built on it.
@@ -38,6 +40,7 @@ from dpbandits.privacy.accounting.conversions import (
 from dpbandits.privacy.accounting.events import (
     GeneralizedGaussianDpEvent,
     GeneralizedGaussianTreeDpEvent,
+    WishartTreeDpEvent,
     compose,
     gaussian_event,
     laplace_event,
@@ -66,6 +69,7 @@ __all__ = [
     "RDP_ORDERS",
     "SCO_BASELINE_ORDERS",
     "WOR_SEARCH_ORDERS",
+    "WishartTreeDpEvent",
     "bounded_range_to_zcdp",
     "calibrate",
     "certified_gaussian_multiplier",

@@ -41,6 +41,7 @@ from dpbandits._validation import check_int, check_positive, check_real
 __all__ = [
     "GeneralizedGaussianDpEvent",
     "GeneralizedGaussianTreeDpEvent",
+    "WishartTreeDpEvent",
     "compose",
     "gaussian_event",
     "laplace_event",
@@ -204,6 +205,23 @@ class GeneralizedGaussianTreeDpEvent(dp_accounting.DpEvent):
     nodes_per_datum: int
     node_epsilon: float
     node_delta: float
+
+
+@attr.s(frozen=True, slots=True, auto_attribs=True)
+class WishartTreeDpEvent(dp_accounting.DpEvent):
+    """A binary tree of Wishart nodes (DP-UCB's Wishart noise, Shariff & Sheffet 2018
+    Section 4.1): each node adds ``Wishart_dim(scale I, degrees)`` to the Gram matrix of rows
+    of l_2 norm at most ``sqrt(row_bound_sq)``, and one datum enters at most
+    ``nodes_per_datum`` nodes. Per node, Sheffet 2015 Thm 4.1; over the nodes, the optimal
+    composition of Kairouz, Oh & Viswanath 2015. No dp_accounting accountant supports it:
+    ``epsilon_of`` recomputes it from these fields
+    (:mod:`~dpbandits.privacy.accounting.wishart`)."""
+
+    dim: int
+    degrees: int
+    scale: float
+    row_bound_sq: float
+    nodes_per_datum: int
 
 
 # --------------------------------------------------------------------------------------------

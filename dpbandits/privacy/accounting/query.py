@@ -1,6 +1,7 @@
 """Queries of a ledger: the epsilon (or delta) a ``dp_accounting`` event certifies, by the PLD
-or the RDP method (composition is always dp_accounting's; the generalized-Gaussian ledgers no
-accountant supports are recomputed in closed form, :mod:`.closed_form`)."""
+or the RDP method (composition is always dp_accounting's; the generalized-Gaussian and Wishart
+tree ledgers no accountant supports are recomputed in closed form, :mod:`.closed_form` and
+:mod:`.wishart`)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,11 @@ from dpbandits.privacy.accounting.closed_form import (
 from dpbandits.privacy.accounting.events import check_event
 from dpbandits.privacy.accounting.pld import build_pld
 from dpbandits.privacy.accounting.rdp import delta_from_rdp, epsilon_from_rdp, rdp_curve
+from dpbandits.privacy.accounting.wishart import (
+    has_wishart_events,
+    wishart_tree_delta,
+    wishart_tree_epsilon,
+)
 
 __all__ = ["METHODS", "check_discretization", "delta_of", "epsilon_of"]
 
@@ -32,12 +38,15 @@ def check_discretization(discretization: float | None) -> float | None:
 
 
 def _checked(event: _ev.DpEvent, method: str, discretization: float | None
-             ) -> tuple[float | None, bool]:
-    """The checked discretization, and whether ``event`` is a Lemma 2.1 ledger (closed form);
-    raises for an event that is not a DpEvent or an unknown method."""
+             ) -> tuple[float | None, str | None]:
+    """The checked discretization, and which closed form recomputes ``event`` (``"lemma_2_1"``,
+    ``"wishart"`` or None: an accountant); raises for an event that is not a DpEvent or an
+    unknown method."""
     check_event(event)
     check_choice("method", method, METHODS)
-    return check_discretization(discretization), has_lemma_2_1_events(event)
+    closed_form = ("lemma_2_1" if has_lemma_2_1_events(event)
+                   else "wishart" if has_wishart_events(event) else None)
+    return check_discretization(discretization), closed_form
 
 
 def epsilon_of(event: _ev.DpEvent, delta: float, method: str = "pld", *,
@@ -56,12 +65,16 @@ def epsilon_of(event: _ev.DpEvent, delta: float, method: str = "pld", *,
     Returns ``inf`` for non-private events and ``0.0`` for a no-op. A ledger of
     generalized-Gaussian (Lemma 2.1) events, which neither accountant supports, is recomputed
     by the closed-form check of :mod:`~dpbandits.privacy.accounting.closed_form` whatever the
-    method (Lemma 2.1 per mechanism from its noise, basic composition).
+    method (Lemma 2.1 per mechanism from its noise, basic composition); a ledger of Wishart
+    trees by :mod:`~dpbandits.privacy.accounting.wishart` (Sheffet 2015 Thm 4.1 per node,
+    optimal composition).
     """
     delta = check_delta(delta)
     discretization, closed_form = _checked(event, method, discretization)
-    if closed_form:
+    if closed_form == "lemma_2_1":
         return lemma_2_1_epsilon(event, delta)
+    if closed_form == "wishart":
+        return wishart_tree_epsilon(event, delta)
     if method == "rdp":
         return epsilon_from_rdp(rdp_curve(event), delta)
     pld = build_pld(event, discretization, exact_tails=delta == 0)
@@ -75,11 +88,13 @@ def epsilon_of(event: _ev.DpEvent, delta: float, method: str = "pld", *,
 def delta_of(event: _ev.DpEvent, epsilon: float, method: str = "pld", *,
              discretization: float | None = None) -> float:
     """Smallest delta such that ``event`` is (epsilon, delta)-DP (``epsilon`` > 0, finite);
-    Lemma 2.1 ledgers as in :func:`epsilon_of`."""
+    Lemma 2.1 and Wishart tree ledgers as in :func:`epsilon_of`."""
     epsilon = check_positive("epsilon", epsilon)
     discretization, closed_form = _checked(event, method, discretization)
-    if closed_form:
+    if closed_form == "lemma_2_1":
         return lemma_2_1_delta(event, epsilon)
+    if closed_form == "wishart":
+        return wishart_tree_delta(event, epsilon)
     if method == "rdp":
         return delta_from_rdp(rdp_curve(event), epsilon)
     pld = build_pld(event, discretization)
