@@ -68,9 +68,12 @@ def _ucb_update(M, x, arms, y, bounds, counts, stack, push, hi, z, scales, node,
        ``stack[push] = node + stack[hi]`` (``hi < 0``: nothing above), the node being the
        symmetric Gaussian of packed normals ``z[r]`` times ``scales = (s_off, s_diag)``
        when ``z`` has columns, else ``node[r]``;
-    4. the release ``M + stack[push] (+ topup)``: ``u[r]`` its ``[:D, D]`` column, ``F[r]``
-       the Cholesky factor of ``V = release[:D, :D] + shift I``, ``logdet[r] = ln det V``,
-       ``ok[r]`` whether ``V`` is positive definite (``counts[r, 2]`` counts when not).
+    4. the release ``M + stack[push] (+ topup)``: ``u[r]`` its ``[:D, D]`` column; ``F[r, b]``
+       (``F`` of shape ``(R, nb, bs, bs)``, ``nb bs = D``) the Cholesky factor of diagonal
+       block ``b`` of ``V = release[:D, :D] + shift I`` (``nb = 1``: all of ``V``; ``nb = K``:
+       the per-arm blocks, the cross-arm blocks dropped), ``logdet[r]`` the sum of the
+       blocks' ``ln det``, ``ok[r]`` whether every block is positive definite
+       (``counts[r, 2]`` counts when not).
     """
     R, n = M.shape[0], M.shape[1]
     D = n - 1
@@ -107,38 +110,48 @@ def _ucb_update(M, x, arms, y, bounds, counts, stack, push, hi, z, scales, node,
                     else:
                         v = node[r, i, j]
                     stack[push, r, i, j] = v + stack[hi, r, i, j] if hi >= 0 else v
-        fr = F[r]
         for i in range(D):
-            for j in range(i, n):
-                v = m[i, j]
-                if push >= 0:
-                    v = v + stack[push, r, i, j]
-                if use_topup:
-                    v = v + topup[r, i, j]
-                if j == D:
-                    u[r, i] = v
-                elif i == j:
-                    fr[i, j] = v + shift
-                else:
-                    fr[i, j] = v
-        info = chol_upper(fr)
-        ok[r] = info == 0
+            v = m[i, D]
+            if push >= 0:
+                v = v + stack[push, r, i, D]
+            if use_topup:
+                v = v + topup[r, i, D]
+            u[r, i] = v
+        bs = F.shape[2]
+        good = True
         s = 0.0
-        if info == 0:
-            for i in range(D):
-                s += math.log(fr[i, i])
-        else:
+        for blk in range(F.shape[1]):
+            o = blk * bs
+            fr = F[r, blk]
+            for i in range(bs):
+                for j in range(i, bs):
+                    v = m[o + i, o + j]
+                    if push >= 0:
+                        v = v + stack[push, r, o + i, o + j]
+                    if use_topup:
+                        v = v + topup[r, o + i, o + j]
+                    fr[i, j] = v + shift if i == j else v
+            info = chol_upper(fr)
+            if info == 0:
+                for i in range(bs):
+                    s += math.log(fr[i, i])
+            else:
+                good = False
+        ok[r] = good
+        if not good:
             counts[r, 2] += 1
+            s = 0.0
         logdet[r] = 2.0 * s
 
 
 def _ucb_act(F, ok, u, logdet, x, bound, beta_c, rhs, beta, idx):
     """UCB indices ``idx[r, k] = <theta~, phi_k> + beta sqrt(phi_k^T V^-1 phi_k)`` from the
-    factor of :func:`_ucb_update` (replications with ``ok[r]`` False are skipped). ``x`` is
-    clipped to ``||x||_2 <= bound``; ``beta[r] = c_sig sqrt(max(c_a + logdet - c_b, 0)) +
-    c_s + c_g`` with ``beta_c = (c_a, c_b, c_sig, c_s, c_g)`` (Proposition 4)."""
+    block factors of :func:`_ucb_update` (replications with ``ok[r]`` False are skipped;
+    ``rhs`` of shape ``(R, nb, 1 + K / nb, bs)``: block ``b`` holds arms ``b K / nb ..``).
+    ``x`` is clipped to ``||x||_2 <= bound``; ``beta[r] = c_sig sqrt(max(c_a + logdet - c_b,
+    0)) + c_s + c_g`` with ``beta_c = (c_a, c_b, c_sig, c_s, c_g)`` (Proposition 4)."""
     R, d = x.shape
-    K = rhs.shape[1] - 1
+    nb, per, bs = rhs.shape[1], rhs.shape[2] - 1, rhs.shape[3]
     for r in prange(R):
         if not ok[r]:
             continue
@@ -147,23 +160,25 @@ def _ucb_act(F, ok, u, logdet, x, bound, beta_c, rhs, beta, idx):
             ss += x[r, a] * x[r, a]
         nrm = math.sqrt(ss)
         f = bound / nrm if nrm > bound else 1.0
-        b = rhs[r]
-        b[:] = 0.0
-        b[0] = u[r]
-        for k in range(K):
-            for a in range(d):
-                b[1 + k, k * d + a] = x[r, a] * f
-        chol_solve_upper(F[r], b)
         inner = beta_c[0] + logdet[r] - beta_c[1]
         br = beta_c[2] * math.sqrt(max(inner, 0.0)) + beta_c[3] + beta_c[4]
         beta[r] = br
-        for k in range(K):
-            m = 0.0
-            q = 0.0
-            for a in range(d):
-                m += x[r, a] * f * b[0, k * d + a]
-                q += x[r, a] * f * b[1 + k, k * d + a]
-            idx[r, k] = m + br * math.sqrt(max(q, 0.0))
+        for blk in range(nb):
+            b = rhs[r, blk]
+            b[:] = 0.0
+            for i in range(bs):
+                b[0, i] = u[r, blk * bs + i]
+            for k in range(per):
+                for a in range(d):
+                    b[1 + k, k * d + a] = x[r, a] * f
+            chol_solve_upper(F[r, blk], b)
+            for k in range(per):
+                m = 0.0
+                q = 0.0
+                for a in range(d):
+                    m += x[r, a] * f * b[0, k * d + a]
+                    q += x[r, a] * f * b[1 + k, k * d + a]
+                idx[r, blk * per + k] = m + br * math.sqrt(max(q, 0.0))
 
 
 def _authors_terms(M, z, zu, sigma, x, A, rhs, ipiv, work, mean, quad, ok):
@@ -277,33 +292,45 @@ def _np_ucb_update(M, x, arms, y, bounds, counts, stack, push, hi, z, scales, no
     if use_topup:
         rel = rel + topup
     u[:] = rel[:, :D, D]
-    V = np.triu(rel[:, :D, :D])
-    V[:, np.arange(D), np.arange(D)] += shift
-    for r in range(R):
-        c, info = _sp_potrf(V[r].T, lower=1, clean=0)
-        ok[r] = info == 0
-        F[r] = c.T
-        logdet[r] = 2.0 * np.log(np.diagonal(c)).sum() if info == 0 else 0.0
+    nb, bs = F.shape[1], F.shape[2]
+    ok[:] = True
+    logdet[:] = 0.0
+    for blk in range(nb):
+        o = blk * bs
+        V = np.triu(rel[:, o:o + bs, o:o + bs])
+        V[:, np.arange(bs), np.arange(bs)] += shift
+        for r in range(R):
+            c, info = _sp_potrf(V[r].T, lower=1, clean=0)
+            ok[r] &= info == 0
+            F[r, blk] = c.T
+            if info == 0:
+                logdet[r] += 2.0 * np.log(np.diagonal(c)).sum()
+    logdet[~ok] = 0.0
     counts[:, 2] += ~ok
 
 
 def _np_ucb_act(F, ok, u, logdet, x, bound, beta_c, rhs, beta, idx):
     R, d = x.shape
-    K = rhs.shape[1] - 1
+    nb, per, bs = rhs.shape[1], rhs.shape[2] - 1, rhs.shape[3]
     x, _ = _np_clip_rows(x, bound)
     rows = np.arange(R)
     rhs[:] = 0.0
-    rhs[:, 0] = u
-    for k in range(K):
-        rhs[rows, 1 + k, k * d:(k + 1) * d] = x
+    rhs[:, :, 0] = u.reshape(R, nb, bs)
+    for k in range(per):
+        rhs[rows, :, 1 + k, k * d:(k + 1) * d] = x[:, None]
     for r in np.flatnonzero(ok):
-        w, _ = _sp_potrs(F[r].T, rhs[r].T, lower=1)
-        rhs[r] = w.T
+        for blk in range(nb):
+            w, _ = _sp_potrs(F[r, blk].T, rhs[r, blk].T, lower=1)
+            rhs[r, blk] = w.T
     inner = beta_c[0] + logdet - beta_c[1]
     b = beta_c[2] * np.sqrt(np.maximum(inner, 0.0)) + beta_c[3] + beta_c[4]
     beta[ok] = b[ok]
-    mean, quad = np.empty((R, K)), np.empty((R, K))
-    np_terms(rhs, x, ok, mean, quad)
+    mean, quad = np.empty((R, nb * per)), np.empty((R, nb * per))
+    if nb == 1:
+        np_terms(rhs[:, 0], x, ok, mean, quad)
+    else:  # one arm per block: row 0 is theta~_k, row 1 is V_kk^-1 x
+        mean[ok] = np.einsum("rkd,rd->rk", rhs[:, :, 0], x)[ok]
+        quad[ok] = np.einsum("rkd,rd->rk", rhs[:, :, 1], x)[ok]
     idx[ok] = (mean + b[:, None] * np.sqrt(np.maximum(quad, 0.0)))[ok]
 
 

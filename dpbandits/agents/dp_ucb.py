@@ -53,6 +53,17 @@ the compiled kernels of :mod:`dpbandits.agents._ucb_kernels` (``backend="numpy"`
 twin). If ``V_t`` is not positive definite (A4 fails; counted in ``n_indefinite_``) that
 round's indices come from an LU solve.
 
+Block-diagonal option (``block_diagonal=True``; the faithful default keeps the whole
+matrix). With one parameter per arm the cross-arm ``d x d`` blocks of ``M_t`` are
+structurally zero, so in the release they hold only noise. The option keeps the per-arm
+diagonal blocks ``V_kk`` (and all of ``u~_t``) and drops the cross-arm blocks: a function of
+the same release, hence the same guarantee and the same ledger (post-processing), with the same
+noise draws. Arm ``k``'s estimate is ``V_kk^-1 u~_k``, its bonus ``||x||_{V_kk^-1}``, and
+``ln det V_t`` is the sum over the blocks; the ``K`` factorizations of ``d x d`` blocks cost
+``K^2`` times less than one of ``dK x dK``. ``beta_t`` keeps the full model's constants: the
+blocks' eigenvalues lie between ``V_t``'s (Cauchy interlacing), so Proposition 11's eigenvalue
+bounds hold for them (for Wishart nodes ``gamma`` is not re-derived per block).
+
 Random streams. Gaussian nodes: a generator spawned from the agent's draws, for node
 ``t = 1..T``, ``n(n+1)/2`` standard normals per replication (``n = D + 1``; the packed upper
 triangle of :func:`dpbandits.privacy.mechanisms.symmetric_gaussian_matrix`, exact). Wishart:
@@ -187,8 +198,10 @@ class DPUCB(PrivateAgent):
     ``||vec theta||_2`` (default ``sqrt(n_arms)``: each ``||theta_i||_1 <= 1``), ``alpha``
     (failure probability, default ``1/horizon``), ``reg`` (the constant regularizer when
     ``epsilon = inf``), ``wishart_shift`` (shift the Wishart noise down, Prop. 9),
-    ``backend`` (``"auto"``: the numba kernels when numba is installed; ``"numba"``;
-    ``"numpy"``: the vectorized numpy twin, same streams, results equal up to rounding).
+    ``block_diagonal`` (keep only the per-arm diagonal blocks of the released matrix:
+    post-processing, same guarantee and ledger; module docstring), ``backend`` (``"auto"``:
+    the numba kernels when numba is installed; ``"numba"``; ``"numpy"``: the vectorized numpy
+    twin, same streams, results equal up to rounding).
     """
 
     supported_links = ("identity",)
@@ -198,7 +211,8 @@ class DPUCB(PrivateAgent):
                  calibration: str = "theorem", context_bound: float | None = None,
                  reward_bound: float = 1.0, noise_std: float = 0.05,
                  theta_bound: float | None = None, alpha: float | None = None,
-                 reg: float = 1.0, wishart_shift: bool = True, backend: str = "auto"):
+                 reg: float = 1.0, wishart_shift: bool = True, block_diagonal: bool = False,
+                 backend: str = "auto"):
         super().__init__(n_arms=n_arms, dim=dim, horizon=horizon, epsilon=epsilon, delta=delta)
         self.noise = noise
         self.calibration = calibration
@@ -209,6 +223,7 @@ class DPUCB(PrivateAgent):
         self.alpha = alpha
         self.reg = reg
         self.wishart_shift = wishart_shift
+        self.block_diagonal = block_diagonal
         self.backend = backend
 
         check_choice("noise", noise, {"gaussian", "wishart"})
@@ -228,6 +243,8 @@ class DPUCB(PrivateAgent):
         check_positive("reg", reg)
         if not isinstance(wishart_shift, bool):
             raise TypeError(f"wishart_shift must be a bool, got {wishart_shift!r}")
+        if not isinstance(block_diagonal, bool):
+            raise TypeError(f"block_diagonal must be a bool, got {block_diagonal!r}")
         self.feature_dim = dim * n_arms
         self._wishart = self._private and noise == "wishart"
         self.l_tilde = math.sqrt(self._L**2 + self._B**2)
@@ -302,11 +319,12 @@ class DPUCB(PrivateAgent):
         self._topup = np.zeros(wishart)
         self._node = np.zeros(wishart)  # a Wishart node, before it enters the stack
         self._use_topup = False
-        self._F = np.zeros((n_reps, D, D))  # Cholesky factor of V_t (upper)
+        nb, bs = (self.n_arms, self.dim) if self.block_diagonal else (1, D)
+        self._F = np.zeros((n_reps, nb, bs, bs))  # Cholesky factors of V_t's blocks (upper)
         self._u = np.zeros((n_reps, D))
         self._logdet = np.zeros(n_reps)
         self._ok = np.ones(n_reps, dtype=np.bool_)
-        self._rhs = np.zeros((n_reps, self.n_arms + 1, D))
+        self._rhs = np.zeros((n_reps, nb, 1 + self.n_arms // nb, bs))
         self._counts = np.zeros((n_reps, 3), dtype=np.int64)  # clipped x, clipped y, not PD
         self._no_z = np.zeros((n_reps, 0))
         self._nodes = self._topups = None
@@ -389,10 +407,14 @@ class DPUCB(PrivateAgent):
 
     @property
     def _V(self) -> np.ndarray:
-        """``V_t``: the release's ``D x D`` block plus the top-up and ``shift I``."""
+        """``V_t``: the release's ``D x D`` block plus the top-up and ``shift I`` (with
+        ``block_diagonal``, its cross-arm blocks set to 0)."""
         D = self.feature_dim
         rel = self._release + (_symmetric(self._topup) if self._use_topup else 0.0)
-        return rel[:, :D, :D] + self.constants["shift"] * np.eye(D)
+        V = rel[:, :D, :D] + self.constants["shift"] * np.eye(D)
+        if self.block_diagonal:
+            V = V * np.kron(np.eye(self.n_arms), np.ones((self.dim, self.dim)))
+        return V
 
     def beta(self, logdet) -> np.ndarray:
         """Proposition 4, data-dependent form, per replication."""
