@@ -159,7 +159,7 @@ def audit_dp_ucb_wishart(ctx: AuditContext) -> AuditResult:
     Shows: the released Gram matrices (V_t, u~_t and the reward entry) after user 1 hide user 1's
         reward as claimed, read with the exact likelihood ratio of each release (which also sees
         the data-dependent support of the Wishart mechanism)
-    Cannot show: the claim (per-node Theorem 4.1 with advanced composition) is far from tight:
+    Cannot show: the claim (per-node Theorem 4.1, optimal composition) is far from tight:
         with k ~ 1e5 the correct agent audits at eps_lb = 0, so only gross errors in k are
         detectable; other canaries (a changed context moves the diagonal too)
     """
