@@ -1,29 +1,27 @@
 """ldp-linucb: the LDP notion, its privacy (the ledger certifies the claim under both
 calibrations, the message's sensitivity bound holds on adversarial inputs and is nearly
 attained, every arm's block is noised with the stated variances), clipping is counted,
-learning on a small instance, errors and bit-identical reruns."""
+learning on a small instance, errors (same-seed reruns and seed dependence: the
+contract checks, tests/test_contracts.py)."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 import pytest
+from _learning import ratios_to_random
 
 from dpbandits.agents import make_agent
-from dpbandits.agents.ldp_linucb import UNIT_SENSITIVITY, LDPLinUCB, paper_sigma
-from dpbandits.harness.compare import compare
-from dpbandits.harness.simulate import simulate
+from dpbandits.agents.ldp_linucb import UNIT_SENSITIVITY, paper_sigma
 from dpbandits.privacy.accounting import epsilon_of, gdp_mu
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 
 NAME = "ldp-linucb"
 
 
-def agent(**kw) -> LDPLinUCB:
-    params = dict(n_arms=2, dim=4, horizon=200)
-    params.update(kw)
-    return make_agent(NAME, **params)
+agent = functools.partial(make_agent, NAME, n_arms=2, dim=4, horizon=200)
 
 
 def test_guarantee_accepts_the_local_notion_and_still_rejects_unknown_ones():
@@ -153,7 +151,7 @@ def test_bad_parameters_raise(kw, words):
         agent(**kw)
 
 
-# -- learning and reproducibility --------------------------------------------------------------
+# -- learning ----------------------------------------------------------------------------------
 SMALL = dict(n_arms=2, dim=10, sparsity=2, horizon=2000)
 
 
@@ -162,19 +160,7 @@ def test_learns_on_a_small_instance():
     regret: 0.62 at epsilon = 100 (per-replication sd 0.09, standard error of the mean 0.02;
     the bound 0.8 is 9 of them above), 0.019 for the non-private twin (sd 0.003); 1.0 at
     epsilon = 1 and 0.93 at epsilon = 10 (local noise on every user's message)."""
-    agents = {"ldp": (NAME, {"epsilon": 100.0}), "np": (NAME, {"epsilon": math.inf}),
-              "random": ("random", {})}
-    _, _, res = compare(agents, "dpbandits/GLMBandit-v0", n_reps=20, seed=100,
-                        env_params=SMALL)
-    final = {k: v.cum_regret[:, -1].mean() for k, v in res.items()}
-    assert final["ldp"] / final["random"] < 0.8
-    assert final["np"] / final["random"] < 0.05
+    ratio, res = ratios_to_random({"ldp": (NAME, {"epsilon": 100.0}),
+                                   "np": (NAME, {"epsilon": math.inf})}, SMALL)
+    assert ratio["ldp"] < 0.8 and ratio["np"] < 0.05
     assert res["ldp"].certified["epsilon"] <= 100.0
-
-
-def test_reruns_are_bit_identical_and_depend_on_the_seed():
-    runs = [simulate("dpbandits/GLMBandit-v0", NAME, n_reps=3, seed=s, env_params=SMALL)
-            for s in (7, 7, 8)]
-    assert np.array_equal(runs[0].arms, runs[1].arms)
-    assert np.array_equal(runs[0].regret, runs[1].regret)
-    assert not np.array_equal(runs[0].arms, runs[2].arms)

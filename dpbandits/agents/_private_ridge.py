@@ -13,6 +13,8 @@ import math
 
 import numpy as np
 
+from dpbandits._validation import check_positive, check_real
+from dpbandits.agents.base import PrivateAgent
 from dpbandits.geometry import clip_rows
 
 
@@ -98,3 +100,85 @@ def optimistic_arms(theta: np.ndarray, v_inv_u: np.ndarray, beta, u: np.ndarray,
     top = scores.max(axis=1, keepdims=True)
     draw = tie_rng.random(scores.shape)
     return np.argmax(np.where(scores >= top, draw, -1.0), axis=1).astype(np.int64)
+
+
+def ridge_params(names: dict) -> dict:
+    """The arguments of :class:`PrivateRidgeUCB` among ``names`` (a subclass passes its
+    ``locals()`` in ``__init__``)."""
+    return {k: names[k] for k in ("n_arms", "dim", "horizon", "epsilon", "delta",
+                                  "context_bound", "reward_bound", "noise_std", "theta_bound",
+                                  "alpha", "reg")}
+
+
+class PrivateRidgeUCB(PrivateAgent):
+    """Base of ``adac-oful`` and ``ldp-linucb``: stores and validates the bounds the
+    statistics are clipped to and the constants of the confidence radius, counts the clips.
+
+    ``context_bound`` L (default ``sqrt(dim)``: contexts in ``[-1, 1]^d``, the observation
+    space of the package's normalized environments), ``reward_bound`` B (default 1),
+    ``noise_std`` (the reward noise's sub-Gaussian parameter, default 0.05),
+    ``theta_bound`` on ``||vec theta||_2`` (default ``sqrt(n_arms)``), ``alpha`` (failure
+    probability, default ``1/horizon``), ``reg`` (ridge of an exact design, default 1).
+    """
+
+    supported_links = ("identity",)
+
+    def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,
+                 delta: float | None = None, context_bound: float | None = None,
+                 reward_bound: float = 1.0, noise_std: float = 0.05,
+                 theta_bound: float | None = None, alpha: float | None = None,
+                 reg: float = 1.0):
+        super().__init__(n_arms=n_arms, dim=dim, horizon=horizon, epsilon=epsilon, delta=delta)
+        given = {"context_bound": context_bound, "reward_bound": reward_bound,
+                 "noise_std": noise_std, "theta_bound": theta_bound, "reg": reg}
+        vars(self).update(given, alpha=alpha)  # each stored unchanged under its own name
+        defaults = {"context_bound": math.sqrt(dim), "theta_bound": math.sqrt(n_arms)}
+        value = {k: defaults[k] if v is None else check_positive(k, v) for k, v in given.items()}
+        self._L, self._B, self._reg = value["context_bound"], value["reward_bound"], value["reg"]
+        self._sigma_eta = value["noise_std"]
+        self._S = self._L * value["theta_bound"]  # in units of u = x / L
+        self._alpha = 1.0 / horizon if alpha is None else check_real(
+            "alpha", alpha, low=0.0, high=1.0, low_open=True, high_open=True)
+
+    def _reset_counters(self, n_reps: int) -> None:
+        self.n_clipped_contexts_ = np.zeros(n_reps, dtype=np.int64)
+        self.n_clipped_rewards_ = np.zeros(n_reps, dtype=np.int64)
+        self.n_raised_ = np.zeros(n_reps, dtype=np.int64)
+
+    def _clipped(self, contexts: np.ndarray, rewards: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`normalized_rows` of the round, its clips counted."""
+        u, y, cx, cy = normalized_rows(contexts, rewards, self._L, self._B)
+        self.n_clipped_contexts_ += cx
+        self.n_clipped_rewards_ += cy
+        return u, y
+
+    def _radius(self, logdet, rho_min, rho_max, gamma):
+        """:func:`confidence_radius` with this agent's constants (``D = K d``)."""
+        return confidence_radius(logdet, noise_std=self._sigma_eta, alpha=self._alpha,
+                                 feature_dim=self.n_arms * self.dim, rho_min=rho_min,
+                                 rho_max=rho_max, theta_bound=self._S, gamma=gamma)
+
+    def _units(self, contexts: np.ndarray) -> np.ndarray:
+        """``u = clip(x)/L`` (nothing counted: the index, not a statistic)."""
+        return unit_rows(contexts, self._L)[0]
+
+    def _choose(self, theta: np.ndarray, v_inv_u: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """:func:`optimistic_arms` with the current radius and the tie generator."""
+        return optimistic_arms(theta, v_inv_u, self._beta, u, self._tie_rng)
+
+    def _gram_noise_bound(self, diag_sd: float, n_terms):
+        """:func:`noise_norm_bound` of one arm's ``d x d`` block (``alpha/K``: union over
+        the ``K`` blocks)."""
+        return noise_norm_bound(diag_sd, n_terms, self.dim, self.horizon,
+                                self._alpha / self.n_arms)
+
+    def _target_noise(self, sd: float, n_terms, rho_min):
+        """:func:`target_noise_radius` of the joint target vector (``D = K d``)."""
+        return target_noise_radius(sd, n_terms, self.n_arms * self.dim, self.horizon,
+                                   self._alpha, rho_min)
+
+    @property
+    def beta_(self) -> np.ndarray:
+        """The confidence radius in use, per replication."""
+        return np.array(self._beta, dtype=float, copy=True)

@@ -76,17 +76,9 @@ import math
 import dp_accounting
 import numpy as np
 
-from dpbandits._validation import check_choice, check_int, check_positive, check_real
-from dpbandits.agents._private_ridge import (
-    confidence_radius,
-    noise_norm_bound,
-    normalized_rows,
-    optimistic_arms,
-    ridge_parts,
-    target_noise_radius,
-    unit_rows,
-)
-from dpbandits.agents.base import PrivateAgent, register_agent
+from dpbandits._validation import check_choice, check_int, check_real
+from dpbandits.agents._private_ridge import PrivateRidgeUCB, ridge_params, ridge_parts
+from dpbandits.agents.base import register_agent
 from dpbandits.agents.screened_ls import _goe, episode_ends, fit_sensitivity
 from dpbandits.privacy.accounting import (
     calibrate,
@@ -106,7 +98,7 @@ PUBLISHED_CAVEAT = (
 
 
 @register_agent("adac-oful")
-class AdaCOFUL(PrivateAgent):
+class AdaCOFUL(PrivateRidgeUCB):
     """AdaC-OFUL: OFUL with one Gaussian release per adaptive episode (zCDP, JDP).
 
     Parameters (beyond ``n_arms, dim, horizon``)
@@ -125,16 +117,10 @@ class AdaCOFUL(PrivateAgent):
         determinant schedule), default 0.1.
     gram_share : fraction of the release's ``mu^2`` spent on the Gram (``"user"``),
         default 0.5.
-    context_bound : L, clip of ``||x||_2``, default ``sqrt(dim)`` (contexts in
-        ``[-1, 1]^d``, the observation space of the package's normalized environments).
-    reward_bound : B, clip of ``|r|``, default 1.
-    noise_std : sub-Gaussian parameter of the reward noise, default 0.05.
-    theta_bound : bound on ``||vec theta||_2``, default ``sqrt(n_arms)``.
-    alpha : failure probability of the confidence radius, default ``1/horizon``.
-    reg : ridge of the exact design (``"reward"`` and non-private), default 1.
+    context_bound, reward_bound, noise_std, theta_bound, alpha, reg : see
+        :class:`~dpbandits.agents._private_ridge.PrivateRidgeUCB` (``reg``: the ridge of the
+        exact design, ``"reward"`` and non-private).
     """
-
-    supported_links = ("identity",)
 
     def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,
                  delta: float | None = None, protect: str = "user",
@@ -144,20 +130,10 @@ class AdaCOFUL(PrivateAgent):
                  context_bound: float | None = None, reward_bound: float = 1.0,
                  noise_std: float = 0.05, theta_bound: float | None = None,
                  alpha: float | None = None, reg: float = 1.0):
-        super().__init__(n_arms=n_arms, dim=dim, horizon=horizon, epsilon=epsilon, delta=delta)
-        self.protect = protect
-        self.schedule = schedule
-        self.det_factor = det_factor
-        self.first_episode = first_episode
-        self.calibration = calibration
-        self.trigger_share = trigger_share
-        self.gram_share = gram_share
-        self.context_bound = context_bound
-        self.reward_bound = reward_bound
-        self.noise_std = noise_std
-        self.theta_bound = theta_bound
-        self.alpha = alpha
-        self.reg = reg
+        super().__init__(**ridge_params(locals()))
+        vars(self).update(protect=protect, schedule=schedule, det_factor=det_factor,
+                          first_episode=first_episode, calibration=calibration,
+                          trigger_share=trigger_share, gram_share=gram_share)
         check_choice("protect", protect, {"user", "reward"})
         check_choice("schedule", schedule, {"determinant", "doubling"})
         check_choice("calibration", calibration, {"zcdp", "pld"})
@@ -167,15 +143,6 @@ class AdaCOFUL(PrivateAgent):
                                   low_open=True, high_open=True)
         self._gshare = check_real("gram_share", gram_share, low=0.0, high=1.0, low_open=True,
                                   high_open=True)
-        self._L = math.sqrt(dim) if context_bound is None else check_positive(
-            "context_bound", context_bound)
-        self._B = check_positive("reward_bound", reward_bound)
-        self._sigma_eta = check_positive("noise_std", noise_std)
-        self._S = self._L * (math.sqrt(n_arms) if theta_bound is None else check_positive(
-            "theta_bound", theta_bound))
-        self._alpha = 1.0 / horizon if alpha is None else check_real(
-            "alpha", alpha, low=0.0, high=1.0, low_open=True, high_open=True)
-        self._reg = check_positive("reg", reg)
         self._user = self._private and protect == "user"
         self._svt = self._user and schedule == "determinant"
         self._calibrate()
@@ -230,8 +197,7 @@ class AdaCOFUL(PrivateAgent):
     def _upsilon(self, m):
         """``Upsilon_m``: bound on the spectral norm of one arm's Gram noise after ``m``
         releases (``D = d`` per block, ``alpha/K`` for the union over the K blocks)."""
-        return noise_norm_bound(self.sigmas["gram"], m, self.dim, self.horizon,
-                                self._alpha / self.n_arms)
+        return self._gram_noise_bound(self.sigmas["gram"], m)
 
     # -- privacy -----------------------------------------------------------------------------
     @property
@@ -273,9 +239,7 @@ class AdaCOFUL(PrivateAgent):
         self._q = np.zeros(R)                     # ln det growth in this episode
         self._threshold_noise = np.zeros(R)
         self.n_releases_ = np.zeros(R, dtype=np.int64)
-        self.n_clipped_contexts_ = np.zeros(R, dtype=np.int64)
-        self.n_clipped_rewards_ = np.zeros(R, dtype=np.int64)
-        self.n_raised_ = np.zeros(R, dtype=np.int64)
+        self._reset_counters(R)
         self._next_end = 0
         self._theta = np.zeros((R, K, d))
         self._v_inv = np.zeros((R, K, d, d))
@@ -285,14 +249,12 @@ class AdaCOFUL(PrivateAgent):
 
     def _bounds(self, m: np.ndarray):
         """``(shift, rho_min, rho_max, gamma)`` after ``m`` releases, per replication."""
-        D = self.n_arms * self.dim
         if self._user:
             ups = self._upsilon(np.maximum(m, 1))
             shift, rho_min, rho_max = 2.0 * ups, ups, 3.0 * ups
         else:
             shift = rho_min = rho_max = np.full(m.shape, self._reg)
-        gamma = target_noise_radius(self.sigmas["target"], m, D, self.horizon, self._alpha,
-                                    rho_min)
+        gamma = self._target_noise(self.sigmas["target"], m, rho_min)
         return shift, rho_min, rho_max, gamma
 
     def _refit(self, reps: np.ndarray) -> None:
@@ -305,10 +267,7 @@ class AdaCOFUL(PrivateAgent):
         self.n_raised_[reps] += raised
         self._theta[reps], self._v_inv[reps] = theta, v_inv
         self._m_inv[reps] = v_inv if m_inv is None else m_inv
-        self._beta[reps] = confidence_radius(
-            logdet, noise_std=self._sigma_eta, alpha=self._alpha,
-            feature_dim=self.n_arms * self.dim, rho_min=rho_min, rho_max=rho_max,
-            theta_bound=self._S, gamma=gamma)
+        self._beta[reps] = self._radius(logdet, rho_min, rho_max, gamma)
         self._q[reps] = 0.0
         if self._svt:
             self._threshold_noise[reps] = (self.trigger_scales[0]
@@ -319,21 +278,13 @@ class AdaCOFUL(PrivateAgent):
         """The estimate in use, (R, K, dim), in units of ``u = x/L`` (``L theta``)."""
         return self._theta.copy()
 
-    @property
-    def beta_(self) -> np.ndarray:
-        """The confidence radius in use, per replication."""
-        return self._beta.copy()
-
     def act(self, contexts: np.ndarray) -> np.ndarray:
-        u = unit_rows(contexts, self._L)[0]
-        v_inv_u = np.einsum("rkij,rj->rki", self._v_inv, u)
-        return optimistic_arms(self._theta, v_inv_u, self._beta, u, self._tie_rng)
+        u = self._units(contexts)
+        return self._choose(self._theta, np.einsum("rkij,rj->rki", self._v_inv, u), u)
 
     def _update(self, contexts: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> None:
         rows = np.arange(contexts.shape[0])
-        u, y, cx, cy = normalized_rows(contexts, rewards, self._L, self._B)
-        self.n_clipped_contexts_ += cx
-        self.n_clipped_rewards_ += cy
+        u, y = self._clipped(contexts, rewards)
         self._cur_gram[rows, arms] += u[:, :, None] * u[:, None, :]
         self._cur_target[rows, arms] += y[:, None] * u
         fire = self._trigger(rows, arms, u)

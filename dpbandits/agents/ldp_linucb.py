@@ -53,17 +53,9 @@ import math
 import dp_accounting
 import numpy as np
 
-from dpbandits._validation import check_choice, check_positive, check_real
-from dpbandits.agents._private_ridge import (
-    confidence_radius,
-    noise_norm_bound,
-    normalized_rows,
-    optimistic_arms,
-    ridge_parts,
-    target_noise_radius,
-    unit_rows,
-)
-from dpbandits.agents.base import PrivateAgent, register_agent
+from dpbandits._validation import check_choice
+from dpbandits.agents._private_ridge import PrivateRidgeUCB, ridge_params, ridge_parts
+from dpbandits.agents.base import register_agent
 from dpbandits.agents.screened_ls import fit_sensitivity
 from dpbandits.privacy.accounting import calibrate, gaussian_event, gdp_mu
 from dpbandits.privacy.guarantee import PrivacyGuarantee
@@ -84,7 +76,7 @@ def paper_sigma(epsilon: float, delta: float) -> float:
 
 
 @register_agent("ldp-linucb")
-class LDPLinUCB(PrivateAgent):
+class LDPLinUCB(PrivateRidgeUCB):
     """LDP-LinUCB: each user privatizes its own statistics before sending them (local DP).
 
     Parameters (beyond ``n_arms, dim, horizon``)
@@ -92,40 +84,19 @@ class LDPLinUCB(PrivateAgent):
     epsilon : float > 0 (inf = no noise: LinUCB with ridge ``reg``), default 1.
     delta : float in (0, 1), default ``1/horizon``.
     calibration : ``"accountant"`` (default) or ``"paper"`` (module docstring).
-    context_bound : L, clip of ``||x||_2``, default ``sqrt(dim)`` (contexts in
-        ``[-1, 1]^d``, the observation space of the package's normalized environments).
-    reward_bound : B, clip of ``|r|``, default 1.
-    noise_std : sub-Gaussian parameter of the reward noise, default 0.05.
-    theta_bound : bound on ``||vec theta||_2``, default ``sqrt(n_arms)``.
-    alpha : failure probability of the confidence radius, default ``1/horizon``.
-    reg : ridge of the non-private twin, default 1.
+    context_bound, reward_bound, noise_std, theta_bound, alpha, reg : see
+        :class:`~dpbandits.agents._private_ridge.PrivateRidgeUCB` (``reg``: the ridge of the
+        non-private twin).
     """
-
-    supported_links = ("identity",)
 
     def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,
                  delta: float | None = None, calibration: str = "accountant",
                  context_bound: float | None = None, reward_bound: float = 1.0,
                  noise_std: float = 0.05, theta_bound: float | None = None,
                  alpha: float | None = None, reg: float = 1.0):
-        super().__init__(n_arms=n_arms, dim=dim, horizon=horizon, epsilon=epsilon, delta=delta)
+        super().__init__(**ridge_params(locals()))
         self.calibration = calibration
-        self.context_bound = context_bound
-        self.reward_bound = reward_bound
-        self.noise_std = noise_std
-        self.theta_bound = theta_bound
-        self.alpha = alpha
-        self.reg = reg
         check_choice("calibration", calibration, {"accountant", "paper"})
-        self._L = math.sqrt(dim) if context_bound is None else check_positive(
-            "context_bound", context_bound)
-        self._B = check_positive("reward_bound", reward_bound)
-        self._sigma_eta = check_positive("noise_std", noise_std)
-        self._S = self._L * (math.sqrt(n_arms) if theta_bound is None else check_positive(
-            "theta_bound", theta_bound))
-        self._alpha = 1.0 / horizon if alpha is None else check_real(
-            "alpha", alpha, low=0.0, high=1.0, low_open=True, high_open=True)
-        self._reg = check_positive("reg", reg)
         self.multiplier = 0.0
         self.sigmas = {"gram": 0.0, "target": 0.0}
         if self._private:
@@ -168,15 +139,12 @@ class LDPLinUCB(PrivateAgent):
         self._iu, self._ju = np.triu_indices(d)
         self._gram = np.zeros((R, K, self._iu.size))  # server's sum, packed upper triangle
         self._target = np.zeros((R, K, d))
-        self.n_clipped_contexts_ = np.zeros(R, dtype=np.int64)
-        self.n_clipped_rewards_ = np.zeros(R, dtype=np.int64)
-        self.n_raised_ = np.zeros(R, dtype=np.int64)
+        self._reset_counters(R)
         self._refit(0)
 
     def _gamma(self, t: int) -> float:
         """``gamma_t`` (the shift is ``2 gamma_t``), with ``t >= 1`` messages."""
-        return float(noise_norm_bound(self.sigmas["gram"], max(t, 1), self.dim, self.horizon,
-                                      self._alpha / self.n_arms))
+        return float(self._gram_noise_bound(self.sigmas["gram"], max(t, 1)))
 
     @property
     def gram_(self) -> np.ndarray:
@@ -194,7 +162,6 @@ class LDPLinUCB(PrivateAgent):
     def _refit(self, t: int) -> None:
         """``V_k``, its log-determinant and the radius after ``t`` messages (Cholesky; the
         eigenvalue path raises the spectrum to ``rho_min`` when ``V_k`` is not PD)."""
-        D = self.n_arms * self.dim
         if self._private:
             rho_min = self._gamma(t)
             shift, rho_max = 2.0 * rho_min, 3.0 * rho_min
@@ -209,22 +176,14 @@ class LDPLinUCB(PrivateAgent):
             self.n_raised_ += raised
             v = np.linalg.inv(v_inv)
         self._v = v
-        gamma = target_noise_radius(self.sigmas["target"], max(t, 1), D, self.horizon,
-                                    self._alpha, rho_min)
-        self._beta = confidence_radius(
-            logdet, noise_std=self._sigma_eta, alpha=self._alpha, feature_dim=D,
-            rho_min=rho_min, rho_max=rho_max, theta_bound=self._S, gamma=gamma)
-
-    @property
-    def beta_(self) -> np.ndarray:
-        """The confidence radius in use, per replication."""
-        return np.array(self._beta, copy=True)
+        gamma = self._target_noise(self.sigmas["target"], max(t, 1), rho_min)
+        self._beta = self._radius(logdet, rho_min, rho_max, gamma)
 
     def act(self, contexts: np.ndarray) -> np.ndarray:
-        u, _ = unit_rows(contexts, self._L)
+        u = self._units(contexts)
         rhs = np.stack([self._target, np.broadcast_to(u[:, None, :], self._target.shape)], -1)
         sol = np.linalg.solve(self._v, rhs)  # (R, K, d, 2): theta_k and V_k^-1 u
-        return optimistic_arms(sol[..., 0], sol[..., 1], self._beta, u, self._tie_rng)
+        return self._choose(sol[..., 0], sol[..., 1], u)
 
     def _update(self, contexts: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> None:
         gram, target = self.message(contexts, arms, rewards)
@@ -238,9 +197,7 @@ class LDPLinUCB(PrivateAgent):
         (packed upper triangle, (R, K, d(d+1)/2)) and ``y u`` ((R, K, d)) placed in its arm's
         block, plus the Gaussian noise on every block (clips counted)."""
         R, K, d = contexts.shape[0], self.n_arms, self.dim
-        u, y, cx, cy = normalized_rows(contexts, rewards, self._L, self._B)
-        self.n_clipped_contexts_ += cx
-        self.n_clipped_rewards_ += cy
+        u, y = self._clipped(contexts, rewards)
         rows = np.arange(R)
         gram = np.zeros((R, K, self._iu.size))
         gram[rows, arms] = u[:, self._iu] * u[:, self._ju]

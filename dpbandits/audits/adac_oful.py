@@ -13,6 +13,7 @@ Broken variants patch the *instance* (its noise scales), never the code.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,7 @@ import numpy as np
 from dpbandits.agents.adac_oful import AdaCOFUL
 from dpbandits.audits._registry import AuditContext, register
 from dpbandits.audits._scaffold import signed
-from dpbandits.privacy.audit import AuditResult
+from dpbandits.privacy.audit import AuditResult, Sampler
 
 EPS, DELTA = 1.0, 1e-5
 REWARD = 10.0  # beyond the reward clip B = 1: the canary also checks that the clip holds
@@ -57,6 +58,24 @@ def whitened_direction(u0: np.ndarray, u1: np.ndarray, y_max: float, s_gram: flo
     return np.triu(d_gram), y_max * (u0 + u1) / s_target**2
 
 
+def first_user_sampler(probe: Any, u0: np.ndarray, u1: np.ndarray,
+                       project: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Sampler:
+    """The sampler of a first-user canary: user 1 has context ``u0`` and reward ``-REWARD``
+    (world 0) or ``u1`` and ``+REWARD`` (world 1); the statistic is ``project(gram,
+    target)`` of its arm's blocks of the agent's summed statistics (``_gram``, ``_target``)
+    after round 1."""
+
+    def sampler(world, n, rng):
+        agent = probe.reset(n, rng)
+        x = np.tile(u1 if world else u0, (n, 1))
+        arm = agent.act(x)
+        agent.update(x, arm, signed(world, n, REWARD))
+        idx = np.arange(n)
+        return project(agent._gram[idx, arm], agent._target[idx, arm])
+
+    return sampler
+
+
 def _release_audit(ctx: AuditContext, protect: str) -> AuditResult:
     probe = AdaCOFUL(**RELEASE_PARAMS, protect=protect)
     if ctx.broken:
@@ -71,15 +90,8 @@ def _release_audit(ctx: AuditContext, protect: str) -> AuditResult:
     if published:
         d_b = np.zeros_like(d_b)
 
-    def sampler(world, n, rng):
-        agent = probe.reset(n, rng)
-        x = np.tile(u1 if world else u0, (n, 1))
-        arm = agent.act(x)
-        agent.update(x, arm, signed(world, n, REWARD))
-        idx = np.arange(n)
-        gram, b = agent._gram[idx, arm], agent._target[idx, arm]
-        return np.einsum("rij,ij->r", gram, d_gram) + b @ d_b
-
+    sampler = first_user_sampler(
+        probe, u0, u1, lambda gram, b: np.einsum("rij,ij->r", gram, d_gram) + b @ d_b)
     return ctx.audit(
         sampler, epsilon=EPS, delta=DELTA, mu_claim=1.0 / probe.multiplier, notion="JDP",
         batch_size=50_000, basis=probe.privacy.basis,

@@ -14,12 +14,10 @@ import numpy as np
 
 from dpbandits.agents.ldp_linucb import LDPLinUCB
 from dpbandits.audits._registry import AuditContext, register
-from dpbandits.audits._scaffold import signed
-from dpbandits.audits.adac_oful import whitened_direction
+from dpbandits.audits.adac_oful import first_user_sampler, whitened_direction
 from dpbandits.privacy.audit import AuditResult
 
-EPS, DELTA = 1.0, 1e-5
-REWARD = 10.0  # beyond the reward clip B = 1
+EPS, DELTA = 1.0, 1e-5  # the canary's reward is adac_oful.REWARD = 10, beyond the clip B = 1
 
 PARAMS: dict[str, Any] = dict(n_arms=2, dim=2, horizon=4, context_bound=1.0, epsilon=EPS,
                               delta=DELTA)
@@ -49,14 +47,7 @@ def audit_ldp_linucb(ctx: AuditContext) -> AuditResult:
                                      probe.sigmas["target"], 1.0)
     d_packed = d_gram[np.triu_indices(2)]
 
-    def sampler(world, n, rng):
-        agent = probe.reset(n, rng)
-        x = np.tile(U1 if world else U0, (n, 1))
-        arm = agent.act(x)
-        agent.update(x, arm, signed(world, n, REWARD))
-        idx = np.arange(n)
-        return agent._gram[idx, arm] @ d_packed + agent._target[idx, arm] @ d_b
-
+    sampler = first_user_sampler(probe, U0, U1, lambda gram, b: gram @ d_packed + b @ d_b)
     return ctx.audit(
         sampler, epsilon=EPS, delta=DELTA, mu_claim=1.0 / probe.multiplier, notion="LDP",
         batch_size=50_000, basis=probe.privacy.basis,
