@@ -131,6 +131,22 @@ def test_server_state_is_the_sum_of_the_messages():
     assert np.array_equal(a._gram, sent_g) and np.array_equal(a._target, sent_b)
 
 
+def test_a_design_that_is_not_positive_definite_is_fixed_alone():
+    """A noisy Gram far below zero in one replication's block: that block's spectrum is raised
+    to rho_min (counted), the other replication's design is exactly the unfixed one."""
+    a = agent(dim=3).reset(2, np.random.default_rng(0))
+    a._gram[:] = np.random.default_rng(1).standard_normal(a._gram.shape)
+    reference = a.clone().reset(1, np.random.default_rng(0))
+    reference._gram[:] = a._gram[1:]
+    reference._refit(5)
+    a._gram[0, 1, :] = 0.0
+    a._gram[0, 1, 0] = -1e3 * a._gamma(5)  # entry (0, 0): a large negative eigenvalue
+    a._refit(5)
+    assert a.n_raised_.tolist() == [1, 0]
+    assert np.linalg.eigvalsh(a._v[0, 1]).min() == pytest.approx(a._gamma(5), rel=1e-9)
+    assert np.array_equal(a._v[1], reference._v[0]) and a._beta[1] == reference._beta[0]
+
+
 def test_clipping_is_enforced_and_counted():
     a = agent(dim=3, horizon=20, context_bound=1.0, reward_bound=0.5)
     a.reset(2, np.random.default_rng(0))

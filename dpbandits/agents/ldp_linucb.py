@@ -54,7 +54,7 @@ import dp_accounting
 import numpy as np
 
 from dpbandits._validation import check_choice
-from dpbandits.agents._private_ridge import PrivateRidgeUCB, ridge_params, ridge_parts
+from dpbandits.agents._private_ridge import PrivateRidgeUCB, ridge_params
 from dpbandits.agents.base import register_agent
 from dpbandits.agents.screened_ls import fit_sensitivity
 from dpbandits.privacy.accounting import calibrate, gaussian_event, gdp_mu
@@ -160,8 +160,8 @@ class LDPLinUCB(PrivateRidgeUCB):
         return self._target.copy()
 
     def _refit(self, t: int) -> None:
-        """``V_k``, its log-determinant and the radius after ``t`` messages (Cholesky; the
-        eigenvalue path raises the spectrum to ``rho_min`` when ``V_k`` is not PD)."""
+        """``V_k``, its log-determinant and the radius after ``t`` messages (Cholesky); a block
+        ``V_k`` that is not positive definite gets its spectrum raised to ``rho_min``."""
         if self._private:
             rho_min = self._gamma(t)
             shift, rho_max = 2.0 * rho_min, 3.0 * rho_min
@@ -169,12 +169,15 @@ class LDPLinUCB(PrivateRidgeUCB):
             shift = rho_min = rho_max = self._reg
         v = self.gram_ + shift * np.eye(self.dim)
         try:
-            logdet = 2.0 * np.log(np.diagonal(np.linalg.cholesky(v), axis1=-2, axis2=-1)
-                                  ).sum(axis=(-1, -2))
-        except np.linalg.LinAlgError:
-            _, v_inv, logdet, raised, _ = ridge_parts(v, self._target, 0.0, rho_min)
-            self.n_raised_ += raised
-            v = np.linalg.inv(v_inv)
+            chol = np.linalg.cholesky(v)
+        except np.linalg.LinAlgError:  # rare (probability < alpha): fix the non-PD blocks only
+            w, q = np.linalg.eigh(v)
+            bad = w[..., 0] <= 0.0
+            fixed = np.einsum("...ij,...j,...kj->...ik", q, np.maximum(w, rho_min), q)
+            v = np.where(bad[..., None, None], fixed, v)
+            self.n_raised_ += bad.any(axis=1)
+            chol = np.linalg.cholesky(v)
+        logdet = 2.0 * np.log(np.diagonal(chol, axis1=-2, axis2=-1)).sum(axis=(-1, -2))
         self._v = v
         gamma = self._target_noise(self.sigmas["target"], max(t, 1), rho_min)
         self._beta = self._radius(logdet, rho_min, rho_max, gamma)
