@@ -301,3 +301,34 @@ def test_clipping_is_counted():
     agent.update(np.array([[3.0, 0.0], [0.5, 0.5]]), np.array([0, 1]), np.array([0.1, 2.0]))
     assert agent.n_clipped_contexts_.tolist() == [1, 0]
     assert agent.n_clipped_rewards_.tolist() == [0, 1]
+
+
+def test_bonus_scales_the_exploration_term_and_zero_plays_greedily():
+    # same seed and same history (arms chosen outside the agents): the releases are equal,
+    # so the indices differ only by the bonus term, which is linear in `bonus`
+    rng = np.random.default_rng(3)
+    R, K, d, T = 40, 2, 4, 300
+    agents = {b: make_agent("dp-ucb", n_arms=K, dim=d, horizon=T, calibration="accountant",
+                            bonus=b) for b in (1.0, 0.5, 0.0)}
+    for a in agents.values():
+        a.reset(R, np.random.default_rng(7))
+    for _ in range(T // 2):
+        x = _contexts(rng, 1, d, R)[0]
+        arms = rng.integers(0, K, R)
+        y = x[:, 0] * (arms == 0) + 0.05 * rng.standard_normal(R)
+        for a in agents.values():
+            a.update(x, arms, y)
+    x = _contexts(rng, 1, d, R)[0]
+    idx = {b: a.indices(x) for b, a in agents.items()}
+    full = agents[1.0]
+    assert agents[0.0].privacy == full.privacy and agents[0.0].ledger == full.ledger
+    np.testing.assert_allclose(idx[0.5], 0.5 * (idx[1.0] + idx[0.0]), rtol=1e-9, atol=1e-9)
+    # bonus 0: the index is the private estimate's mean reward, <V^-1 u~, phi_k>
+    theta = np.linalg.solve(full._V, full._u[..., None])[..., 0].reshape(R, K, d)
+    np.testing.assert_allclose(idx[0.0], np.einsum("rkd,rd->rk", theta, x), rtol=1e-8,
+                               atol=1e-10)
+    assert np.all(idx[1.0] - idx[0.0] > 0)  # the default's bonus is on
+    changed = np.mean(agents[0.0].act(x) != full.act(x))
+    assert changed > 0.1, changed  # the option changes the actions
+    with pytest.raises(ValueError, match="bonus"):
+        make_agent("dp-ucb", n_arms=K, dim=d, horizon=T, bonus=-1.0)

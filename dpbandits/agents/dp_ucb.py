@@ -199,7 +199,9 @@ class DPUCB(PrivateAgent):
     (failure probability, default ``1/horizon``), ``reg`` (the constant regularizer when
     ``epsilon = inf``), ``wishart_shift`` (shift the Wishart noise down, Prop. 9),
     ``block_diagonal`` (keep only the per-arm diagonal blocks of the released matrix:
-    post-processing, same guarantee and ledger; module docstring), ``backend`` (``"auto"``:
+    post-processing, same guarantee and ledger; module docstring), ``bonus`` (scale of the
+    exploration bonus ``beta_t``: 1 is Proposition 4's radius; 0 plays greedily on the
+    private estimate, a diagnostic; post-processing, guarantee unchanged), ``backend`` (``"auto"``:
     the numba kernels when numba is installed; ``"numba"``; ``"numpy"``: the vectorized numpy
     twin, same streams, results equal up to rounding).
     """
@@ -212,7 +214,7 @@ class DPUCB(PrivateAgent):
                  reward_bound: float = 1.0, noise_std: float = 0.05,
                  theta_bound: float | None = None, alpha: float | None = None,
                  reg: float = 1.0, wishart_shift: bool = True, block_diagonal: bool = False,
-                 backend: str = "auto"):
+                 bonus: float = 1.0, backend: str = "auto"):
         super().__init__(n_arms=n_arms, dim=dim, horizon=horizon, epsilon=epsilon, delta=delta)
         self.noise = noise
         self.calibration = calibration
@@ -224,6 +226,7 @@ class DPUCB(PrivateAgent):
         self.reg = reg
         self.wishart_shift = wishart_shift
         self.block_diagonal = block_diagonal
+        self.bonus = check_real("bonus", bonus, low=0.0)
         self.backend = backend
 
         check_choice("noise", noise, {"gaussian", "wishart"})
@@ -335,8 +338,10 @@ class DPUCB(PrivateAgent):
         self._bounds = np.array([self._L, self._B])
         self._scales = np.array([c["node_sigma"], c["node_sigma"] * math.sqrt(2.0)]
                                 if self._private and not self._wishart else [0.0, 0.0])
+        b = self.bonus  # beta_t is linear in (c_sig, c_s, c_g): the bonus scales all three
         self._beta_c = np.array([2 * math.log(2 / self._alpha), D * math.log(c["rho_min"]),
-                                 self._sigma, self._S * math.sqrt(c["rho_max"]), c["gamma"]])
+                                 b * self._sigma, b * self._S * math.sqrt(c["rho_max"]),
+                                 b * c["gamma"]])
         if self._wishart:  # the empty release sums 0 nodes: all m*k degrees in the top-up
             self._next_topup()
         self._advance(np.zeros((n_reps, self.dim)), np.zeros(n_reps, dtype=np.int64),
