@@ -2,12 +2,35 @@
 conversion): every class is an arm, the context is a data row, and pulling the row's true
 class pays 1 (plus optional Gaussian noise), any other arm pays 0.
 
-Default dataset: Fisher's iris (150 rows, d = 4, K = 3), embedded in
-:mod:`dpbandits.envs._iris`. Why iris: it is the canonical small labelled multiclass dataset;
-it ships with no package in this environment except as SciPy test data and scikit-learn is
-not a dependency, so it is embedded (2 KiB) — no download at run time, no new dependency;
-and it makes a non-trivial bandit (setosa is linearly separable, versicolor and virginica
-overlap). Any other dataset can be passed as ``X, y`` (e.g. from scikit-learn's loaders).
+Datasets (:mod:`dpbandits.envs._datasets`): Fisher's iris (150 x 4, K = 3, embedded, the
+default), and, with the optional ``datasets`` extra (scikit-learn's bundled copies, no
+download), digits (1,797 x 64, K = 10), wine (178 x 13, K = 3) and breast cancer
+(569 x 30, K = 2); or any ``X, y`` passed by the user.
+
+Feature scaling, fixed once when the environment is built (the agents see only the result):
+
+1. ``standardize``: centre every feature and scale it to unit variance (the dataset's own mean
+   and standard deviation; constant features are left at 0). Default: per dataset (yes for
+   features in different units, no for the digits' pixels, which share one unit; yes for a
+   user's ``X``).
+2. ``normalization`` (default ``"linf"``): rescale every row to unit norm, so every context
+   satisfies ``||x||_inf = 1`` exactly. This is the bound the private agents' sensitivities
+   are stated for: DP-HDB's ``context_bound`` is a bound on ``||x||_inf`` (the dual norm of
+   its l_1 geometry) and FLIPHAT's ``x_max`` a bound on ``||phi||_inf``, both 1 by default;
+   DP-UCB, AdaC-OFUL and LDP-LinUCB bound ``||x||_2 <= L`` with default ``L = sqrt(d)``,
+   the l_2 radius of the unit l_inf ball, so unit-l_inf rows never reach their clipping
+   either; dp-screened-ls rescales each row itself and assumes no bound. Every default
+   therefore holds for every row: no agent clips a context, and each adds the noise its own
+   (worst-case) bound calls for. The rows are scaled one by one, not by one dataset-wide
+   constant: the optimal arm of a linear agent, ``argmax_k <theta_k, x>``, does not change
+   when a row is multiplied by a positive number, so nothing learnable is lost, whereas a
+   single constant would be set by the most extreme row and leave typical rows far inside
+   the bound. What this leaves is the gap between ``||x||_2`` and the l_2 agents' ``sqrt(d)``
+   (a row is on the l_inf sphere, not at a corner of the cube); ``experiments/real_data``
+   measures it per dataset.
+
+The dataset statistics used here (means, standard deviations) are treated as public, as in
+every supervised-to-bandit benchmark; the privacy unit is one round's (context, reward).
 
 Context stream: each episode walks the rows in a random order drawn from the context stream
 (a fresh permutation for every pass over the data when the horizon exceeds the number of
@@ -19,7 +42,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpbandits._validation import check_array, check_choice, check_int
+from dpbandits._validation import check_array, check_int
 from dpbandits.envs._core import (
     BanditCore,
     BanditEnvBase,
@@ -28,18 +51,16 @@ from dpbandits.envs._core import (
     check_normalization,
     normalize_rows,
 )
-from dpbandits.envs._iris import load_iris
+from dpbandits.envs._datasets import DATASETS, STANDARDIZE, load_dataset
 
 __all__ = ["ClassificationBanditEnv", "ClassificationBanditVectorEnv", "DATASETS"]
-
-DATASETS = ("iris",)
 
 
 class _ClassificationConfig:
     def __init__(self, *, dataset, X, y, horizon, standardize, normalization, noise_std):
         if X is None and y is None:
-            name = "iris" if dataset is None else check_choice("dataset", dataset, DATASETS)
-            X, y = load_iris()
+            name = "iris" if dataset is None else dataset
+            X, y = load_dataset(name)
         else:
             if dataset is not None:
                 raise ValueError("give either dataset or X and y, not both")
@@ -55,8 +76,10 @@ class _ClassificationConfig:
             raise ValueError(f"X must have at least one row and one column, got {X.shape}")
         self.classes, labels = np.unique(y, return_inverse=True)
         self.labels = labels.astype(np.int64)
+        if standardize is None:
+            standardize = STANDARDIZE.get(name, True)
         if not isinstance(standardize, bool | np.bool_):
-            raise TypeError(f"standardize must be a bool, got {standardize!r}")
+            raise TypeError(f"standardize must be a bool or None, got {standardize!r}")
         self.standardize = bool(standardize)
         self.normalization = check_normalization(normalization)
         Z = X.astype(np.float64, copy=True)
@@ -99,17 +122,20 @@ class _ClassificationCore(BanditCore):
 _DOC = """
     Parameters
     ----------
-    dataset : {"iris"}, optional
-        Built-in dataset (default iris when X and y are not given).
+    dataset : {"iris", "digits", "wine", "breast_cancer"}, optional
+        Built-in dataset (default iris when X and y are not given); all but iris need the
+        ``datasets`` extra (scikit-learn).
     X, y : arrays, optional
         A custom dataset: X (n, d) finite features, y (n,) labels (any sortable values;
         arm k is ``classes[k]`` in sorted order).
     horizon : int, optional
         Rounds per episode (default: one pass over the rows, n).
-    standardize : bool
-        Centre and scale every feature to unit variance (dataset statistics) first.
+    standardize : bool, optional
+        Centre and scale every feature to unit variance (dataset statistics) first (default
+        None: the dataset's choice, see the module docstring; True for a custom X).
     normalization : {"linf", "l1", "l2", None}
-        Then rescale every row to unit norm (default "linf", as in the paper's setting).
+        Then rescale every row to unit norm (default "linf": the bound the private agents'
+        defaults assume, see the module docstring).
     noise_std : float >= 0
         Gaussian noise added to the 0/1 reward (default 0).
     chunk_size : int, optional
@@ -125,7 +151,7 @@ class ClassificationBanditEnv(BanditEnvBase):
     context stream draws the row order).
 """ + _DOC)
 
-    def __init__(self, dataset=None, *, X=None, y=None, horizon=None, standardize=True,
+    def __init__(self, dataset=None, *, X=None, y=None, horizon=None, standardize=None,
                  normalization="linf", noise_std=0.0, chunk_size=None, render_mode=None):
         self.config = cfg = _ClassificationConfig(
             dataset=dataset, X=X, y=y, horizon=horizon, standardize=standardize,
@@ -142,7 +168,7 @@ class ClassificationBanditVectorEnv(BanditVectorEnvBase):
 """ + _DOC)
 
     def __init__(self, num_envs: int = 1, dataset=None, *, X=None, y=None, horizon=None,
-                 standardize=True, normalization="linf", noise_std=0.0, chunk_size=None,
+                 standardize=None, normalization="linf", noise_std=0.0, chunk_size=None,
                  autoreset_mode="NextStep", render_mode=None):
         R = check_int("num_envs", num_envs, low=1)
         self.config = cfg = _ClassificationConfig(
