@@ -9,6 +9,7 @@ import gymnasium
 import numpy as np
 import pytest
 from _agents import RandomArms
+from _extras import skip_without_extra
 
 import dpbandits  # noqa: F401  (registers the environments)
 from dpbandits.agents import available_agents, make_agent
@@ -67,6 +68,7 @@ def test_every_optimizer_passes(name):
 @pytest.mark.parametrize("env_id", sorted(e for e in gymnasium.registry
                                           if e.startswith("dpbandits/")))
 def test_every_registered_environment_passes(env_id):
+    skip_without_extra(env_id)
     check_env(env_id, n_reps=R)
 
 

@@ -5,6 +5,7 @@ import warnings
 import gymnasium
 import numpy as np
 import pytest
+from _extras import skip_without_extra
 from gymnasium.utils.env_checker import check_env
 from gymnasium.vector import AutoresetMode
 
@@ -38,6 +39,7 @@ def rollout(env, actions):
 # --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("env_id", envs.ENV_IDS)
 def test_check_env_passes_for_every_registered_id(env_id):
+    skip_without_extra(env_id)
     env = gymnasium.make(env_id)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the checker's warnings count as failures
@@ -68,6 +70,7 @@ def test_check_env_passes_for_configurations(kwargs):
 
 @pytest.mark.parametrize("env_id", envs.ENV_IDS)
 def test_make_vec_uses_the_native_vector_env(env_id):
+    skip_without_extra(env_id)
     venv = gymnasium.make_vec(env_id, num_envs=3, vectorization_mode="vector_entry_point")
     base = venv.unwrapped
     assert isinstance(base, GLMBanditVectorEnv | ClassificationBanditVectorEnv)

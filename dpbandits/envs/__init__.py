@@ -28,6 +28,11 @@ Registered ids (every one has a single ``entry_point`` and a native ``vector_ent
 ``dpbandits/LogisticBandit-v0``     K = 3, d = 20, T = 2000, s = 3, logistic link,
                                     theta_scale = 5, Bernoulli rewards
 ``dpbandits/IrisBandit-v0``         :class:`ClassificationBanditEnv` on Fisher's iris
+``dpbandits/DigitsBandit-v0``       the same on scikit-learn's digits (1,797 x 64, K = 10);
+                                    this id and the next two need the ``datasets`` extra
+                                    (:data:`NEEDS_EXTRA`)
+``dpbandits/WineBandit-v0``         the same on wine (178 x 13, K = 3)
+``dpbandits/BreastCancerBandit-v0`` the same on breast cancer (569 x 30, K = 2)
 =================================== ==========================================================
 
 Seeding (common random numbers)
@@ -64,6 +69,7 @@ __all__ = [
     "DESCRIPTIONS",
     "ENV_IDS",
     "LINKS",
+    "NEEDS_EXTRA",
     "ClassificationBanditEnv",
     "ClassificationBanditVectorEnv",
     "GLMBanditEnv",
@@ -92,6 +98,11 @@ DESCRIPTIONS = {
     "dpbandits/LogisticBandit-v0": "logistic link with Bernoulli rewards",
     "dpbandits/IrisBandit-v0": "supervised-to-bandit on Fisher's iris (reward 1 for the "
                                "true class)",
+    "dpbandits/DigitsBandit-v0": "supervised-to-bandit on the 8x8 digits (needs the datasets "
+                                 "extra)",
+    "dpbandits/WineBandit-v0": "supervised-to-bandit on wine (needs the datasets extra)",
+    "dpbandits/BreastCancerBandit-v0": "supervised-to-bandit on breast cancer (needs the "
+                                       "datasets extra)",
 }
 
 #: id -> (entry points, default kwargs)
@@ -106,8 +117,14 @@ _SPECS = {
                                            "noise": "bernoulli", "theta_scale": 5.0,
                                            "normalization": "linf"}),
     "dpbandits/IrisBandit-v0": (_CLS, {"dataset": "iris"}),
+    "dpbandits/DigitsBandit-v0": (_CLS, {"dataset": "digits"}),
+    "dpbandits/WineBandit-v0": (_CLS, {"dataset": "wine"}),
+    "dpbandits/BreastCancerBandit-v0": (_CLS, {"dataset": "breast_cancer"}),
 }
 ENV_IDS = tuple(_SPECS)
+#: id -> the optional dependency group (``pip install 'dpbandits[<group>]'``) it needs
+NEEDS_EXTRA = {env_id: "datasets" for env_id, (_, kwargs) in _SPECS.items()
+               if kwargs.get("dataset") in ("digits", "wine", "breast_cancer")}
 
 
 def register_envs() -> None:

@@ -49,7 +49,12 @@ def env_rows() -> list[dict]:
     for env_id in sorted(k for k, spec in gymnasium.registry.items()
                          if k.startswith("dpbandits/")
                          or str(spec.vector_entry_point).startswith("dpbandits.")):
-        venv = gymnasium.make_vec(env_id, num_envs=1, vectorization_mode="vector_entry_point")
+        try:
+            venv = gymnasium.make_vec(env_id, num_envs=1, vectorization_mode="vector_entry_point")
+        except ImportError as exc:  # an id whose optional extra is not installed
+            rows.append({"id": env_id, "K": "-", "d": "-", "T": "-", "link": "-", "noise": "-",
+                         "description": _short(f"not available: {exc}", 94)})
+            continue
         base = venv.unwrapped
         cfg = getattr(base, "config", None)
         noise = getattr(cfg, "noise", "-")
