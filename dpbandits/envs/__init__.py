@@ -35,6 +35,12 @@ Registered ids (every one has a single ``entry_point`` and a native ``vector_ent
 ``dpbandits/BreastCancerBandit-v0`` the same on breast cancer (569 x 30, K = 2)
 =================================== ==========================================================
 
+Logged data (no oracle: :data:`LOGGED_ENV_IDS`): ``dpbandits/Replay-v0`` is
+:class:`ReplayBanditEnv`, the replay evaluator of Li, Chu, Langford & Wang (2011) on a
+:class:`LoggedBandit` passed as ``log=`` (default: :func:`synthetic_log`, 30,000
+uniform-random rounds, K = 3, d = 5); it reveals a logged reward only when the arm played is
+the logged action, and ``info`` holds ``accepted`` instead of the pseudo-regret.
+
 Seeding (common random numbers)
 -------------------------------
 A single environment reset with ``seed=s`` builds ``E = SeedSequence(s)`` and splits it with
@@ -63,20 +69,34 @@ from dpbandits.envs.classification import (
     ClassificationBanditVectorEnv,
 )
 from dpbandits.envs.glm import LINKS, GLMBanditEnv, GLMBanditVectorEnv, link_function
+from dpbandits.envs.logged import LoggedBandit, synthetic_log
+from dpbandits.envs.replay import (
+    LogExhaustedError,
+    NonUniformLoggingWarning,
+    ReplayBanditEnv,
+    ReplayBanditVectorEnv,
+)
 
 __all__ = [
     "DATASETS",
     "DESCRIPTIONS",
     "ENV_IDS",
     "LINKS",
+    "LOGGED_ENV_IDS",
     "NEEDS_EXTRA",
     "ClassificationBanditEnv",
     "ClassificationBanditVectorEnv",
     "GLMBanditEnv",
     "GLMBanditVectorEnv",
+    "LogExhaustedError",
+    "LoggedBandit",
+    "NonUniformLoggingWarning",
+    "ReplayBanditEnv",
+    "ReplayBanditVectorEnv",
     "link_function",
     "normalize_rows",
     "register_envs",
+    "synthetic_log",
 ]
 
 _GLM = ("dpbandits.envs.glm:GLMBanditEnv", "dpbandits.envs.glm:GLMBanditVectorEnv")
@@ -126,10 +146,20 @@ ENV_IDS = tuple(_SPECS)
 NEEDS_EXTRA = {env_id: "datasets" for env_id, (_, kwargs) in _SPECS.items()
                if kwargs.get("dataset") in ("digits", "wine", "breast_cancer")}
 
+#: logged-data environments: no oracle, ``info["accepted"]`` instead of the pseudo-regret
+_LOGGED_SPECS = {
+    "dpbandits/Replay-v0": (("dpbandits.envs.replay:ReplayBanditEnv",
+                             "dpbandits.envs.replay:ReplayBanditVectorEnv"), {}),
+}
+LOGGED_ENV_IDS = tuple(_LOGGED_SPECS)
+DESCRIPTIONS["dpbandits/Replay-v0"] = ("replay of a uniform-random log (Li et al. 2011); "
+                                       "log=LoggedBandit, default a synthetic log")
+
 
 def register_envs() -> None:
-    """Register every id of :data:`ENV_IDS` (idempotent; called on import)."""
-    for env_id, ((entry, vector_entry), kwargs) in _SPECS.items():
+    """Register every id of :data:`ENV_IDS` and :data:`LOGGED_ENV_IDS` (idempotent; called
+    on import)."""
+    for env_id, ((entry, vector_entry), kwargs) in {**_SPECS, **_LOGGED_SPECS}.items():
         if env_id in gymnasium.registry:
             continue
         gymnasium.register(id=env_id, entry_point=entry, vector_entry_point=vector_entry,
