@@ -23,3 +23,29 @@ $PY $S report
 $PY $S grid --horizon 100000 --reps 2 --eps 1 10 100 --agents dp-hdb-thm dp-hdb-acc \
     dp-hdb-tofw fliphat-tight
 $PY $S report
+
+# issue 18: dp-screened-ls's defaults (tuning instances only), the target and its instances,
+# the per-segment diagnosis
+$PY -m experiments.certified_learning.tune
+$PY -m experiments.certified_learning.target
+$PY -m experiments.certified_learning.diagnose
+
+# issue 18, the study: every certified agent, LinUCB and random on three instances,
+# epsilon in {0.3, 1, 3, 10}, T in {1e4, 1e5}, 20 replications (compare.py), then the noise
+# against signal (noise.py). Faithful DP-UCB and the Wishart tree only on Figure 5.1 (the
+# block-diagonal DP-UCB reads the same release); T = 1e5 on a budget (README).
+C="-m experiments.certified_learning.compare"
+LIN="linucb (not private)"; BD="dp-ucb (accountant, block-diag.)"
+NB="dp-ucb (accountant, block-diag., no bonus)"
+$PY $C grid --horizon 10000 --agents random "$LIN" dp-screened-ls "fliphat (accountant)" \
+    adac-oful "$BD" "$NB" ldp-linucb
+$PY $C grid --horizon 10000 --instances figure5.1 --agents "dp-ucb (accountant)" \
+    "dp-ucb (Wishart)"
+$PY -m experiments.certified_learning.noise
+$PY $C grid --horizon 100000 --agents random "$LIN" dp-screened-ls "fliphat (accountant)"
+$PY $C grid --horizon 100000 --eps 1 10 --agents adac-oful
+$PY $C grid --horizon 100000 --instances figure5.1 --eps 1 10 --agents "$BD" "$NB"
+$PY $C grid --horizon 100000 --instances figure5.1 --eps 10 --agents ldp-linucb
+$PY $C grid --horizon 10000 --agents "dp-hdb (theorem)" "dp-hdb (accountant)"
+$PY $C grid --horizon 100000 --instances figure5.1 --eps 1 10 --agents "dp-hdb (accountant)"
+$PY $C report
