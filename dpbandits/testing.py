@@ -11,12 +11,15 @@ The rules: shapes and dtypes over R replications; the same seed gives identical 
 ``reset`` starts afresh; a private component's noise depends on the seed; ``get_params`` →
 ``clone`` behaves the same; parameters are read-only after construction; bad input raises one
 clear error naming the component and the argument; a private component states its notion
-and basis, and the epsilon ``dp_accounting`` recomputes from its ledger is at most the claim.
+and basis, and the epsilon ``dp_accounting`` recomputes from its ledger is at most the claim;
+an agent's ``fit``/``partial_fit``/``predict`` on one logged stream are ``reset``/``update``/
+``act`` (and ``predict`` leaves the agent unchanged, rows beyond the horizon are refused).
 """
 
 from __future__ import annotations
 
 import math
+import pickle
 from collections.abc import Callable
 
 import numpy as np
@@ -27,7 +30,7 @@ from dpbandits.losses import LossLike
 from dpbandits.optim.base import BatchOptimizer, Optimizer, StreamingOptimizer
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 
-__all__ = ["ContractError", "check_agent", "check_env", "check_optimizer"]
+__all__ = ["ContractError", "check_agent", "check_env", "check_fit_predict", "check_optimizer"]
 
 NOTIONS = ("DP", "JDP", "LDP", "GDP", "RDP", "none")
 #: relative slack of "certified epsilon <= claimed epsilon" (PLD discretization)
@@ -160,7 +163,62 @@ def check_agent(agent: Agent, *, n_reps: int = 3, seed: int = 0) -> None:
     _expect_error(agent, lambda: agent.update(
         np.zeros((n_reps, agent.dim)), np.full(n_reps, agent.n_arms), np.zeros(n_reps)),
         ValueError, [name, "arms"], "arm out of range")
+    check_fit_predict(agent, seed=seed)
     check_privacy(agent)
+
+
+def _state(agent: Agent) -> bytes | None:
+    """The agent's full state as bytes (None when it cannot be pickled)."""
+    try:
+        return pickle.dumps(agent)
+    except (TypeError, AttributeError, pickle.PicklingError):
+        return None
+
+
+def check_fit_predict(agent: Agent, *, seed: int = 0, n_queries: int = 20) -> None:
+    """``fit``, ``partial_fit`` and ``predict`` on one logged stream (R = 1): ``fit`` then
+    ``predict`` equals ``reset(1, rng)``, one ``update`` per row, then ``act`` per query row;
+    ``predict`` leaves the agent unchanged; ``partial_fit`` on two halves equals ``fit``;
+    rows beyond the horizon are refused before anything is learnt."""
+    T = agent.horizon
+    stream = _agent_stream(agent, 1, seed)
+    (logged,) = _play(agent.clone(), 1, seed, stream)  # a log the agent itself could write
+    x, a = stream[0][:, 0], logged[:, 0]
+    r = stream[1][np.arange(T), 0, a]
+    queries = np.random.default_rng([seed, 11]).uniform(-1.0, 1.0, (n_queries, agent.dim))
+    ref = agent.clone()
+    ref.reset(1, np.random.default_rng(seed + 5))
+    for t in range(T):
+        ref.update(x[t:t + 1], a[t:t + 1], r[t:t + 1])
+    expected = np.array([ref.act(q[None])[0] for q in queries])
+    fitted = agent.clone()
+    _require(fitted.fit(x, a, r, rng=np.random.default_rng(seed + 5)) is fitted, agent,
+             "fit must return the agent")
+    before = _state(fitted)
+    got = fitted.predict(queries)
+    _require(np.array_equal(got, expected), agent, "fit then predict must equal reset(1, rng), "
+             "update on every row, then act on every query row")
+    _require(before is None or _state(fitted) == before, agent,
+             "predict must leave the agent unchanged (state, counters, generators)")
+    _require(np.array_equal([fitted.act(q[None])[0] for q in queries], expected), agent,
+             "predict must leave the agent unchanged: act afterwards must choose as predict did")
+    half = agent.clone().partial_fit(x[:T // 2], a[:T // 2], r[:T // 2],
+                                     rng=np.random.default_rng(seed + 5))
+    half.partial_fit(x[T // 2:], a[T // 2:], r[T // 2:])
+    _require(np.array_equal(half.predict(queries), expected), agent,
+             "partial_fit on two halves must equal fit on the whole stream")
+    name = type(agent).__name__
+    _expect_error(agent, lambda: agent.clone().fit(np.vstack([x, x[:1]]), np.append(a, a[0]),
+                                                   np.append(r, r[0]), rng=seed),
+                  ValueError, [name, "horizon"], "fit on more rows than the horizon")
+    part = agent.clone().partial_fit(x[:T // 2], a[:T // 2], r[:T // 2], rng=seed)
+    before = part.predict(queries), part.t_
+    _expect_error(agent, lambda: part.partial_fit(x, a, r), ValueError, [name, "horizon"],
+                  "partial_fit beyond the horizon")
+    _require(part.t_ == before[1] and np.array_equal(part.predict(queries), before[0]), agent,
+             "refused rows must not be learnt")
+    _expect_error(agent, lambda: agent.clone().predict(queries), RuntimeError, [name, "fit"],
+                  "predict before fit must ask for fit")
 
 
 # -- optimizers ------------------------------------------------------------------------------
@@ -240,7 +298,7 @@ def check_env(env_id: str, *, n_reps: int = 3, seed: int = 0, n_steps: int = 20,
         for _ in range(n_steps):
             arms = arm_rng.integers(0, k, size=n_reps)[:n]
             obs, rewards, _, _, info = venv.step(arms)
-            regret = np.asarray(info["pseudo_regret"])
+            regret = _oracle_record(venv, info)
             _require(obs.shape == (n, venv.single_observation_space.shape[0])
                      and rewards.shape == (n,) and regret.shape == (n,), venv,
                      "step must return observations (R, d), rewards (R,) and "
@@ -266,6 +324,13 @@ def check_env(env_id: str, *, n_reps: int = 3, seed: int = 0, n_steps: int = 20,
                  f"replication {r} of a batch must equal a one-replication env with its seed")
 
 
+def _oracle_record(venv, info: dict) -> np.ndarray:
+    """``info["pseudo_regret"]``; for an environment without an oracle (``reports_regret =
+    False``: replay of logged data) ``info["accepted"]`` as 0/1 floats, checked the same way."""
+    key = "pseudo_regret" if getattr(venv.unwrapped, "reports_regret", True) else "accepted"
+    return np.asarray(info[key], dtype=np.float64)
+
+
 def _solo_rollout(env_id: str, params: dict, seed: int, column: int, n_reps: int,
                   n_steps: int) -> list:
     import gymnasium
@@ -279,6 +344,6 @@ def _solo_rollout(env_id: str, params: dict, seed: int, column: int, n_reps: int
     for _ in range(n_steps):
         arms = arm_rng.integers(0, k, size=n_reps)[column:column + 1]
         obs, rewards, _, _, info = venv.step(arms)
-        trace += [obs, rewards, np.asarray(info["pseudo_regret"])]
+        trace += [obs, rewards, _oracle_record(venv, info)]
     venv.close()
     return trace

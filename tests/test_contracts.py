@@ -16,7 +16,13 @@ from dpbandits.agents import available_agents, make_agent
 from dpbandits.losses import AbsoluteLoss, LogisticLoss, SquaredLoss
 from dpbandits.optim import OPTIMIZERS
 from dpbandits.privacy.guarantee import PrivacyGuarantee
-from dpbandits.testing import ContractError, check_agent, check_env, check_optimizer
+from dpbandits.testing import (
+    ContractError,
+    check_agent,
+    check_env,
+    check_fit_predict,
+    check_optimizer,
+)
 
 R, T, D = 3, 60, 5
 
@@ -134,6 +140,51 @@ class NoBasis(Overclaimed):
 def test_check_agent_catches_broken_agents(cls, words):
     with pytest.raises(ContractError, match=words):
         check_agent(cls(n_arms=2, dim=D, horizon=40))
+
+
+class PredictActs(RandomArms):
+    """predict acts on the agent itself: it advances the agent's generator."""
+
+    def predict(self, contexts):
+        return np.array([self.act(row[None])[0] for row in np.asarray(contexts)])
+
+
+class FitSkipsRows(RandomArms):
+    """fit learns from every other row only."""
+
+    def _reset(self, n_reps, rng):
+        super()._reset(n_reps, rng)
+        self.total = np.zeros(n_reps)
+
+    def act(self, contexts):  # what was learnt: ~T/2 = 20 on all 40 rows, ~10 on half
+        return (self.total > 15.0).astype(np.int64)
+
+    def _update(self, contexts, arms, rewards):
+        self.total += rewards
+
+    def fit(self, contexts, arms, rewards, *, rng):
+        return super().fit(contexts[::2], arms[::2], rewards[::2], rng=rng)
+
+
+class FitPastHorizon(RandomArms):
+    """partial_fit learns the rows it can before refusing the rest."""
+
+    def partial_fit(self, contexts, arms, rewards, *, rng=None):
+        if rng is not None:
+            self.reset(1, np.random.default_rng(rng))
+        for t in range(len(contexts)):
+            self.update(contexts[t:t + 1], arms[t:t + 1], rewards[t:t + 1])
+        return self
+
+
+@pytest.mark.parametrize("cls, words", [
+    (PredictActs, "predict must leave the agent unchanged"),
+    (FitSkipsRows, "fit then predict must equal"),
+    (FitPastHorizon, "refused rows must not be learnt"),
+])
+def test_check_fit_predict_catches_broken_agents(cls, words):
+    with pytest.raises(ContractError, match=words):
+        check_fit_predict(cls(n_arms=2, dim=D, horizon=40))
 
 
 def test_check_optimizer_catches_a_seed_blind_optimizer():

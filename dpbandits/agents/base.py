@@ -14,11 +14,15 @@ The base class enforces the contract for every subclass, built-in or user-writte
   guarantee differ. ``set_params`` re-builds (and re-calibrates) the agent, ``clone`` returns
   a new one;
 * ``supported_links`` declares the reward models (GLM links) the agent is meant for;
-  ``check_link`` warns once (``LinkMismatchWarning``) when an environment uses another.
+  ``check_link`` warns once (``LinkMismatchWarning``) when an environment uses another;
+* outside the simulator, ``fit``/``partial_fit`` learn from one logged stream (R = 1, at most
+  ``horizon`` rows: the noise is calibrated for that many) and ``predict`` returns the arms
+  the agent would pull, without learning or spending privacy budget (docs/real-data.md).
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import math
 import sys
@@ -33,6 +37,8 @@ import numpy as np
 
 from dpbandits._params import Parameterized
 from dpbandits._validation import (
+    SeedLike,
+    as_rng,
     check_array,
     check_delta,
     check_delta_open,
@@ -149,6 +155,105 @@ class Agent(Parameterized):
     def ledger(self) -> dp_accounting.DpEvent | None:
         """dp_accounting event of the agent's noise (None for non-private agents)."""
         return None
+
+    # -- one logged stream, scikit-learn style ---------------------------------------------
+    def fit(self, contexts: np.ndarray, arms: np.ndarray, rewards: np.ndarray, *,
+            rng: SeedLike) -> Agent:
+        """Learn from one logged stream: ``reset(1, rng)``, then the rows in order through the
+        update path ``simulate`` uses (one ``update`` per row, each row a user).
+
+        ``contexts`` (n, d), ``arms`` (n,) integers in [0, n_arms) (the logged actions: any
+        policy's, not necessarily this agent's), ``rewards`` (n,). All rows are checked first,
+        and ``n <= horizon`` is required: the agent's noise, and hence its guarantee
+        ``privacy``, is calibrated for ``horizon`` rounds, each row one neighbouring unit. An
+        agent whose algorithm fixes some arms (DP-HDB's forced sampling) refuses a log that
+        does not follow them. ``rng`` (a Generator or a seed) drives all of the agent's
+        randomness, its privacy noise included: for a real release draw it from fresh entropy
+        (``numpy.random.default_rng()``) and keep it secret. Returns ``self``.
+        """
+        x, a, r = self._check_log("fit", contexts, arms, rewards, seen=0)
+        self.reset(1, as_rng(rng, "rng"))
+        self._feed(x, a, r)
+        return self
+
+    def partial_fit(self, contexts: np.ndarray, arms: np.ndarray, rewards: np.ndarray, *,
+                    rng: SeedLike | None = None) -> Agent:
+        """Continue the one-replication stream with more logged rows (same arrays as ``fit``).
+
+        The first call starts the stream (``rng`` required, as in ``fit``); later calls
+        continue it where ``fit``, ``partial_fit`` or ``reset(1, rng)`` left it (``rng`` must
+        then be omitted). ``partial_fit`` on two halves equals ``fit`` on the whole. Refuses,
+        before learning anything, rows beyond the ``horizon`` the noise is calibrated for.
+        """
+        started = self.n_reps_ is not None
+        if started and self.n_reps_ != 1:
+            raise ValueError(f"{type(self).__name__}.partial_fit: continues a one-replication "
+                             f"stream, but the agent was reset for n_reps={self.n_reps_}; "
+                             "call fit (or partial_fit with rng) on a fresh agent")
+        if started and rng is not None:
+            raise ValueError(f"{type(self).__name__}.partial_fit: the stream has started "
+                             f"({self.t_} rows seen), so rng must be omitted (it only seeds the "
+                             "first call)")
+        if not started and rng is None:
+            raise ValueError(f"{type(self).__name__}.partial_fit: the first call starts the "
+                             "stream and needs rng (a numpy Generator or a seed)")
+        x, a, r = self._check_log("partial_fit", contexts, arms, rewards,
+                                  seen=self.t_ if started else 0)
+        if not started:
+            self.reset(1, as_rng(rng, "rng"))
+        self._feed(x, a, r)
+        return self
+
+    def predict(self, contexts: np.ndarray) -> np.ndarray:
+        """Arms (n,) the agent would pull for the rows of ``contexts`` (n, d), in order, from
+        its current state and without any update in between: row i gets what ``act`` would
+        return after acting on rows 0..i-1.
+
+        The agent is left unchanged (its estimates, counters and generators: the calls run on
+        a copy), so ``predict`` learns nothing and spends no privacy budget (each arm is a
+        post-processing of the state the guarantee covers and of that row's own context).
+        Randomized choices (ties, the ``random`` agent) draw from the copy's generators: the
+        same call twice returns the same arms. Needs a one-replication state (``fit``).
+        """
+        if self.n_reps_ is None:
+            raise RuntimeError(f"{type(self).__name__}.predict: call fit (or partial_fit, or "
+                               "reset(1, rng)) first")
+        if self.n_reps_ != 1:
+            raise ValueError(f"{type(self).__name__}.predict: needs a one-replication agent "
+                             f"(fit), but it was reset for n_reps={self.n_reps_}")
+        x = self._checked("predict", check_array, "contexts", contexts, shape=(None, self.dim))
+        twin = copy.deepcopy(self)
+        out = np.empty(x.shape[0], dtype=np.int64)
+        for i in range(x.shape[0]):
+            out[i] = twin.act(x[i:i + 1])[0]
+        return out
+
+    def _check_log(self, where: str, contexts, arms, rewards, seen: int
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The logged rows as clean arrays, and no more of them than the horizon allows."""
+        x = self._checked(where, check_array, "contexts", contexts, shape=(None, self.dim))
+        n = x.shape[0]
+        if n < 1:
+            raise ValueError(f"{type(self).__name__}.{where}: contexts has no rows")
+        a = np.asarray(arms)
+        if a.shape != (n,) or a.dtype.kind not in "iu":
+            raise ValueError(f"{type(self).__name__}.{where}: arms must be an integer array "
+                             f"of shape ({n},), got shape {a.shape} dtype {a.dtype}")
+        if a.min() < 0 or a.max() >= self.n_arms:
+            raise ValueError(f"{type(self).__name__}.{where}: arms must lie in "
+                             f"[0, {self.n_arms - 1}], got values in [{a.min()}, {a.max()}]")
+        r = self._checked(where, check_array, "rewards", rewards, shape=(n,))
+        if seen + n > self.horizon:
+            raise ValueError(
+                f"{type(self).__name__}.{where}: {n} rows after {seen} already seen exceed "
+                f"horizon={self.horizon}, the number of rounds its noise and guarantee are "
+                f"calibrated for (at most {self.horizon - seen} more); build the agent with "
+                f"horizon >= {seen + n}")
+        return x.copy(), a.astype(np.int64), r.copy()  # the agent keeps no view of them
+
+    def _feed(self, x: np.ndarray, a: np.ndarray, r: np.ndarray) -> None:
+        for t in range(x.shape[0]):
+            self._update_trusted(x[t:t + 1], a[t:t + 1], r[t:t + 1])
 
     # -- reward model ----------------------------------------------------------------------
     def check_link(self, link: str | None, env_id: str = "the environment") -> None:

@@ -1,0 +1,108 @@
+"""Agents outside the simulator: fit / partial_fit / predict on one logged stream (the
+properties every registered agent must have are in dpbandits.testing.check_fit_predict)."""
+
+import numpy as np
+import pytest
+
+from dpbandits.agents import make_agent
+from dpbandits.envs import ClassificationBanditEnv
+
+D, K, T = 4, 3, 50
+
+
+def _log(n=T, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.uniform(-1, 1, (n, D)), rng.integers(0, K, n), rng.uniform(0, 1, n)
+
+
+def _iris_log(n, seed):
+    """A uniform-random policy's log on the iris bandit: contexts, arms, rewards."""
+    env = ClassificationBanditEnv("iris", horizon=n)
+    x, _ = env.reset(seed=seed)
+    arms = np.random.default_rng(seed + 1).integers(0, 3, n)
+    X, R = np.empty((n, 4)), np.empty(n)
+    for t in range(n):
+        X[t] = x
+        x, R[t], *_ = env.step(int(arms[t]))
+    return X, arms, R, env.config
+
+
+def test_linucb_fit_on_a_uniform_log_predicts_the_classes():
+    """Learning from someone else's (uniform) arms: on iris, LinUCB fit on 600 logged rounds
+    predicts the class of the 150 rows far above chance (1/3)."""
+    X, arms, R, cfg = _iris_log(600, seed=0)
+    agent = make_agent("linucb", n_arms=3, dim=4, horizon=600).fit(X, arms, R, rng=0)
+    accuracy = np.mean(agent.predict(cfg.X) == cfg.labels)
+    # a wrong fit (e.g. the arms ignored) is at chance: 1/3 +- 3 sd = 0.33 +- 0.12
+    assert accuracy > 0.75
+
+
+def test_a_private_agent_fit_keeps_its_guarantee_and_ledger():
+    X, arms, R = _log()
+    agent = make_agent("dp-ucb", n_arms=K, dim=D, horizon=T, epsilon=1.0,
+                       calibration="accountant")
+    privacy, ledger = agent.privacy, repr(agent.ledger)
+    agent.fit(X, arms, R, rng=0)
+    assert agent.privacy == privacy and repr(agent.ledger) == ledger and agent.t_ == T
+
+
+def test_fit_restarts_and_a_refused_fit_keeps_the_previous_state():
+    X, arms, R = _log()
+    agent = make_agent("linucb", n_arms=K, dim=D, horizon=T).fit(X[:20], arms[:20], R[:20],
+                                                                 rng=0)
+    first = agent.predict(X)
+    with pytest.raises(ValueError, match=r"51 rows after 0 already seen exceed horizon=50"):
+        agent.fit(np.vstack([X, X[:1]]), np.append(arms, 0), np.append(R, 0.0), rng=0)
+    assert agent.t_ == 20 and np.array_equal(agent.predict(X), first)
+    agent.fit(X[20:], arms[20:], R[20:], rng=0)  # a new stream, not a continuation
+    assert agent.t_ == 30
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"contexts": np.zeros((T, D + 1))}, "contexts"),
+    ({"contexts": np.full((T, D), np.nan)}, "finite"),
+    ({"arms": np.full(T, K)}, r"arms must lie in \[0, 2\]"),
+    ({"arms": np.zeros(T)}, "arms must be an integer array"),
+    ({"arms": np.zeros(T - 1, dtype=int)}, "arms must be an integer array of shape"),
+    ({"rewards": np.zeros(T + 1)}, "rewards"),
+    ({"contexts": np.zeros((0, D)), "arms": np.zeros(0, int), "rewards": np.zeros(0)},
+     "no rows"),
+])
+def test_fit_names_the_bad_argument(change, words):
+    X, arms, R = _log()
+    args = {"contexts": X, "arms": arms, "rewards": R, **change}
+    agent = make_agent("linucb", n_arms=K, dim=D, horizon=T)
+    with pytest.raises(ValueError, match=words) as info:
+        agent.fit(args["contexts"], args["arms"], args["rewards"], rng=0)
+    assert "LinUCB.fit" in str(info.value)
+    assert agent.n_reps_ is None  # nothing happened
+
+
+def test_partial_fit_rng_rules_and_one_stream_only():
+    X, arms, R = _log()
+    agent = make_agent("linucb", n_arms=K, dim=D, horizon=T)
+    with pytest.raises(ValueError, match="first call .* needs rng"):
+        agent.partial_fit(X, arms, R)
+    agent.partial_fit(X[:10], arms[:10], R[:10], rng=1)
+    with pytest.raises(ValueError, match="rng must be omitted"):
+        agent.partial_fit(X[10:], arms[10:], R[10:], rng=1)
+    agent.reset(3, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="n_reps=3"):
+        agent.partial_fit(X, arms, R)
+    with pytest.raises(ValueError, match="n_reps=3"):
+        agent.predict(X)
+
+
+def test_predict_checks_contexts():
+    X, arms, R = _log()
+    agent = make_agent("linucb", n_arms=K, dim=D, horizon=T).fit(X, arms, R, rng=0)
+    with pytest.raises(ValueError, match=r"LinUCB.predict: contexts"):
+        agent.predict(np.zeros((3, D + 1)))
+    assert agent.predict(X[:1]).shape == (1,) and agent.predict(X).dtype == np.int64
+
+
+def test_dp_hdb_refuses_a_log_that_breaks_its_forced_sampling():
+    X, _, R = _log()
+    agent = make_agent("dp-hdb", n_arms=K, dim=D, horizon=T, epsilon=1.0)
+    with pytest.raises(ValueError, match="forced sampling"):
+        agent.fit(X, np.full(T, K - 1), R, rng=0)
