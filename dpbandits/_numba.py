@@ -1,12 +1,15 @@
 """Serial and parallel numba builds of the agents' per-round kernels.
 
-A kernel is written once in plain Python with ``prange`` over replications (``range`` when
-numba is absent) and compiled twice: serially, and with ``parallel=True``. Replications are
-independent, so both builds give the same numbers whatever the thread count. The parallel
-build synchronizes its threads once per call, i.e. once per round; that pays off only when a
-round holds enough work (:func:`use_parallel`), otherwise the serial build runs and the
+A kernel is written once in plain Python with ``prange`` over replications and compiled
+twice: serially, and with ``parallel=True``. Replications are independent, so both builds
+give the same numbers whatever the thread count. The parallel build synchronizes its threads
+once per call, i.e. once per round; that pays off only when a round holds enough work
+(:func:`dpbandits._backends.use_parallel`), otherwise the serial build runs and the
 background thread that draws the noise (:mod:`dpbandits._background`) is the second core's
 work.
+
+This module imports numba: only kernel modules import it, and they are loaded on first use
+(:func:`dpbandits._backends.kernels`).
 """
 
 from __future__ import annotations
@@ -14,26 +17,14 @@ from __future__ import annotations
 import types
 from collections.abc import Callable
 
-try:  # numba is a declared dependency; every kernel has a numpy twin for when it is missing
-    import numba
-    from numba import prange
+import numba
+from numba import prange
 
-    HAVE_NUMBA = True
-except ImportError:  # pragma: no cover
-    numba = None
-    prange = range
-    HAVE_NUMBA = False
+from dpbandits._backends import PARALLEL_WORK, use_parallel  # noqa: F401 - kernel modules' names
 
-__all__ = ["HAVE_NUMBA", "PARALLEL_WORK", "KernelSet", "prange", "use_parallel"]
+__all__ = ["HAVE_NUMBA", "KernelSet", "prange"]
 
-#: floating-point operations per round from which the parallel build is used
-PARALLEL_WORK = 2**26
-
-
-def use_parallel(n_reps: int, work_per_rep: float) -> bool:
-    """Whether a round of ``n_reps`` replications of ``work_per_rep`` operations each is
-    worth the parallel build's per-round synchronization."""
-    return n_reps > 1 and n_reps * work_per_rep >= PARALLEL_WORK
+HAVE_NUMBA = True  # this module imported numba
 
 
 def _renamed(f: Callable, suffix: str) -> Callable:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpbandits.agents import _ucb_kernels as kernels
+from dpbandits.agents import _ucb_ops as kernels
 from dpbandits.agents import make_agent
 from dpbandits.harness import simulate
 from dpbandits.privacy import mechanisms as mech
@@ -67,9 +67,9 @@ def test_parallel_build_and_thread_count_do_not_change_results(config, monkeypat
 
     name, params = CONFIGS[config]
     a1, i1, _ = _play(name, params, backend="numba")
-    import dpbandits._numba
+    import dpbandits._backends
 
-    monkeypatch.setattr(dpbandits._numba, "PARALLEL_WORK", 0)
+    monkeypatch.setattr(dpbandits._backends, "PARALLEL_WORK", 0)
     assert kernels.ucb_ops("numba", 3, 5).parallel
     threads = numba.get_num_threads()
     try:

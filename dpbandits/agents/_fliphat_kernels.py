@@ -3,15 +3,15 @@
 
 Both kernels do exactly the floating-point operations of their numpy twins (comparisons,
 one product and one clip per entry), so results are bit-identical; the tests compare them.
+Importing this module imports numba: it is loaded on the first compiled round
+(:func:`dpbandits._backends.kernels`).
 """
 
 from __future__ import annotations
 
-import numpy as np
+import numba
 
-from dpbandits._lapack import HAVE_NUMBA
-
-__all__ = ["HAVE_NUMBA", "add_rows", "tie_break"]
+__all__ = ["add_rows", "tie_break"]
 
 
 def _tie_break(scores, u, out):
@@ -60,16 +60,6 @@ def _add_rows(buf_x, buf_y, buf_a, i, phi, y, arms, x_max, r_max, n_clipped, n_t
             buf_a[r, i] = arms[r]
 
 
-if HAVE_NUMBA:
-    import numba
+tie_break = numba.njit(cache=True, nogil=True)(_tie_break)
+add_rows = numba.njit(cache=True, nogil=True)(_add_rows)
 
-    tie_break = numba.njit(cache=True, nogil=True)(_tie_break)
-    add_rows = numba.njit(cache=True, nogil=True)(_add_rows)
-else:  # pragma: no cover
-    tie_break = add_rows = None
-
-
-def tie_break_numpy(scores: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """The numpy twin of the tie-breaking kernel."""
-    top = scores.max(axis=1, keepdims=True)
-    return np.argmax(np.where(scores >= top, u, -1.0), axis=1).astype(np.int64)

@@ -8,16 +8,19 @@ the same context); the update is Sherman-Morrison on the pulled arm,
 estimate, ``theta <- theta + u (y - x'theta) / (1 + x'u)`` (equal to ``V^{-1} b`` after the
 update), and ``ln det V += ln(1 + x'u)``: ``(K + 1) d^2`` multiply-adds per round. The numpy
 path of :class:`dpbandits.agents.references.LinUCB` (full matrices, ``theta`` recomputed)
-gives the same numbers up to rounding; the tests compare them.
+gives the same numbers up to rounding; the tests compare them. Importing this module imports
+numba: it is loaded on the first compiled round (:func:`dpbandits._backends.kernels`).
 """
 
 from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 
-from dpbandits._numba import HAVE_NUMBA, KernelSet, prange, use_parallel
+from dpbandits._backends import use_parallel
+from dpbandits._numba import KernelSet, prange
 
 __all__ = ["LinUCBState"]
 
@@ -39,10 +42,7 @@ def _symv(p, x, out):
         out[i] += acc
 
 
-if HAVE_NUMBA:
-    import numba
-
-    _symv = numba.njit(cache=True, nogil=True)(_symv)
+_symv = numba.njit(cache=True, nogil=True)(_symv)
 
 
 def _indices(P, theta, logdet, x, U, consts, idx):
@@ -101,7 +101,7 @@ def _update(P, theta, logdet, x, arms, y, U, xu):
         xu[r, 0] = math.nan  # U[r, a] is stale now
 
 
-_KERNELS = KernelSet({"indices": _indices, "update": _update}) if HAVE_NUMBA else None
+_KERNELS = KernelSet({"indices": _indices, "update": _update})
 
 
 class LinUCBState:

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpbandits.agents import _fliphat_kernels as _kernels
+from dpbandits._backends import HAVE_NUMBA, kernels
 from dpbandits.geometry import project_l1_ball
 from dpbandits.privacy.peeling import peel
 
@@ -98,7 +98,7 @@ class EpisodeStats:
                  r_max: float, compiled: bool = False):
         self.n_reps, self.feature_dim, self.blocks = n_reps, feature_dim, blocks
         self.x_max, self.r_max = x_max, r_max
-        self.compiled = compiled and _kernels.HAVE_NUMBA
+        self.compiled = compiled and HAVE_NUMBA
         if blocks is None:
             self.A = np.zeros((n_reps, feature_dim, feature_dim))
             self.b = np.zeros((n_reps, feature_dim))
@@ -118,9 +118,10 @@ class EpisodeStats:
 
     def add(self, phi: np.ndarray, y: np.ndarray, arms: np.ndarray | None = None) -> None:
         if self.compiled:
-            _kernels.add_rows(self._buf_x, self._buf_y, self._buf_a, self._fill, phi, y,
-                              _NO_ARMS if arms is None else arms, self.x_max, self.r_max,
-                              self.n_clipped, self.n_truncated)
+            add_rows = kernels("agents._fliphat_kernels").add_rows
+            add_rows(self._buf_x, self._buf_y, self._buf_a, self._fill, phi, y,
+                     _NO_ARMS if arms is None else arms, self.x_max, self.r_max,
+                     self.n_clipped, self.n_truncated)
             self._fill += 1
             self.n_rows += 1
             if self._fill == BUFFER_ROWS:

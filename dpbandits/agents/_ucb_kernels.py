@@ -1,43 +1,21 @@
-"""Per-round arithmetic of DP-UCB and of the authors'-code DP-UCB, compiled and in numpy.
-
-Every function exists twice with the same arguments: a numba kernel (loops, LAPACK through
-:mod:`dpbandits._lapack`, ``prange`` over replications in the parallel build) and a numpy
-twin (vectorized; scipy's LAPACK per replication on the *same memory layout*, so both call
-the same LAPACK routine on the same numbers). Replications are independent, so the kernels'
-results do not depend on the number of threads. All randomness is drawn by the caller with
-numpy Generators and passed in as standard variates.
-
-Matrices are ``(n, n)`` C-ordered with only the upper triangle meaningful (see
-:mod:`dpbandits._lapack`); ``n = D + 1`` for the Gram matrix of ``[phi; y]``, ``phi`` the
-disjoint-model feature (the context in block ``a`` of ``R^{dK}``, ``D = dK``).
-
-Node noise from variates (the exactness arguments are in
-:func:`dpbandits.privacy.mechanisms.symmetric_gaussian_matrix` and
-:func:`~dpbandits.privacy.mechanisms.wishart_matrix`): a symmetric Gaussian node is its
-packed upper triangle (row-major over ``i <= j``) of standard normals times ``s`` off the
-diagonal and ``s sqrt 2`` on it; a Wishart node is ``scale U U^T`` with ``U`` upper
-triangular, its strict upper triangle packed standard normals and ``U_ii = sqrt(chi2)``.
+"""DP-UCB's and the authors'-code DP-UCB's per-round kernels, compiled with numba (their
+numpy twins, the argument contract and the backend choice are in
+:mod:`dpbandits.agents._ucb_ops`). Importing this module imports numba; it is loaded on the
+first compiled round (:func:`dpbandits._backends.kernels`).
 """
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
-from scipy.linalg.lapack import dlauum as _sp_lauum
-from scipy.linalg.lapack import dpotrf as _sp_potrf
-from scipy.linalg.lapack import dpotrs as _sp_potrs
-from scipy.linalg.lapack import dsysv as _sp_sysv
-
 from dpbandits._lapack import chol_solve_upper, chol_upper, lauum_upper, sym_solve_upper
-from dpbandits._numba import HAVE_NUMBA, KernelSet, prange, use_parallel
+from dpbandits._numba import KernelSet, prange
 
-__all__ = ["BACKENDS", "np_terms", "ucb_ops"]
+__all__ = ["KERNELS"]
 
-BACKENDS = frozenset({"auto", "numba", "numpy"})
 
 # --------------------------------------------------------------------------------------------
-# numba kernels (plain Python here; compiled below, serially and with prange)
+# the kernels (plain Python here; compiled below, serially and with prange)
 # --------------------------------------------------------------------------------------------
 def _wishart_into(out, z, chi, scale):
     """``out[r]`` (upper) = ``scale U U^T``, ``U`` upper triangular with ``U_ii =
@@ -240,163 +218,4 @@ _PY = {"wishart_into": _wishart_into, "ucb_update": _ucb_update, "ucb_act": _ucb
        "authors_terms": _authors_terms, "gram_update": _gram_update}
 
 
-KERNELS: KernelSet | None = KernelSet(_PY) if HAVE_NUMBA else None
-
-
-# --------------------------------------------------------------------------------------------
-# numpy twins
-# --------------------------------------------------------------------------------------------
-def _np_wishart_into(out, z, chi, scale):
-    n = out.shape[1]
-    iu, ju = np.triu_indices(n, 1)
-    out[:] = 0.0
-    out[:, iu, ju] = z
-    out[:, np.arange(n), np.arange(n)] = np.sqrt(chi)
-    for r in range(out.shape[0]):
-        # the transposed (Fortran) view is the memory LAPACK sees in the kernel
-        w, _ = _sp_lauum(out[r].T, lower=1)
-        out[r] = np.triu(w.T) * scale
-
-
-def _np_clip_rows(x, bound):
-    nrm = np.sqrt(np.einsum("rd,rd->r", x, x))
-    over = nrm > bound
-    return x * np.where(over, bound / np.where(over, nrm, 1.0), 1.0)[:, None], over
-
-
-def _np_gram_update(M, x, arms, y):
-    R, n = M.shape[0], M.shape[1]
-    d = x.shape[1]
-    v = np.zeros((R, n))
-    v[np.arange(R)[:, None], arms[:, None] * d + np.arange(d)] = x
-    v[:, n - 1] = y
-    M += np.triu(v[:, :, None] * v[:, None, :])
-
-
-def _np_ucb_update(M, x, arms, y, bounds, counts, stack, push, hi, z, scales, node, topup,
-                   use_topup, shift, F, u, logdet, ok):
-    R, n = M.shape[0], M.shape[1]
-    D = n - 1
-    x, over = _np_clip_rows(x, bounds[0])
-    counts[:, 0] += over
-    counts[:, 1] += np.abs(y) > bounds[1]
-    _np_gram_update(M, x, arms, np.clip(y, -bounds[1], bounds[1]))
-    rel = M.copy()
-    if push >= 0:
-        if z.shape[1] > 0:
-            iu, ju = np.triu_indices(n)
-            node = np.zeros((R, n, n))
-            node[:, iu, ju] = z * np.where(iu == ju, scales[1], scales[0])
-        stack[push] = node + stack[hi] if hi >= 0 else node
-        rel = rel + stack[push]
-    if use_topup:
-        rel = rel + topup
-    u[:] = rel[:, :D, D]
-    nb, bs = F.shape[1], F.shape[2]
-    ok[:] = True
-    logdet[:] = 0.0
-    for blk in range(nb):
-        o = blk * bs
-        V = np.triu(rel[:, o:o + bs, o:o + bs])
-        V[:, np.arange(bs), np.arange(bs)] += shift
-        for r in range(R):
-            c, info = _sp_potrf(V[r].T, lower=1, clean=0)
-            ok[r] &= info == 0
-            F[r, blk] = c.T
-            if info == 0:
-                logdet[r] += 2.0 * np.log(np.diagonal(c)).sum()
-    logdet[~ok] = 0.0
-    counts[:, 2] += ~ok
-
-
-def _np_ucb_act(F, ok, u, logdet, x, bound, beta_c, rhs, beta, idx):
-    R, d = x.shape
-    nb, per, bs = rhs.shape[1], rhs.shape[2] - 1, rhs.shape[3]
-    x, _ = _np_clip_rows(x, bound)
-    rows = np.arange(R)
-    rhs[:] = 0.0
-    rhs[:, :, 0] = u.reshape(R, nb, bs)
-    for k in range(per):
-        rhs[rows, :, 1 + k, k * d:(k + 1) * d] = x[:, None]
-    for r in np.flatnonzero(ok):
-        for blk in range(nb):
-            w, _ = _sp_potrs(F[r, blk].T, rhs[r, blk].T, lower=1)
-            rhs[r, blk] = w.T
-    inner = beta_c[0] + logdet - beta_c[1]
-    b = beta_c[2] * np.sqrt(np.maximum(inner, 0.0)) + beta_c[3] + beta_c[4]
-    beta[ok] = b[ok]
-    mean, quad = np.empty((R, nb * per)), np.empty((R, nb * per))
-    if nb == 1:
-        np_terms(rhs[:, 0], x, ok, mean, quad)
-    else:  # one arm per block: row 0 is theta~_k, row 1 is V_kk^-1 x
-        mean[ok] = np.einsum("rkd,rd->rk", rhs[:, :, 0], x)[ok]
-        quad[ok] = np.einsum("rkd,rd->rk", rhs[:, :, 1], x)[ok]
-    idx[ok] = (mean + b[:, None] * np.sqrt(np.maximum(quad, 0.0)))[ok]
-
-
-def np_terms(rhs, x, ok, mean, quad):
-    """``mean[r, k] = <theta~, phi_k>`` and ``quad[r, k] = phi_k^T V^-1 phi_k`` from solved
-    right-hand sides ``rhs`` (R, 1 + K, D) (rows where ``ok``)."""
-    R, d = x.shape
-    K = rhs.shape[1] - 1
-    blocks = np.arange(K)
-    theta = rhs[:, 0].reshape(R, K, d)
-    wq = rhs[:, 1:].reshape(R, K, K, d)[:, blocks, blocks]  # (R, K, d): block k of column k
-    mean[ok] = np.einsum("rkd,rd->rk", theta, x)[ok]
-    quad[ok] = np.einsum("rkd,rd->rk", wq, x)[ok]
-
-
-def _np_authors_terms(M, z, zu, sigma, x, A, rhs, ipiv, work, mean, quad, ok):
-    R, d = x.shape
-    D = M.shape[1] - 1
-    K = rhs.shape[1] - 1
-    iu, ju = np.triu_indices(D)
-    if sigma > 0:
-        A[:, iu, ju] = M[:, iu, ju] + z * np.where(iu == ju, sigma * math.sqrt(2.0), sigma)
-    else:
-        A[:, iu, ju] = M[:, iu, ju] + (iu == ju)
-    rows = np.arange(R)
-    rhs[:] = 0.0
-    rhs[:, 0] = M[:, :D, D] + sigma * zu if sigma > 0 else M[:, :D, D]
-    for k in range(K):
-        rhs[rows, 1 + k, k * d:(k + 1) * d] = x
-    for r in range(R):
-        # lwork as in the kernel, so both take LAPACK's same (blocked) path
-        _, _, w, info = _sp_sysv(A[r].T, rhs[r].T, lwork=work.shape[1], lower=1)
-        ok[r] = info == 0
-        rhs[r] = w.T
-    np_terms(rhs, x, ok, mean, quad)
-
-
-NUMPY = {"wishart_into": _np_wishart_into, "ucb_update": _np_ucb_update,
-         "ucb_act": _np_ucb_act, "authors_terms": _np_authors_terms,
-         "gram_update": _np_gram_update}
-
-
-class UcbOps:
-    """The functions of one backend by name (``ops["ucb_update"]``). Pickles by its
-    arguments, so agents holding one pickle mid-run."""
-
-    def __init__(self, backend: str, n_reps: int, n: int):
-        self.args = (backend, n_reps, n)
-        if backend == "numpy" or (backend == "auto" and KERNELS is None):
-            self.backend, self._ops = "numpy", NUMPY
-            return
-        if KERNELS is None:  # pragma: no cover
-            raise ValueError("backend='numba' requested but numba is not installed")
-        self.parallel = use_parallel(n_reps, n**3 + 2000)
-        self.backend = "numba"
-        self._ops = {name: KERNELS.get(name, self.parallel) for name in NUMPY}
-
-    def __getitem__(self, name: str):
-        return self._ops[name]
-
-    def __reduce__(self):
-        return (UcbOps, self.args)
-
-
-def ucb_ops(backend: str, n_reps: int, n: int) -> UcbOps:
-    """The functions of ``backend`` (``"auto"``, ``"numba"`` or ``"numpy"``) for ``n_reps``
-    replications of ``n x n`` matrices: the parallel kernels when the work per round is
-    worth it (:func:`dpbandits._numba.use_parallel`; results are the same either way)."""
-    return UcbOps(backend, n_reps, n)
+KERNELS = KernelSet(_PY)

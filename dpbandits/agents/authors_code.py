@@ -34,7 +34,7 @@ from functools import partial
 import numpy as np
 
 from dpbandits._validation import check_choice, check_positive
-from dpbandits.agents._ucb_kernels import BACKENDS, ucb_ops
+from dpbandits.agents._ucb_ops import BACKENDS, ucb_ops
 from dpbandits.agents.base import PrivateAgent, register_agent
 from dpbandits.agents.dp_hdb import preselected_greedy, resolve_t0
 from dpbandits.agents.dp_ucb import _normals, gaussian_bounds, tree_depth

@@ -87,8 +87,8 @@ from dpbandits._validation import (
     check_positive,
     check_real,
 )
-from dpbandits.agents._ucb_kernels import BACKENDS, ucb_ops
-from dpbandits.agents._ucb_kernels import np_terms as _terms
+from dpbandits.agents._ucb_ops import BACKENDS, symmetric_nodes, ucb_ops
+from dpbandits.agents._ucb_ops import np_terms as _terms
 from dpbandits.agents.base import PrivateAgent, register_agent
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 from dpbandits.privacy.streams import ChunkedDraws
@@ -331,13 +331,13 @@ class DPUCB(PrivateAgent):
         self._counts = np.zeros((n_reps, 3), dtype=np.int64)  # clipped x, clipped y, not PD
         self._no_z = np.zeros((n_reps, 0))
         self._nodes = self._topups = None
-        if self._private:
-            self._draw_streams(n_reps, rng)
-        self._last_beta = None
         c = self.constants
         self._bounds = np.array([self._L, self._B])
         self._scales = np.array([c["node_sigma"], c["node_sigma"] * math.sqrt(2.0)]
                                 if self._private and not self._wishart else [0.0, 0.0])
+        if self._private:
+            self._draw_streams(n_reps, rng)
+        self._last_beta = None
         b = self.bonus  # beta_t is linear in (c_sig, c_s, c_g): the bonus scales all three
         self._beta_c = np.array([2 * math.log(2 / self._alpha), D * math.log(c["rho_min"]),
                                  b * self._sigma, b * self._S * math.sqrt(c["rho_max"]),
@@ -368,8 +368,12 @@ class DPUCB(PrivateAgent):
         n, T = self.feature_dim + 1, self.horizon
         P = n * (n + 1) // 2
         if not self._wishart:
-            self._nodes = ChunkedDraws(partial(_normals, rng.spawn(1)[0], (R, P)), T, R * P,
-                                       prefetch=True)
+            draw = partial(_normals, rng.spawn(1)[0], (R, P))
+            if self._ops.backend == "numpy":  # the drawing thread also lays out the nodes
+                self._nodes = ChunkedDraws(partial(_as_nodes, draw, n, self._scales), T,
+                                           R * n * n, prefetch=True)
+            else:
+                self._nodes = ChunkedDraws(draw, T, R * P, prefetch=True)
             return
         k, m = self.constants["k"], self.constants["m"]
         g = rng.spawn(4)
@@ -396,6 +400,8 @@ class DPUCB(PrivateAgent):
                 zn, chi = self._nodes.next()
                 self._ops["wishart_into"](node, zn, chi, self.l_tilde**2)
                 self._next_topup()
+            elif self._ops.backend == "numpy":
+                node = self._nodes.next()[0]
             else:
                 z = self._nodes.next()[0]
             self._lev = push
@@ -468,6 +474,14 @@ class DPUCB(PrivateAgent):
 def _normals(g, shape, start, count):
     """Rounds ``start .. start + count - 1`` of ``shape`` standard normals each."""
     return (g.standard_normal((count, *shape)),)
+
+
+def _as_nodes(draw, n, scales, start, count):
+    """The symmetric Gaussian nodes of ``draw``'s packed normals as ``(count, R, n, n)``
+    upper triangles (what the numba kernel computes from the packed variates, done ahead
+    for the numpy twin)."""
+    (z,) = draw(start, count)
+    return (symmetric_nodes(z, n, scales),)
 
 
 def _wishart_draws(g_z, g_chi, R, n, k, m, start, count):

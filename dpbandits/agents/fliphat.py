@@ -82,6 +82,7 @@ from functools import partial
 
 import numpy as np
 
+from dpbandits._backends import compiled, kernels
 from dpbandits._validation import (
     check_array,
     check_choice,
@@ -89,7 +90,6 @@ from dpbandits._validation import (
     check_positive,
     check_real,
 )
-from dpbandits.agents import _fliphat_kernels as _kernels
 from dpbandits.agents import _niht
 from dpbandits.agents.base import PrivateAgent, register_agent
 from dpbandits.privacy.guarantee import PrivacyGuarantee
@@ -102,6 +102,12 @@ from dpbandits.privacy.streams import ChunkedDraws
 
 FEATURE_MODELS = ("disjoint", "per-arm")
 CALIBRATIONS = ("theorem", "accountant", "authors")
+
+
+def _tie_break_numpy(scores: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """The numpy twin of :func:`dpbandits.agents._fliphat_kernels.tie_break`."""
+    top = scores.max(axis=1, keepdims=True)
+    return np.argmax(np.where(scores >= top, u, -1.0), axis=1).astype(np.int64)
 
 
 def _uniforms(g, shape, start, count):
@@ -173,10 +179,7 @@ class FLIPHAT(PrivateAgent):
         self.backend = backend
 
         check_choice("feature_model", feature_model, set(FEATURE_MODELS))
-        check_choice("backend", backend, {"auto", "numba", "numpy"})
-        if backend == "numba" and not _kernels.HAVE_NUMBA:  # pragma: no cover
-            raise ValueError("backend='numba' requested but numba is not installed")
-        self._compiled = backend != "numpy" and _kernels.HAVE_NUMBA
+        self._compiled = compiled(backend)
         check_choice("calibration", calibration, set(CALIBRATIONS))
         if feature_model == "disjoint":
             self.feature_dim, self._blocks = n_arms * dim, n_arms
@@ -405,9 +408,9 @@ class FLIPHAT(PrivateAgent):
         scores = self._scores(contexts)
         u = self._ties.next()[0]
         if not self._compiled:
-            return _kernels.tie_break_numpy(scores, u)
+            return _tie_break_numpy(scores, u)
         arms = np.empty(scores.shape[0], dtype=np.int64)
-        _kernels.tie_break(scores, u, arms)
+        kernels("agents._fliphat_kernels").tie_break(scores, u, arms)
         return arms
 
     def _update(self, contexts, arms, rewards):

@@ -10,9 +10,8 @@ import math
 
 import numpy as np
 
-from dpbandits._numba import HAVE_NUMBA
+from dpbandits._backends import compiled, kernels
 from dpbandits._validation import check_choice, check_positive, check_real
-from dpbandits.agents._linucb_kernels import LinUCBState
 from dpbandits.agents.base import Agent, register_agent
 
 LINKS = {"identity", "logistic"}
@@ -111,10 +110,7 @@ class LinUCB(Agent):
         self.alpha = alpha
         self.exploration_scale = exploration_scale
         self.backend = backend
-        check_choice("backend", backend, {"auto", "numba", "numpy"})
-        if backend == "numba" and not HAVE_NUMBA:  # pragma: no cover
-            raise ValueError("backend='numba' requested but numba is not installed")
-        self._compiled = backend != "numpy" and HAVE_NUMBA
+        self._compiled = compiled(backend)
         check_positive("reg", reg)
         check_positive("noise_std", noise_std)
         check_positive("theta_bound", theta_bound)
@@ -125,7 +121,8 @@ class LinUCB(Agent):
     def _reset(self, n_reps, rng):
         self._alpha = self.alpha if self.alpha is not None else 1.0 / self.horizon
         if self._compiled:
-            self._state = LinUCBState(n_reps, self.n_arms, self.dim, self.reg)
+            state = kernels("agents._linucb_kernels").LinUCBState
+            self._state = state(n_reps, self.n_arms, self.dim, self.reg)
             self._consts = np.array([
                 2 * math.log(1 / self._alpha) - self.dim * math.log(self.reg),
                 self.noise_std, self.theta_bound * math.sqrt(self.reg),

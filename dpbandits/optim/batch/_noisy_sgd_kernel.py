@@ -14,17 +14,12 @@ ball and the l_inf box. Everything else runs on the numpy path.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
-try:  # numba is a declared dependency; the numpy path still works without it
-    import numba
-
-    HAVE_NUMBA = True
-except ImportError:  # pragma: no cover - exercised only where numba is missing
-    numba = None
-    HAVE_NUMBA = False
+from dpbandits._backends import HAVE_NUMBA
 
 __all__ = [
     "HAVE_NUMBA",
@@ -33,7 +28,7 @@ __all__ = [
     "LOSS_SQUARED",
     "PROJ_L2",
     "PROJ_LINF",
-    "sgd_chunk",
+    "sgd_chunk",  # noqa: F822 - built on first access (module __getattr__)
     "sgd_chunk_python",
 ]
 
@@ -112,14 +107,27 @@ def sgd_chunk_python(theta, acc, X, y, xnorm, idx, noise, use_noise, noise_scale
                     acc[r, j] += theta[r, j]
 
 
-if HAVE_NUMBA:
-    sgd_chunk = numba.njit(cache=True, nogil=True)(sgd_chunk_python)
-else:  # pragma: no cover
-    sgd_chunk = None
+@functools.cache
+def _compiled():
+    """The compiled kernel (None without numba), built on first use so that importing this
+    module does not import numba (about 65 MB, see :mod:`dpbandits._backends`)."""
+    if not HAVE_NUMBA:  # pragma: no cover
+        return None
+    import numba
+
+    return numba.njit(cache=True, nogil=True)(sgd_chunk_python)
+
+
+def __getattr__(name: str):
+    """``sgd_chunk``: the compiled kernel (:func:`_compiled`)."""
+    if name == "sgd_chunk":
+        return _compiled()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def warm_up() -> None:
     """Compile the kernel (first call costs ~1 s; cached on disk afterwards)."""
+    sgd_chunk = _compiled()
     if sgd_chunk is None:  # pragma: no cover
         return
     theta = np.zeros((1, 2))

@@ -26,6 +26,7 @@ import numpy as np
 from dp_accounting import dp_event as _ev
 from numpy.typing import ArrayLike
 
+from dpbandits._backends import HAVE_NUMBA
 from dpbandits._validation import (
     check_choice,
     check_delta_open,
@@ -137,7 +138,7 @@ class NoisySGD(LpBallOptimizer):
             check_int("n_steps", n_steps, low=1)
         check_int("n_history", n_history, low=1)
         check_choice("backend", backend, BACKENDS)
-        if backend == "numba" and not _kernel.HAVE_NUMBA:  # pragma: no cover
+        if backend == "numba" and not HAVE_NUMBA:  # pragma: no cover
             raise ValueError("backend='numba' requested but numba is not installed")
 
     def _steps(self, n: int) -> int:
@@ -179,7 +180,7 @@ class NoisySGD(LpBallOptimizer):
         return self._accountant_guarantee(self.ledger_for(n), basis)
 
     def _resolve_backend(self, loss) -> str:
-        compiled_ok = (_kernel.HAVE_NUMBA and _loss_code(loss) is not None
+        compiled_ok = (HAVE_NUMBA and _loss_code(loss) is not None
                        and (self._p == 2.0 or math.isinf(self._p)))
         if self.backend == "numba" and not compiled_ok:
             raise ValueError(
