@@ -153,7 +153,7 @@ def _cmd_compare(args, several=True) -> int:
     from dpbandits.harness.compare import compare, privacy_records
     from dpbandits.harness.config import check_agents, fingerprint
     from dpbandits.harness.outdir import prepare_out_dir
-    from dpbandits.harness.report import format_summary, privacy_notes
+    from dpbandits.harness.report import format_summary, privacy_notes, replay_notes
     from dpbandits.harness.results import save_results, write_csv_atomic
 
     cfg = _config_from_args(args, several=several)
@@ -175,7 +175,8 @@ def _cmd_compare(args, several=True) -> int:
     if not args.no_plot:
         _plot_compare(frame, results, out, args)
     print(format_summary(summary))
-    for line in privacy_notes(summary, privacy):
+    reference = next(iter(results.values())).reference_reward
+    for line in [*replay_notes(summary, reference), *privacy_notes(summary, privacy)]:
         print(line)
     print(f"results written to {out}")
     return 0
@@ -185,10 +186,17 @@ def _plot_compare(frame, results, out: Path, args) -> None:
     from dpbandits.harness.plots import (
         plot_final_regret_distribution,
         plot_regret_curves,
+        plot_reward_curves,
         privacy_label,
     )
 
     labels = {k: f"{k} — {privacy_label(r.privacy, r.certified)}" for k, r in results.items()}
+    if "cum_regret" not in frame.columns:  # replay of logged data: reward, no oracle
+        plot_reward_curves(frame, out / "reward", svg=args.svg, band=args.band, labels=labels,
+                           reference=next(iter(results.values())).reference_reward)
+        plot_final_regret_distribution(frame, out / "final_reward", svg=args.svg,
+                                       labels=labels)
+        return
     floor = next((k for k, r in results.items() if r.config.get("agent_name") == "random"),
                  None)
     plot_regret_curves(frame, out / "regret", svg=args.svg, log=args.log, band=args.band,

@@ -192,6 +192,39 @@ def plot_regret_curves(frame: pd.DataFrame, path: str | os.PathLike[str] | None 
     return _save(ax.figure, path, svg) if own else []
 
 
+def plot_reward_curves(frame: pd.DataFrame, path: str | os.PathLike[str] | None = None, *,
+                       reference: float | None = None, title: str = "", svg: bool = False,
+                       hue: str = "agent", ax: Axes | None = None, band: str = "se",
+                       labels: dict | None = None, styles: dict | None = None) -> list[Path]:
+    """Replay of logged data (a frame with ``cum_reward`` and ``log_events``, no regret): mean
+    cumulative reward vs accepted round t per ``hue`` value with a 95% band over replications,
+    the logged policy's mean reward per round ``reference`` as the grey dashed line
+    ``reference * t``, and the accepted rounds with the mean logged rounds read in the title.
+    """
+    _check_band(band)
+    data = thin_rounds(frame)
+    own = ax is None
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(7.2, 4.6))
+    n = _draw_curves(ax, data, "cum_reward", hue, band, labels or {}, None, styles)
+    if reference is not None:
+        t = np.unique(data["t"].to_numpy())
+        ax.plot(t, reference * t, color=_FLOOR_COLOUR, linestyle="--", linewidth=1.2,
+                label=f"logged policy ({reference:.3g} per round)")
+    last = final_regret(frame)
+    accepted, events = int(last["t"].max()), float(last["log_events"].mean())
+    ax.set_xlabel("accepted round t")
+    ax.set_ylabel("cumulative reward")
+    spread = {"se": f"mean ± 1.96·SE over {n} replications (95% CI)",
+              "bootstrap": f"mean, bootstrap 95% CI over {n} replications",
+              "none": f"mean over {n} replications"}[band]
+    text = (f"{accepted} accepted rounds, {events:.0f} logged rounds read on average "
+            f"(acceptance {accepted / events:.3g})\n{spread}")
+    ax.set_title(f"{title}\n{text}" if title else text, fontsize=9)
+    ax.legend(fontsize=8, loc="upper left")
+    return _save(ax.figure, path, svg) if own else []
+
+
 def final_regret(frame: pd.DataFrame, by: Sequence[str] = ("agent",)) -> pd.DataFrame:
     """Rows of the last recorded round of each replication (per ``by`` group)."""
     return frame.loc[frame.groupby([*by, "rep"], observed=True)["t"].idxmax()]
@@ -201,19 +234,21 @@ def plot_final_regret_distribution(frame: pd.DataFrame, path: str | os.PathLike[
                                    svg: bool = False, title: str = "",
                                    labels: dict | None = None) -> list[Path]:
     """Box plot of final cumulative regret across replications, one box per agent (labels on
-    the y axis so long privacy labels stay readable)."""
+    the y axis so long privacy labels stay readable); of final cumulative reward for a replay
+    frame (no ``cum_regret``)."""
     labels = labels or {}
     last = final_regret(frame)
     agents = _in_order(frame["agent"])
-    values = [last.loc[last["agent"] == a, "cum_regret"].to_numpy() for a in agents]
+    y = "cum_regret" if "cum_regret" in frame.columns else "cum_reward"
+    what = "final cumulative " + ("regret" if y == "cum_regret" else "reward")
+    values = [last.loc[last["agent"] == a, y].to_numpy() for a in agents]
     fig, ax = plt.subplots(figsize=(7.2, 1.2 + 0.55 * len(agents)))
     ax.boxplot(values, orientation="horizontal", showmeans=True)
     ax.set_yticks(range(1, len(agents) + 1), [labels.get(a, str(a)) for a in agents],
                   fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlabel("final cumulative regret")
-    ax.set_title(title or f"final cumulative regret over {max(map(len, values))} replications",
-                 fontsize=10)
+    ax.set_xlabel(what)
+    ax.set_title(title or f"{what} over {max(map(len, values))} replications", fontsize=10)
     return _save(fig, path, svg)
 
 

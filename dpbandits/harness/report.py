@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 
 #: columns printed, in order, when present (the CSV keeps every column)
-PRINTED = ["agent", "n", "mean", "ci95_low", "ci95_high", "epsilon", "delta",
-           "certified_epsilon"]
+PRINTED = ["agent", "n", "accepted", "log_events", "mean", "ci95_low", "ci95_high", "epsilon",
+           "delta", "certified_epsilon"]
 WIDTH = 100
 
 
@@ -71,6 +71,23 @@ def privacy_notes(table: pd.DataFrame, privacy: list[dict] | None = None) -> lis
                      "below the claim, the noise was calibrated to a looser bound than the "
                      "accountant's."]
     return notes
+
+
+def replay_notes(table: pd.DataFrame, reference: float | None = None) -> list[str]:
+    """What a replay summary's numbers are (nothing for a regret summary): the final
+    cumulative reward over the accepted rounds, the logged rounds read, and the logged
+    policy's reward over as many rounds (``reference``: its mean reward per round)."""
+    if "accepted" not in table.columns:
+        return []
+    T, events = int(table["accepted"].max()), float(table["log_events"].mean())
+    lines = [f"replay of logged data (no oracle): mean = final cumulative reward over {T} "
+             "accepted rounds;",
+             f"log_events = logged rounds read per replication (acceptance rate "
+             f"{T / events:.3g})."]
+    if reference is not None:
+        lines.append(f"reference: the logged policy's mean reward {reference:.4g} per round, "
+                     f"{reference * T:.4g} over {T} rounds.")
+    return [_fit(line) for line in lines]
 
 
 def _fit(line: str, width: int = WIDTH) -> str:

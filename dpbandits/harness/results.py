@@ -7,6 +7,11 @@ from 1) and the agent's privacy level ``epsilon, delta, certified_epsilon`` (con
 agent; ``epsilon = inf, delta = 0`` for a non-private agent, ``certified_epsilon = NaN`` when
 no accountant could recompute it).
 
+A run on a replay environment (logged data, no oracle) has no regret: its frame holds
+``reward, cum_reward, log_events`` instead of ``regret, cum_regret`` (``t`` counts accepted
+rounds; ``log_events`` the logged rounds the replication had read by then), and ``summarize``
+reports the final cumulative reward with the mean ``log_events``.
+
 Privacy record schema (``PRIVACY_RECORD_KEYS``): every results JSON written by ``run``,
 ``compare``, ``sweep`` and ``reproduce`` holds ``"schema": RECORD_SCHEMA`` and a list
 ``"privacy"`` with one entry per agent label (and, for sweeps, per swept cell), made by
@@ -50,6 +55,9 @@ from dpbandits._validation import check_int
 
 FRAME_COLUMNS = ["agent", "rep", "t", "regret", "cum_regret", "epsilon", "delta",
                  "certified_epsilon"]
+#: the frame of a run without an oracle (replay of logged data)
+REPLAY_FRAME_COLUMNS = ["agent", "rep", "t", "reward", "cum_reward", "log_events", "epsilon",
+                        "delta", "certified_epsilon"]
 RECORD_SCHEMA = "dpbandits.results/1"
 PRIVACY_RECORD_KEYS = ("agent", "private", "epsilon", "delta", "notion", "neighbouring", "basis",
                        "caveat", "certified_epsilon", "certified_basis", "certified")
@@ -65,11 +73,13 @@ class SimulationResult:
     ``PrivacyGuarantee`` as a dict (or None); ``certified``: the guarantee recomputed by the
     accountant from the agent's ledger (or None). ``seconds`` is wall time of the run;
     ``peak_memory_mb`` the peak resident memory of the process during the run (or, with
-    ``track_memory``, the peak of Python-traced allocations).
+    ``track_memory``, the peak of Python-traced allocations). A replay run has
+    ``regret = None``, ``log_events`` (R, T) (logged rounds read up to accepted round t) and
+    ``reference_reward`` (the logged policy's mean reward per round).
     """
 
     agent: str
-    regret: np.ndarray
+    regret: np.ndarray | None
     arms: np.ndarray
     rewards: np.ndarray
     seconds: float
@@ -77,33 +87,47 @@ class SimulationResult:
     privacy: dict | None = None
     certified: dict | None = None
     config: dict = field(default_factory=dict)
+    log_events: np.ndarray | None = None
+    reference_reward: float | None = None
 
     @property
     def n_reps(self) -> int:
-        return self.regret.shape[0]
+        return self.arms.shape[0]
 
     @property
     def horizon(self) -> int:
-        return self.regret.shape[1]
+        return self.arms.shape[1]
 
     @property
     def cum_regret(self) -> np.ndarray:
         """Cumulative pseudo-regret, shape (R, T)."""
+        if self.regret is None:
+            raise ValueError(f"{self.agent}: this run has no regret (a replay of logged data "
+                             "has no oracle); use cum_reward")
         return np.cumsum(self.regret, axis=1)
+
+    @property
+    def cum_reward(self) -> np.ndarray:
+        """Cumulative reward, shape (R, T)."""
+        return np.cumsum(self.rewards, axis=1)
 
     def to_frame(self, record_every: int = 1) -> pd.DataFrame:
         """Tidy frame at rounds ``record_every, 2*record_every, ...`` and always the last."""
         check_int("record_every", record_every, low=1)
         steps = recorded_steps(self.horizon, record_every)
-        cum = self.cum_regret[:, steps - 1]
-        inst = self.regret[:, steps - 1]
         n_reps = self.n_reps
+        if self.regret is None:
+            values = {"reward": self.rewards[:, steps - 1].ravel(),
+                      "cum_reward": self.cum_reward[:, steps - 1].ravel(),
+                      "log_events": self.log_events[:, steps - 1].ravel()}
+        else:
+            values = {"regret": self.regret[:, steps - 1].ravel(),
+                      "cum_regret": self.cum_regret[:, steps - 1].ravel()}
         frame = pd.DataFrame({
             "agent": np.repeat(self.agent, n_reps * len(steps)),
             "rep": np.repeat(np.arange(n_reps), len(steps)),
             "t": np.tile(steps, n_reps),
-            "regret": inst.ravel(),
-            "cum_regret": cum.ravel(),
+            **values,
         })
         frame["agent"] = frame["agent"].astype("string")
         level = privacy_level(self.privacy, self.certified)
@@ -304,7 +328,9 @@ def swept_columns(frame: pd.DataFrame) -> list[str]:
 def summarize(frame: pd.DataFrame, *, by: str | list[str] | None = None) -> pd.DataFrame:
     """Final cumulative regret per group: ``n, mean, std, ci95_low, ci95_high`` (normal
     approximation, 1.96 standard errors) and the privacy columns ``epsilon, delta,
-    certified_epsilon`` when the frame has them.
+    certified_epsilon`` when the frame has them. A replay frame (no ``cum_regret``) is
+    summarized by its final cumulative reward, with ``accepted`` (the accepted rounds) and
+    ``log_events`` (the mean logged rounds read) after ``n``.
 
     ``by`` defaults to ``agent`` plus the swept columns of a sweep frame. One replication is
     one ``(seed, rep)`` pair (``(cell, rep)`` in sweeps), so ``n`` counts every seed's
@@ -318,7 +344,12 @@ def summarize(frame: pd.DataFrame, *, by: str | list[str] | None = None) -> pd.D
     last = frame.loc[frame.groupby(by + run_keys + ["rep"], observed=True, dropna=False)["t"]
                      .idxmax()]
     groups = last.groupby(by, observed=True, dropna=False, sort=False)
-    out = groups["cum_regret"].agg(n="count", mean="mean", std="std")
+    replay = "cum_regret" not in frame.columns
+    out = groups["cum_reward" if replay else "cum_regret"].agg(n="count", mean="mean",
+                                                                std="std")
+    if replay:
+        out.insert(1, "accepted", groups["t"].max())
+        out.insert(2, "log_events", groups["log_events"].mean())
     half = 1.96 * out["std"].fillna(0.0) / np.sqrt(out["n"])
     out["ci95_low"] = out["mean"] - half
     out["ci95_high"] = out["mean"] + half

@@ -9,6 +9,7 @@ whatever it does; the agent's own randomness comes from an independent stream de
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 import tracemalloc
 from collections.abc import Mapping
@@ -21,8 +22,11 @@ from threadpoolctl import threadpool_limits
 import dpbandits.envs  # noqa: F401  (registers the environment ids)
 from dpbandits._validation import check_int
 from dpbandits.agents.base import Agent, make_agent
+from dpbandits.datasets import load_log
 from dpbandits.envs._core import BanditVectorEnvBase
+from dpbandits.envs.replay import ReplayBanditVectorEnv
 from dpbandits.harness.memory import PeakRSS
+from dpbandits.harness.replay_loop import replay_rounds
 from dpbandits.harness.results import SimulationResult
 
 #: entropy tag separating the agent's stream from anything the environment derives from seed
@@ -35,8 +39,12 @@ def agent_rng(seed: int) -> np.random.Generator:
 
 
 def make_env(env, n_reps: int, env_params: Mapping | None = None):
-    """A vector environment with ``n_reps`` replications from an id or an instance."""
+    """A vector environment with ``n_reps`` replications from an id or an instance. A
+    ``log`` parameter given as a path or ``"obd:CAMPAIGN"`` (a replay environment's log, e.g.
+    from ``--env-param``) is read with ``dpbandits.datasets.load_log``."""
     env_params = dict(env_params or {})
+    if isinstance(env_params.get("log"), str | os.PathLike):
+        env_params["log"] = load_log(env_params["log"])
     if isinstance(env, str):
         try:
             return gymnasium.make_vec(env, num_envs=n_reps, vectorization_mode="vector_entry_point",
@@ -106,6 +114,11 @@ def simulate(env, agent, *, horizon: int | None = None, n_reps: int = 1, seed: i
     An agent that declares the reward models it supports (``check_link``) is checked against
     the environment's link before the run: a mismatch warns once or raises, as the agent
     decides.
+
+    On a replay environment (``dpbandits/Replay-v0``) a round is an *accepted* logged round
+    (``harness.replay_loop``): ``horizon`` counts accepted rounds, the result has no regret
+    (``regret`` is None) and carries ``log_events`` (logged rounds read) and the logged
+    policy's mean reward ``reference_reward``.
     """
     check_int("n_reps", n_reps, low=1)
     check_int("seed", seed, low=0)
@@ -141,10 +154,16 @@ def simulate(env, agent, *, horizon: int | None = None, n_reps: int = 1, seed: i
     core = getattr(venv, "_core", None) if isinstance(env, str) and isinstance(
         venv, BanditVectorEnvBase) else None
     fast = core is not None and isinstance(ag, Agent)
+    replay = venv.unwrapped if isinstance(venv.unwrapped, ReplayBanditVectorEnv) else None
+    log_events = None
     with threadpool_limits(blas_threads), rss, (bar or nullcontext()):
         contexts, _ = venv.reset(seed=seed if env_seeds is None else env_seeds)
         ag.reset(n_reps, agent_rng(seed))
-        for t in range(horizon):
+        if replay is not None:
+            arms_hist, rewards_hist, log_events = replay_rounds(
+                replay._core, ag, horizon, contexts, trusted=isinstance(ag, Agent), bar=bar,
+                every=every)
+        for t in range(0 if replay is not None else horizon):
             arms = np.asarray(ag.act(contexts))
             if fast:
                 next_contexts, rewards, pseudo_regret = core.play(arms)
@@ -164,6 +183,8 @@ def simulate(env, agent, *, horizon: int | None = None, n_reps: int = 1, seed: i
     seconds = time.perf_counter() - start
     regret, arms_hist, rewards_hist = (np.ascontiguousarray(a.T) for a in (
         regret, arms_hist, rewards_hist))
+    if replay is not None:
+        regret, log_events = None, np.ascontiguousarray(log_events.T)
     peak = rss.peak_mb
     if track_memory:
         peak = tracemalloc.get_traced_memory()[1] / 2**20
@@ -180,6 +201,8 @@ def simulate(env, agent, *, horizon: int | None = None, n_reps: int = 1, seed: i
                 "agent_params": dict(agent_params or {}), "horizon": horizon,
                 "n_reps": n_reps, "seed": seed,
                 **({} if env_seeds is None else {"env_seeds": env_seeds})},
+        log_events=log_events,
+        reference_reward=None if replay is None else replay.config.reference_reward,
     )
 
 
