@@ -2,7 +2,6 @@
 column, row, value and what is allowed), round trips, and the synthetic log's law."""
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from dpbandits.datasets import LoggedBandit, load_log, log_frame, read_logged, write_logged
@@ -143,7 +142,7 @@ def test_uniform_detection():
     assert not off.is_uniform
 
 
-# -- the synthetic log -------------------------------------------------------------------------------
+# -- the synthetic log ---------------------------------------------------------------------------
 def test_synthetic_log_is_reproducible_and_its_law_is_the_stated_one():
     a, mu = synthetic_log(20_000, n_arms=3, dim=5, seed=3, logging="softmax", temperature=0.25)
     b, mu_b = synthetic_log(20_000, n_arms=3, dim=5, seed=3, logging="softmax",

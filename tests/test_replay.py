@@ -205,7 +205,7 @@ def test_an_agent_that_cannot_act_more_often_than_it_updates_is_named():
         simulate(ENV, agent, n_reps=2, env_params={"log": log})
 
 
-# -- results without regret -------------------------------------------------------------------------
+# -- results without regret -----------------------------------------------------------------------
 def test_results_carry_reward_accepted_rounds_and_no_regret(uniform):
     log = uniform[0]
     frame, summary, results = compare({"random": "random", "linucb": "linucb"}, ENV,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.stats import norm
@@ -86,7 +87,7 @@ def _z(level) -> float:
     return float(norm.ppf(0.5 + lv / 2.0))
 
 
-def ips(log: LoggedBandit, target, *, level: float = 0.95) -> PolicyEstimate:
+def ips(log: LoggedBandit, target: np.ndarray, *, level: float = 0.95) -> PolicyEstimate:
     """Inverse-propensity estimate of ``target``'s value on ``log`` with its CLT interval.
 
     ``target``: the arm the policy plays in every logged context, shape (n,), or its action
@@ -100,7 +101,7 @@ def ips(log: LoggedBandit, target, *, level: float = 0.95) -> PolicyEstimate:
                           "CLT (normal approximation)", n, int((w > 0).sum()))
 
 
-def snips(log: LoggedBandit, target, *, level: float = 0.95) -> PolicyEstimate:
+def snips(log: LoggedBandit, target: np.ndarray, *, level: float = 0.95) -> PolicyEstimate:
     """Self-normalized inverse-propensity estimate with its delta-method interval.
 
     Raises ``ValueError`` when the target policy never plays a logged action (every weight is
@@ -118,7 +119,7 @@ def snips(log: LoggedBandit, target, *, level: float = 0.95) -> PolicyEstimate:
                           "delta method (normal approximation)", n, int((w > 0).sum()))
 
 
-def policy_actions(agent, contexts: np.ndarray) -> np.ndarray:
+def policy_actions(agent: Any, contexts: np.ndarray) -> np.ndarray:
     """The arms an agent's current policy plays on each of ``contexts`` (n, d): shape (R, n)
     for its ``R`` replications. ``act`` is called once per context (the context repeated for
     every replication); ``update`` never is, so the policy is a fixed snapshot (an agent that

@@ -17,13 +17,15 @@ fails with a ``ValueError`` naming it).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from dpbandits.envs.replay import ReplayCore
 
 
-def replay_rounds(core: ReplayCore, agent, horizon: int, contexts: np.ndarray, *,
-                  trusted: bool = False, bar=None, every: int = 1
+def replay_rounds(core: ReplayCore, agent: Any, horizon: int, contexts: np.ndarray, *,
+                  trusted: bool = False, bar: Any = None, every: int = 1
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Play ``horizon`` accepted rounds; returns ``(arms, rewards, log_events)``, each
     ``(horizon, R)``: the accepted arm and logged reward of round ``t`` and the logged rounds
