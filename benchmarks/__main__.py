@@ -35,6 +35,7 @@ SUITE = {
     "streaming": ("benchmarks.bench_streaming", [], ["--reps", "2", "--horizon", "300"]),
     "batch": ("benchmarks.bench_batch", [], ["--quick"]),
     "cli": ("benchmarks.bench_cli", [], ["--reps", "2", "--horizon", "100", "--repeat", "1"]),
+    "scaling": ("benchmarks.bench_scaling", [], ["--quick"]),
 }
 
 
@@ -54,7 +55,7 @@ def run(name: str, quick: bool = False, reference: str | None = None) -> dict:
     """Run one benchmark of :data:`SUITE` in a child process."""
     module, args, quick_args = SUITE[name]
     cmd = [sys.executable, "-m", module, *(quick_args if quick else args)]
-    if reference and name == "simulate":
+    if reference and name in ("simulate", "scaling"):
         cmd += ["--reference", os.fspath(reference)]
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
     start = time.perf_counter()
