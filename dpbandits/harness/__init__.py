@@ -9,6 +9,7 @@ Public names (import them from here, not from the submodules):
   :class:`CsvTable`; finished cells are skipped on a re-run);
 * :func:`save_results`, :func:`load_results`, :func:`summarize` — tidy frames on disk;
 * :func:`plot_regret_curves` — cumulative-regret curves with analytic 95% bands;
+  :func:`plot_reward_curves` — cumulative-reward curves of a replay of logged data;
 * :class:`AgentTuningObjective` — an agent's hyper-parameters as a DP-GIBO objective.
 
 Plots and tuning load on first use, so ``import dpbandits.harness`` does not pull in
@@ -26,11 +27,12 @@ from dpbandits.harness.results import SimulationResult, load_results, save_resul
 from dpbandits.harness.simulate import simulate
 from dpbandits.harness.sweep import SweepSpec, sweep
 
-_LAZY = {"plot_regret_curves": "plots", "AgentTuningObjective": "tuning"}
+_LAZY = {"plot_regret_curves": "plots", "plot_reward_curves": "plots",
+         "AgentTuningObjective": "tuning"}
 
 __all__ = ["AgentTuningObjective", "CellFiles", "CsvTable", "GridCell", "SimulationResult",
            "SweepSpec", "compare", "grid_cells", "load_results", "plot_regret_curves",
-           "run_grid", "save_results", "simulate", "summarize", "summary_table", "sweep"]
+           "plot_reward_curves", "run_grid", "save_results", "simulate", "summarize", "summary_table", "sweep"]
 
 
 def __getattr__(name: str):
