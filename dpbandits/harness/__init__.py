@@ -32,7 +32,8 @@ _LAZY = {"plot_regret_curves": "plots", "plot_reward_curves": "plots",
 
 __all__ = ["AgentTuningObjective", "CellFiles", "CsvTable", "GridCell", "SimulationResult",
            "SweepSpec", "compare", "grid_cells", "load_results", "plot_regret_curves",
-           "plot_reward_curves", "run_grid", "save_results", "simulate", "summarize", "summary_table", "sweep"]
+           "plot_reward_curves", "run_grid", "save_results", "simulate", "summarize",
+           "summary_table", "sweep"]
 
 
 def __getattr__(name: str):
