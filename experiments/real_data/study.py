@@ -208,7 +208,9 @@ def report(reps: int = REPS) -> str:
              f"{reps} replications, T = n (one pass over the rows), delta = 1/T; ratio = "
              "mean final regret / uniform-random's on the same replications, 95% paired "
              "bootstrap interval; certified eps = epsilon recomputed by dp_accounting from the "
-             "agent's own ledger at its delta; commit " + str(tab.commit.iloc[0]), ""]
+             "agent's own ledger at its delta; contexts clipped = rows clipped to the agent's "
+             "context bound, summed over the replications (- : the agent has no such clip); "
+             "commit(s) " + ", ".join(sorted(set(tab.commit))), ""]
     for data in ENVS:
         sub = tab[tab.data == data]
         if sub.empty:
