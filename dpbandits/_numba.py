@@ -22,7 +22,7 @@ from numba import prange
 
 from dpbandits._backends import PARALLEL_WORK, use_parallel  # noqa: F401 - kernel modules' names
 
-__all__ = ["HAVE_NUMBA", "KernelSet", "prange"]
+__all__ = ["HAVE_NUMBA", "KernelSet", "prange", "rebound"]
 
 HAVE_NUMBA = True  # this module imported numba
 
@@ -32,6 +32,14 @@ def _renamed(f: Callable, suffix: str) -> Callable:
     function's name, not by its compile options, so the two builds must not share it."""
     g = types.FunctionType(f.__code__, f.__globals__, f.__name__ + suffix, f.__defaults__)
     g.__qualname__ = f.__qualname__ + suffix
+    return g
+
+
+def rebound(f: Callable, **names: object) -> Callable:
+    """A copy of ``f`` whose global ``names`` are replaced (e.g. plain-Python helpers by their
+    compiled forms), so a function written for numpy modules can be compiled unchanged."""
+    g = types.FunctionType(f.__code__, {**f.__globals__, **names}, f.__name__, f.__defaults__)
+    g.__qualname__ = f.__qualname__
     return g
 
 

@@ -139,10 +139,11 @@ def test_a_changed_user_reaches_at_most_two_arms():
         agent.reset(R, np.random.default_rng(0))
         seen = [[] for _ in range(K)]
         for k, opt in enumerate(agent.arm_optimizers):
-            def spy(x, y, step=opt.step, log=seen[k]):
-                log.append((x.copy(), np.asarray(y).copy()))
-                return step(x, y)
-            opt.step = spy
+            def spy(x, y, mask, y_synth, step=opt._step_rows, log=seen[k]):
+                # the sample the arm's optimizer takes: (x, y) where mask, else (0, y_synth)
+                log.append((np.where(mask[:, None], x, 0.0), np.where(mask, y, y_synth)))
+                return step(x, y, mask, y_synth)
+            opt._step_rows = spy
         for t in range(changed + 1):
             x, y = xs[t], ys[t]
             if world == 1 and t == changed:

@@ -42,11 +42,13 @@ from collections.abc import Callable
 import dp_accounting
 import numpy as np
 
+from dpbandits._backends import compiled, kernels, use_parallel
 from dpbandits._validation import check_choice, check_int, check_positive, check_real
 from dpbandits.agents.base import PrivateAgent, register_agent
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 
 LINK_LOSS = {"identity": "squared", "logistic": "logistic"}
+_LINK_CODES = {"identity": 0, "logistic": 1}  # of the compiled greedy step
 OPTIMIZERS = {"dp-pofw", "dp-tofw"}
 
 
@@ -100,7 +102,9 @@ class DPHDB(PrivateAgent):
     ``optimizer`` (``"dp-pofw"`` or ``"dp-tofw"``); ``optimizer_params`` (extra keyword
     arguments of the optimizer, e.g. ``{"p": 1.5}`` for DP-TOFW, ``{"selection": "gumbel"}``
     or ``{"lr_scale": 2.0}``); ``privacy_split`` (``"two-arms"`` or ``"paper"``, module
-    docstring).
+    docstring); ``backend`` (``"auto"``/``"numba"``: the greedy choice and DP-POFW's steps
+    run as compiled kernels; ``"numpy"``: numpy only, numba never loaded; the same numbers up
+    to the rounding of dot products).
     """
 
     @property
@@ -113,7 +117,7 @@ class DPHDB(PrivateAgent):
                  radius: float = 1.0, link: str = "identity", context_bound: float = 1.0,
                  reward_bound: float = 1.0, calibration: str = "theorem",
                  optimizer: str = "dp-pofw", optimizer_params: dict | None = None,
-                 privacy_split: str = "two-arms"):
+                 privacy_split: str = "two-arms", backend: str = "auto"):
         super().__init__(n_arms=n_arms, dim=dim, horizon=horizon, epsilon=epsilon, delta=delta)
         self.t0 = t0
         self.h_sub = h_sub
@@ -125,6 +129,7 @@ class DPHDB(PrivateAgent):
         self.optimizer = optimizer
         self.optimizer_params = optimizer_params
         self.privacy_split = privacy_split
+        self.backend = backend
 
         self._t0 = resolve_t0(t0, dim, horizon, self._eps, n_arms)
         if n_arms * self._t0 >= horizon:
@@ -140,6 +145,7 @@ class DPHDB(PrivateAgent):
         if optimizer_params is not None and not isinstance(optimizer_params, dict):
             raise TypeError(f"optimizer_params must be a dict, got {optimizer_params!r}")
         check_choice("privacy_split", privacy_split, {"two-arms", "paper"})
+        self._compiled = compiled(backend)
         self.arm_horizon = self._t0 + horizon - n_arms * self._t0
         self._opts = [self._make_optimizer() for _ in range(n_arms)]
 
@@ -157,6 +163,8 @@ class DPHDB(PrivateAgent):
         cls = DPPOFW if self.optimizer == "dp-pofw" else DPTOFW
         if self.optimizer == "dp-tofw":
             params.setdefault("p", 1.5)
+        else:
+            params.setdefault("backend", self.backend)
         return cls(LINK_LOSS[self.link], dim=self.dim, radius=self.radius,
                    horizon=self.arm_horizon, epsilon=eps, delta=delta if self._private else 0.0,
                    calibration=self.calibration, x_bound=self.context_bound,
@@ -207,6 +215,8 @@ class DPHDB(PrivateAgent):
         self._theta = np.zeros((n_reps, self.n_arms, self.dim))
         self._theta_fs = np.zeros((n_reps, self.n_arms, self.dim))
         self._zeta0 = float(_zeta(np.float64(0.0), self.link))
+        self._arms = np.zeros(n_reps, dtype=np.int64)
+        self._fs = np.zeros((n_reps, self.n_arms))
 
     @property
     def estimates(self) -> np.ndarray:
@@ -226,6 +236,13 @@ class DPHDB(PrivateAgent):
     def act(self, contexts: np.ndarray) -> np.ndarray:
         if self.t_ < self.forced_steps:
             return np.full(contexts.shape[0], self.t_ // self._t0, dtype=np.int64)
+        if self._compiled:
+            arms = self._arms
+            greedy = kernels("agents._hdb_kernels").KERNELS.get(
+                "greedy", use_parallel(arms.size, 4.0 * self.n_arms * self.dim))
+            greedy(contexts, self._theta_fs, self._theta, self.h_sub / 2.0,
+                   _LINK_CODES[self.link], self._fs, arms)
+            return arms.copy()
         return preselected_greedy(contexts, self._theta_fs, self._theta, self.h_sub,
                                   lambda z: _zeta(z, self.link))
 
@@ -241,7 +258,5 @@ class DPHDB(PrivateAgent):
                 self._theta_fs[:, arm] = self._theta[:, arm]
             return
         for k, opt in enumerate(self._opts):
-            pulled = arms == k
-            x = np.where(pulled[:, None], contexts, 0.0)
-            y = np.where(pulled, rewards, self._zeta0)
-            self._theta[:, k] = opt.step(x, y)
+            opt._step_rows(contexts, rewards, arms == k, self._zeta0)
+            self._theta[:, k] = opt._current()

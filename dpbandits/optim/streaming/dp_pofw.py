@@ -69,9 +69,18 @@ schedule constant is ``c = kappa D C``, so ratios of ``kappa`` are ratios of noi
     gumbel,  zCDP accountant     kappa = 10.01  -> 3.68x less noise than the theorem
     (reference: laplace through zCDP, rho_t = eps_t^2/2, would need kappa = 20.03)
 
+Sampling the selection. Report-noisy-min releases only the index, so its Laplace noise is
+not drawn value by value: :mod:`dpbandits.optim.streaming._vertex_rnm` samples the index's
+exact law from about four random 64-bit words per row and step when the noise dominates the
+score spread (instead of ``2d`` Laplace variates; more words, up to about ``3 * 2d``, when it
+does not). The words of every step are drawn ahead in chunks by the background thread
+(:mod:`dpbandits.privacy.streams`), the rare extra words from a generator of their own, so
+the numbers depend only on the seed (not on chunking, prefetching or threads).
+
 Batching: any number of rows (``n_reps``), e.g. ``R * K`` for K arms of a bandit agent (see
-:mod:`dpbandits.optim.streaming.frank_wolfe`). Per step: one noise slice (drawn in chunks of
-steps), one ``(R, 2d)`` argmin, a sparse vertex update.
+:mod:`dpbandits.optim.streaming.frank_wolfe`). Per step, numpy path: the increment, the
+selection vectorized over rows, a sparse vertex update; the compiled path
+(:mod:`dpbandits.optim.streaming._pofw_kernels`) does the whole step in one call.
 """
 
 from __future__ import annotations
@@ -79,17 +88,25 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from functools import partial
 
 import dp_accounting
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dpbandits._backends import compiled, kernels, use_parallel
 from dpbandits._validation import check_choice, check_p
 from dpbandits.geometry import lmo_lp_ball
-from dpbandits.losses import LossLike
-from dpbandits.optim.streaming.frank_wolfe import StreamingFrankWolfe, _ChunkedDraws
+from dpbandits.losses import GLMLoss, LossLike
+from dpbandits.optim.streaming._vertex_rnm import Spill, fixed_words, select_rows, sign_words
+from dpbandits.optim.streaming.frank_wolfe import (
+    StreamingFrankWolfe,
+    _ChunkedDraws,
+    frank_wolfe_step_size,
+)
 from dpbandits.privacy import accounting
 from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.privacy.streams import ChunkedDraws
 
 __all__ = [
     "DPPOFW",
@@ -101,6 +118,7 @@ __all__ = [
 ]
 
 SELECTIONS = frozenset({"laplace", "gumbel"})
+_LINK_CODES = {"identity": 0, "logistic": 1}  # of the compiled step
 
 
 # --------------------------------------------------------------------------- accounting maths
@@ -216,6 +234,12 @@ class DPPOFW(StreamingFrankWolfe):
 
     selection : ``"laplace"`` (Algorithm 2, default) or ``"gumbel"`` (exponential mechanism).
 
+    backend : ``"auto"``/``"numba"`` (a private Laplace step of a GLM loss — identity or
+    logistic link — runs as the compiled kernel of
+    :mod:`dpbandits.optim.streaming._pofw_kernels`; anything else runs in numpy) or
+    ``"numpy"`` (always numpy). Both draw the same words and give the same numbers up to the
+    rounding of dot products.
+
     Inputs are clipped to ``||x||_inf <= x_bound`` and ``|y| <= y_bound``. See the module
     docstring for the per-step privacy, the two calibrations and their noise scales.
 
@@ -232,9 +256,12 @@ class DPPOFW(StreamingFrankWolfe):
     def __init__(self, loss: str | LossLike, *, dim: int, radius: float, horizon: int,
                  epsilon: float, delta: float | None, p: float = 1,
                  calibration: str = "theorem", selection: str = "laplace",
-                 x_bound: float = 1.0, y_bound: float = 1.0, lr_scale: float = 1.0) -> None:
+                 x_bound: float = 1.0, y_bound: float = 1.0, lr_scale: float = 1.0,
+                 backend: str = "auto") -> None:
         self.selection = selection
+        self.backend = backend
         self._selection = check_choice("selection", selection, SELECTIONS)
+        self._compiled = compiled(backend)
         super().__init__(loss, dim=dim, p=p, radius=radius, horizon=horizon, epsilon=epsilon,
                          delta=delta, calibration=calibration, x_bound=x_bound,
                          y_bound=y_bound, lr_scale=lr_scale)
@@ -331,20 +358,80 @@ class DPPOFW(StreamingFrankWolfe):
 
 
     # ------------------------------------------------------------------ streaming
+    def _kernel_usable(self) -> bool:
+        loss = self._loss
+        return (self._compiled and self._private
+                and self._selection == "laplace" and isinstance(loss, GLMLoss)
+                and type(loss)._psi is GLMLoss._psi and loss.link_name in _LINK_CODES)
+
     def _reset_private_state(self, n_reps, rng) -> None:
         st = self._require_state()
         d = self._d
         st["sum"] = np.zeros((n_reps, d))
         st["rows"] = np.arange(n_reps)
         st["noise"] = None
+        st["kernel"] = False
         cal = self._calibrate()
         if cal.kappa == 0.0:
             return
+        st["c"] = self.scale_constant
         if self._selection == "laplace":
-            st["noise"] = _ChunkedDraws(_standard_laplace_draw(n_reps, 2 * d), n_reps * 2 * d,
-                                        self._n)
+            # the fixed words of every round, drawn ahead by the background thread, and the
+            # spill (rarely used) from generators of their own (privacy.streams)
+            g_words, g_spill = rng.spawn(2)
+            F = fixed_words(d)
+            st["noise"] = ChunkedDraws(partial(_raw_words, g_words, (n_reps, F)), self._n,
+                                       n_reps * F, prefetch=True)
+            st["spill"] = Spill(g_spill)
+            if self._kernel_usable():
+                st["kernel"] = True
+                st["smax"] = np.zeros(n_reps)
+                st["cand"] = np.zeros((n_reps, sign_words(d)), dtype=np.uint64)
+                st["xbuf"] = np.zeros((n_reps, d))
+                st["idx"] = np.zeros(n_reps, dtype=np.int64)
+                st["all"] = np.ones(n_reps, dtype=bool)
         else:
             st["noise"] = _ChunkedDraws(_Uniforms(n_reps), n_reps, self._n)
+
+    @property
+    def last_direction(self) -> np.ndarray:
+        """The search direction ``d_t`` of the last step (``(R, d)`` copy): exact, the noise
+        being in the selection."""
+        st = self._require_state()
+        if st["kernel"] and st["t"] > 0:  # the kernels keep the sum only
+            return st["sum"] * (1.0 / (st["t"] + 1.0))
+        return super().last_direction
+
+    def _step_core(self, x, y, mask, y_synth) -> None:
+        st = self._state
+        if not st["kernel"]:
+            super()._step_core(x, y, mask, y_synth)
+            return
+        t = st["t"] + 1
+        eta = frank_wolfe_step_size(t, self._lr)
+        beta = st["c"] / math.sqrt(t) / self._radius
+        words = st["noise"].next()[0]
+        cur, thetas, idx = st["cur"], st["thetas"], st["idx"]
+        R = st["R"]
+        built = kernels("optim.streaming._pofw_kernels")
+        step = built.KERNELS.get("step", use_parallel(R, 12.0 * self._d))
+        step(x, y, st["all"] if mask is None else mask, float(y_synth), t, eta, beta,
+             self._radius, self._x_bound, self._y_bound, _LINK_CODES[self._loss.link_name],
+             thetas, cur, st["sum"], st["smax"], st["n_clipped"], words, st["cand"],
+             st["xbuf"], idx)
+        if idx.min() < 0:
+            spill = st["spill"]
+            row = 0
+            while True:
+                row, spill.pos = built.finish(t, eta, beta, self._radius, thetas, cur,
+                                                 st["sum"], st["smax"], words, spill.buf,
+                                                 spill.pos, st["cand"], idx, row)
+                if row >= R:
+                    break
+                spill.refill()
+        st["cur"] = 1 - cur
+        st["t"] = t
+        st["direction"] = None
 
     def _advance(self, g, t, theta, eta, out):
         st = self._state
@@ -360,9 +447,9 @@ class DPPOFW(StreamingFrankWolfe):
             out += theta
             return
         r = self._radius
-        b = self.scale_constant / math.sqrt(t)
+        b = st["c"] / math.sqrt(t)
         if self._selection == "laplace":
-            idx = _noisy_min_vertex(direction, noise.next(st["rng"]), b / r)
+            idx = select_rows(direction, b / r, noise.next()[0], st["spill"])
         else:
             idx = _exponential_vertex(direction, noise.next(st["rng"]), b / r)
         d = self._d
@@ -372,8 +459,15 @@ class DPPOFW(StreamingFrankWolfe):
         out[st["rows"], j] += np.where(neg, -eta * r, eta * r)
 
 
+def _raw_words(rng: np.random.Generator, shape: tuple, start: int, n: int) -> tuple:
+    """``n`` rounds of raw 64-bit words, shape ``(n, *shape)`` (a picklable stream draw)."""
+    return (rng.bit_generator.random_raw(n * math.prod(shape)).reshape((n, *shape)),)
+
+
 def _noisy_min_vertex(direction: np.ndarray, laplace: np.ndarray, scale: float) -> np.ndarray:
-    """Report-noisy-min over the 2d vertices ``±r e_j`` with Laplace(b) noise, ``scale =
+    """Report-noisy-min over the 2d vertices ``±r e_j`` with Laplace(b) noise in its direct
+    form, the reference the tests check the sampler against (the optimizer samples the same
+    law from fewer variates, :mod:`dpbandits.optim.streaming._vertex_rnm`). With ``scale =
     b / r``: ``argmin_v <d, v> + Lap(b)`` equals ``argmin`` of ``(+d_j, -d_j) + Lap(b/r)``
     (divide by r > 0). ``laplace`` holds standard Laplace draws ``(R, 2d)`` and is
     overwritten. Returns indices in ``[0, 2d)``: ``j`` is ``+r e_j``, ``d + j`` is ``-r e_j``.
@@ -400,25 +494,6 @@ def _exponential_vertex(direction: np.ndarray, u: np.ndarray, temperature: float
     np.cumsum(w, axis=1, out=w)
     # idx = #{k : c_k <= u * c_total}; P(idx = k) = w_k / total
     return np.minimum((w <= (u * w[:, -1])[:, None]).sum(axis=1), 2 * d - 1)
-
-
-class _StandardLaplace:
-    """Chunk sampler of i.i.d. standard Laplace noise, shape ``(k, n_reps, m)``: an
-    exponential magnitude times an independent fair sign (exactly Laplace(0, 1)); about 2.5x
-    faster than ``Generator.laplace``. Picklable."""
-
-    def __init__(self, n_reps: int, m: int):
-        self.n_reps, self.m = n_reps, m
-
-    def __call__(self, rng, k):
-        shape = (k, self.n_reps, self.m)
-        e = rng.standard_exponential(shape)
-        e *= rng.integers(-1, 1, size=shape, dtype=np.int8) | np.int8(1)  # -1 or +1
-        return e
-
-
-def _standard_laplace_draw(n_reps: int, m: int) -> _StandardLaplace:
-    return _StandardLaplace(n_reps, m)
 
 
 class _Uniforms:

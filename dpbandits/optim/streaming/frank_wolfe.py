@@ -469,17 +469,43 @@ class StreamingFrankWolfe(StreamingOptimizer):
         grads = self._loss.gradient(thetas, x, y)  # (2, R, d)
         return (t + 1.0) * grads[cur] - t * grads[1 - cur]
 
-    def step(self, x: ArrayLike, y: ArrayLike) -> np.ndarray:
-        """Consume one sample per row (``x`` (R, d), ``y`` (R,)); return ``theta_{t+1}``."""
-        st = self._require_state()
-        R, d = st["R"], self._d
+    def _check_horizon(self, st) -> None:
         if st["t"] >= self._n:
             raise ValueError(
                 f"{type(self).__name__}: step {st['t'] + 1} exceeds horizon={self._n} "
                 "(the noise was calibrated for horizon steps; reset or build a longer horizon)"
             )
+
+    def step(self, x: ArrayLike, y: ArrayLike) -> np.ndarray:
+        """Consume one sample per row (``x`` (R, d), ``y`` (R,)); return ``theta_{t+1}``."""
+        st = self._require_state()
+        R, d = st["R"], self._d
+        self._check_horizon(st)
         x = check_array("x", x, shape=(R, d))
         y = check_array("y", y, shape=(R,))
+        self._step_core(x, y, None, 0.0)
+        return st["thetas"][st["cur"]].copy()
+
+    def _step_rows(self, x: np.ndarray, y: np.ndarray, mask: np.ndarray,
+                   y_synth: float) -> None:
+        """``step`` without the input checks, for agents: rows where ``mask`` (R,) bool is
+        False take the synthetic sample ``(0, y_synth)`` instead of ``(x, y)`` (DP-HDB's
+        unselected arms). Read the new iterate with :meth:`_current`."""
+        st = self._require_state()
+        self._check_horizon(st)
+        self._step_core(x, y, mask, y_synth)
+
+    def _current(self) -> np.ndarray:
+        """The current iterate, a view (R, d): read it before the next step."""
+        st = self._state
+        return st["thetas"][st["cur"]]
+
+    def _step_core(self, x: np.ndarray, y: np.ndarray, mask: np.ndarray | None,
+                   y_synth: float) -> None:
+        st = self._state
+        if mask is not None:
+            x = np.where(mask[:, None], x, 0.0)
+            y = np.where(mask, y, y_synth)
         x, y = self._clip(x, y, st)
         t = st["t"] + 1
         g = self._increment(x, y, t, st)
@@ -488,4 +514,3 @@ class StreamingFrankWolfe(StreamingOptimizer):
         self._advance(g, t, thetas[cur], frank_wolfe_step_size(t, self._lr), thetas[1 - cur])
         st["cur"] = 1 - cur
         st["t"] = t
-        return thetas[1 - cur].copy()

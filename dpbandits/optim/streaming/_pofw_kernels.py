@@ -1,0 +1,171 @@
+"""DP-POFW's step (seed 000, Algorithm 2) as numba kernels, for GLM losses (identity and
+logistic links) with Laplace report-noisy-min.
+
+One call of :func:`step` advances every row: clip ``x`` to ``||x||_inf <= x_bound`` and ``y``
+to ``[-y_bound, y_bound]`` (the rule of :func:`dpbandits.geometry.clip_rows`, counted as the
+numpy path counts), the increment ``g_t = ((t+1) psi(<theta_t, x>) - t psi(<theta_{t-1},
+x>)) x`` added to the running sum, the vertex chosen by
+:func:`dpbandits.optim.streaming._vertex_rnm.select_row` from the row's words of the round,
+and the Frank-Wolfe step. Rows whose ``mask`` is False take the synthetic sample
+``(0, y_synth)`` of DP-HDB, whose increment is exactly zero. The direction ``d_t = sum / (t+1)``
+is not stored: its entries are formed when needed and ``max_j |sum_j|`` is kept per row
+(``max_j |d_j|`` is that times ``1/(t+1)``, rounding being monotone).
+
+A row whose selection needs more words than the round's fixed ones is left with index -1
+and no new iterate; :func:`finish` then serves those rows in order from the spill (serially,
+so the numbers never depend on the thread count). The numpy path of
+:class:`dpbandits.optim.streaming.dp_pofw.DPPOFW` computes the same numbers up to the
+rounding of the dot products (the tests compare them).
+
+This module imports numba; it is loaded on the first compiled step
+(:func:`dpbandits._backends.kernels`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from dpbandits._numba import KernelSet, prange, rebound
+from dpbandits.optim.streaming import _vertex_rnm
+from dpbandits.optim.streaming._vertex_rnm import EMPTY
+
+__all__ = ["KERNELS", "LINKS", "dot", "finish", "select_row_compiled"]
+
+#: link codes of the kernels
+LINKS = {"identity": 0, "logistic": 1}
+_EPS = float(np.finfo(np.float64).eps)
+_COUNT_RTOL = 1e-9
+
+
+def _dot(a, b):
+    """``<a, b>`` with four partial sums (independent additions pipeline)."""
+    n = a.shape[0]
+    s0 = s1 = s2 = s3 = 0.0
+    j = 0
+    while j + 4 <= n:
+        s0 += a[j] * b[j]
+        s1 += a[j + 1] * b[j + 1]
+        s2 += a[j + 2] * b[j + 2]
+        s3 += a[j + 3] * b[j + 3]
+        j += 4
+    while j < n:
+        s0 += a[j] * b[j]
+        j += 1
+    return (s0 + s1) + (s2 + s3)
+
+
+def _absmax(a):
+    m = 0.0
+    for j in range(a.shape[0]):
+        v = abs(a[j])
+        if v > m:
+            m = v
+    return m
+
+
+def _psi(z, y, link):
+    if link == 0:
+        return z - y
+    return 1.0 / (1.0 + math.exp(-z)) - y
+
+
+def _vertex_step(theta, out, eta, radius, k):
+    """``out = theta + eta (v - theta)`` for vertex ``k`` (``j``: ``+r e_j``, ``d + j``:
+    ``-r e_j``), as the numpy path: ``theta (1 - eta)`` then ``± eta r`` added."""
+    d = theta.shape[0]
+    f = 1.0 - eta
+    for j in range(d):
+        out[j] = theta[j] * f
+    if k < d:
+        out[k] += eta * radius
+    else:
+        out[k - d] += -eta * radius
+
+
+def _step(x, y, mask, y_synth, t, eta, beta, radius, x_bound, y_bound, link, thetas, cur,
+          sums, smax, n_clipped, words, cand, xbuf, idx):
+    R, d = x.shape
+    inv = 1.0 / (t + 1.0)
+    a1 = t + 1.0
+    a0 = float(t)
+    for r in prange(R):
+        th = thetas[cur, r]
+        prev = thetas[1 - cur, r]
+        s = sums[r]
+        if mask[r]:
+            xr = x[r]
+            xv = xbuf[r]
+            clipped = False
+            nrm = _absmax(xr)
+            if nrm > x_bound:
+                f = x_bound / nrm
+                for j in range(d):
+                    xv[j] = xr[j] * f
+                again = _absmax(xv)
+                if again > x_bound:
+                    f = x_bound / again * (1.0 - 4.0 * _EPS)
+                    for j in range(d):
+                        xv[j] = xv[j] * f
+                    if _absmax(xv) > x_bound:
+                        for j in range(d):
+                            xv[j] = 0.0
+                clipped = nrm > x_bound * (1.0 + _COUNT_RTOL)
+            else:
+                for j in range(d):
+                    xv[j] = xr[j]
+            yr = y[r]
+            if abs(yr) > y_bound:
+                yr = y_bound if yr > 0.0 else -y_bound
+                clipped = True
+            if clipped:
+                n_clipped[r] += 1
+            coef = a1 * _psi(_dot(th, xv), yr, link) - a0 * _psi(_dot(prev, xv), yr, link)
+            m = 0.0
+            for j in range(d):
+                v = s[j] + coef * xv[j]
+                s[j] = v
+                v = abs(v)
+                if v > m:
+                    m = v
+            smax[r] = m
+        elif abs(y_synth) > y_bound:
+            n_clipped[r] += 1
+        k, _ = select_row_compiled(s, inv, smax[r] * inv, beta, words[r], EMPTY, 0, cand[r])
+        idx[r] = k
+        if k >= 0:
+            _vertex_step(th, prev, eta, radius, k)
+
+
+def _finish(t, eta, beta, radius, thetas, cur, sums, smax, words, spill, s0, cand, idx,
+            start):
+    """Serve the rows with ``idx == -1`` from ``start`` on, in order, from ``spill[s0:]``;
+    returns ``(row, s0)``: the row that ran out of spill (``R`` when all were served)."""
+    R = idx.shape[0]
+    inv = 1.0 / (t + 1.0)
+    F = words.shape[1]
+    for r in range(start, R):
+        if idx[r] >= 0:
+            continue
+        k, used = select_row_compiled(sums[r], inv, smax[r] * inv, beta, words[r], spill, s0,
+                                      cand[r])
+        if k < 0:
+            return r, s0
+        s0 += max(0, used - F)
+        idx[r] = k
+        _vertex_step(thetas[cur, r], thetas[1 - cur, r], eta, radius, k)
+    return R, s0
+
+
+_jit = numba.njit(cache=True, nogil=True, inline="always")
+#: the scalar selection of :mod:`._vertex_rnm`, compiled with its bit helpers
+select_row_compiled = numba.njit(cache=True, nogil=True)(rebound(
+    _vertex_rnm.select_row, _popcount=_jit(_vertex_rnm._popcount_swar),
+    _lowest_bit=_jit(_vertex_rnm._lowest_bit), _bit_length=_jit(_vertex_rnm._bit_length)))
+_dot, _absmax, _psi, _vertex_step = (_jit(f) for f in (_dot, _absmax, _psi, _vertex_step))
+#: ``<a, b>`` of two float vectors, for other kernel modules
+dot = _dot
+KERNELS = KernelSet({"step": _step})
+finish = numba.njit(cache=True, nogil=True)(_finish)

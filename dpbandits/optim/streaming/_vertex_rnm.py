@@ -1,0 +1,353 @@
+"""Report-noisy-min over the ``2d`` vertices ``±e_j``, sampled exactly from a few random words.
+
+The selection of DP-POFW (seed 000, Algorithm 2) returns ``argmin_i s_i + beta L_i`` with
+scores ``s_i = dir_i`` (``i < d``, vertex ``+e_i``) and ``s_{d+j} = -dir_j`` (vertex ``-e_j``)
+and ``L_i`` i.i.d. Laplace(0, 1). Only the index is released, so any sampler of *the index's
+law* gives the same mechanism. This one draws far fewer variates than the ``2d`` Laplace
+values (about 4 random words instead of ``2d`` exponentials when ``beta`` is large against
+the score spread, as at every privacy level of the paper's figures).
+
+Why it is exact. Write ``L_i = S_i E_i`` (fair sign, ``E_i ~ Exp(1)``; the Laplace law) and
+``tau = min_i s_i = -M`` with ``M = max_j |dir_j|``, ``delta_i = (s_i - tau) / beta >= 0``.
+The noisy score is below ``tau`` iff ``S_i = -1`` and ``E_i > delta_i``; call that set ``B``.
+Given ``B``, memorylessness makes the noisy scores of ``B``'s members ``tau - beta E_i'`` with
+``E_i'`` i.i.d. Exp(1), all below every non-member's: the argmin is uniform on ``B``. So:
+
+1. the signs ``S_i`` are bits of the first ``ceil(2d / 64)`` words (bit ``i % 64`` of word
+   ``i // 64`` set: ``S_i = -1``, a candidate);
+2. the independent events ``X_i = {E_i <= delta_i}`` (``P = 1 - exp(-delta_i)``) are thinned
+   from ``Y_i = {E_i <= delta_max}`` (``delta_max = 2M / beta``): the ``Y``-positions are a
+   Bernoulli(``1 - exp(-delta_max)``) sequence, walked with geometric gaps
+   ``floor(E / delta_max)``, ``E ~ Exp(1)`` (``P(gap >= k) = exp(-k delta_max)``); a
+   candidate at such a position is excluded (``X_i``) with probability
+   ``P(E <= delta_i | E <= delta_max) = expm1(-delta_i) / expm1(-delta_max)``, one uniform;
+3. if candidates remain, the index is a uniform one of them, by rejection from ``nb``-bit
+   fields of the words (exact): when at least half of the ``2d`` positions are candidates,
+   a uniform position in ``[0, 2^nb)`` (``2^(nb-1) < 2d <= 2^nb``) is kept if it is a
+   candidate; otherwise the ``k``-th candidate, ``k`` uniform in ``[0, count)`` the same way;
+4. otherwise (``B`` empty: likely only when ``beta`` is small against the spread) every
+   noisy score is drawn from its law given ``(S_i, X_i)`` — ``s_i + beta E`` for a positive
+   sign, ``s_i - beta E`` with ``E`` truncated to ``[0, delta_i]`` by inversion for a negative
+   one — and the argmin is taken.
+
+Exponentials are ``-log(U)`` and uniforms ``U`` from the top 53 bits of a word (the 2^-53 grid
+of numpy's own uniforms); ``E`` and the uniforms of steps 2-4 come in order from the words
+after the sign words. A row's words: ``words`` (a fixed number per round, drawn ahead), then
+``spill[s0:]`` (drawn on demand); the sampler returns ``-1`` when it would need more.
+
+:func:`select_row` is the scalar reference (compiled by
+:mod:`dpbandits.optim.streaming._pofw_kernels`, which alone imports numba); :func:`select_rows`
+the numpy version over rows (same words, same numbers; the rare rows that need step 4 or more
+words than ``words`` holds run through :func:`select_row`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["EMPTY", "Spill", "fixed_words", "select_row", "select_rows", "sign_words"]
+
+_U53 = 2.0**-53
+_SH = np.uint64(11)
+_ONE = np.uint64(1)
+_M1 = np.uint64(0x5555555555555555)
+_M2 = np.uint64(0x3333333333333333)
+_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+_H01 = np.uint64(0x0101010101010101)
+EMPTY = np.zeros(0, dtype=np.uint64)
+
+
+def sign_words(d: int) -> int:
+    """Words holding the ``2d`` sign bits."""
+    return (2 * d + 63) // 64
+
+
+def fixed_words(d: int) -> int:
+    """Words per row and round drawn ahead: the signs plus 8 (the first exponential gap, the
+    pick and three hits; more come from the spill)."""
+    return sign_words(d) + 8
+
+
+def _popcount_swar(x):
+    """Set bits of a uint64 (SWAR; uint64 arithmetic wraps: the compiled form of
+    :func:`_popcount`)."""
+    x = x - ((x >> _ONE) & _M1)
+    x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
+    x = (x + (x >> np.uint64(4))) & _M4
+    return np.int64((x * _H01) >> np.uint64(56))
+
+
+def _bit_length(n):
+    """Bits of a positive int: ``2^(b-1) <= n < 2^b``."""
+    b = 0
+    while n > 0:
+        b += 1
+        n >>= 1
+    return b
+
+
+def _lowest_bit(x):
+    """Position of the lowest set bit of a nonzero uint64."""
+    b = 0
+    while not (x >> np.uint64(b)) & _ONE:
+        b += 1
+    return b
+
+
+def _popcount(x):
+    """Set bits of a uint64 (Python ints do not wrap)."""
+    return int(x).bit_count()
+
+
+
+def select_row(base, inv, M, beta, words, spill, s0, cand):
+    """Index in ``[0, 2d)`` of report-noisy-min with Laplace(``beta``) noise over the scores
+    ``(+dir, -dir)``, ``dir_j = base[j] * inv`` and ``M = max_j |dir_j|`` (``beta > 0``), and
+    the number of words used; ``(-1, n)`` if ``words`` then ``spill[s0:]`` run out.
+    ``cand``: scratch of :func:`sign_words` uint64. Module docstring: the law and the words.
+    """
+    d = base.shape[0]
+    m = 2 * d
+    nw = (m + 63) // 64
+    F = words.shape[0]
+    avail = F + spill.shape[0] - s0
+    for k in range(nw):
+        cand[k] = words[k]
+    rem = m - 64 * (nw - 1)
+    if rem < 64:
+        cand[nw - 1] &= (_ONE << np.uint64(rem)) - _ONE
+    c = nw
+    dmax = (2.0 * M) / beta
+    if dmax > 0.0:
+        den = 0.0
+        pos = 0
+        while pos < m:
+            if c >= avail:
+                return -1, c
+            w = words[c] if c < F else spill[s0 + c - F]
+            c += 1
+            q = -math.log((float(w >> _SH) + 1.0) * _U53) / dmax
+            if q >= m - pos:
+                break
+            pos += int(q)
+            kw, bit = pos >> 6, np.uint64(pos & 63)
+            if (cand[kw] >> bit) & _ONE:
+                if c >= avail:
+                    return -1, c
+                w = words[c] if c < F else spill[s0 + c - F]
+                c += 1
+                if den == 0.0:
+                    den = math.expm1(-dmax)
+                s = base[pos] * inv if pos < d else -(base[pos - d] * inv)
+                if float(w >> _SH) * _U53 < math.expm1(-((s + M) / beta)) / den:
+                    cand[kw] &= ~(_ONE << bit)
+            pos += 1
+    count = 0
+    for k in range(nw):
+        count += _popcount(cand[k])
+    if count > 0 and 2 * count >= m:
+        # a uniform position, accepted if it is a candidate (at least half are): uniform
+        # on the candidates; nb-bit fields of the words, 2^(nb-1) < m <= 2^nb
+        nb = _bit_length(m - 1)
+        fmask = (_ONE << np.uint64(nb)) - _ONE
+        while True:
+            if c >= avail:
+                return -1, c
+            w = words[c] if c < F else spill[s0 + c - F]
+            c += 1
+            for a in range(64 // nb):
+                v = np.int64((w >> np.uint64(a * nb)) & fmask)
+                if v < m and (cand[v >> 6] >> np.uint64(v & 63)) & _ONE:
+                    return v, c
+    if count > 0:
+        # few candidates: the k-th of them, k uniform by rejection from nb-bit fields
+        k = 0
+        if count > 1:
+            nb = _bit_length(count - 1)
+            fmask = (_ONE << np.uint64(nb)) - _ONE
+            k = -1
+            while k < 0:
+                if c >= avail:
+                    return -1, c
+                w = words[c] if c < F else spill[s0 + c - F]
+                c += 1
+                for a in range(64 // nb):
+                    v = np.int64((w >> np.uint64(a * nb)) & fmask)
+                    if v < count:
+                        k = v
+                        break
+        for kw in range(nw):
+            x = cand[kw]
+            n = _popcount(x)
+            if k < n:
+                for _ in range(k):
+                    x &= x - _ONE
+                return 64 * kw + _lowest_bit(x), c
+            k -= n
+    # B is empty: every noisy score from its law given (S_i, X_i)
+    best = math.inf
+    arg = 0
+    for i in range(m):
+        if c >= avail:
+            return -1, c
+        w = words[c] if c < F else spill[s0 + c - F]
+        c += 1
+        s = base[i] * inv if i < d else -(base[i - d] * inv)
+        if (words[i >> 6] >> np.uint64(i & 63)) & _ONE:  # negative sign, excluded
+            e = -math.log1p(float(w >> _SH) * _U53 * math.expm1(-((s + M) / beta)))
+            val = s - beta * e
+        else:
+            val = s + beta * -math.log((float(w >> _SH) + 1.0) * _U53)
+        if val < best:
+            best = val
+            arg = i
+    return arg, c
+
+
+def _u53(w: np.ndarray) -> np.ndarray:
+    return (w >> _SH).astype(np.float64) * _U53
+
+
+def select_rows(direction: np.ndarray, beta: float, words: np.ndarray, spill) -> np.ndarray:
+    """:func:`select_row` for every row of ``direction`` (R, d), with the row's ``words``
+    (R, F) and the shared ``spill`` (a :class:`Spill`, rows served in order); returns the
+    indices (R,). Vectorized over rows; rows that need step 4 or more than ``F`` words run
+    through the scalar :func:`select_row` (plain Python), as the kernels do."""
+    R, d = direction.shape
+    m, nw, F = 2 * d, sign_words(d), words.shape[1]
+    M = np.abs(direction).max(axis=1)
+    dmax = (2.0 * M) / beta
+    cand = words[:, :nw].copy()
+    rem = m - 64 * (nw - 1)
+    if rem < 64:
+        cand[:, -1] &= (_ONE << np.uint64(rem)) - _ONE
+    c = np.full(R, nw, dtype=np.int64)
+    pos = np.zeros(R, dtype=np.int64)
+    slow = np.zeros(R, dtype=bool)
+    den = np.expm1(-dmax)
+    active = dmax > 0.0
+    while True:
+        rows = np.flatnonzero(active)
+        if rows.size == 0:
+            break
+        out = c[rows] >= F
+        slow[rows[out]] = True
+        active[rows[out]] = False
+        rows = rows[~out]
+        q = -np.log(((words[rows, c[rows]] >> _SH).astype(np.float64) + 1.0) * _U53)
+        q /= dmax[rows]
+        c[rows] += 1
+        done = q >= m - pos[rows]
+        active[rows[done]] = False
+        rows, q = rows[~done], q[~done]
+        p = pos[rows] + q.astype(np.int64)
+        pos[rows] = p + 1
+        active[rows[p + 1 >= m]] = False
+        hit = ((cand[rows, p >> 6] >> (p & 63).astype(np.uint64)) & _ONE).astype(bool)
+        hr, hp = rows[hit], p[hit]
+        out = c[hr] >= F
+        slow[hr[out]] = True
+        active[hr[out]] = False
+        hr, hp = hr[~out], hp[~out]
+        u = _u53(words[hr, c[hr]])
+        c[hr] += 1
+        s = direction[hr, hp % d]
+        s = np.where(hp < d, s, -s)
+        excl = u < np.expm1(-((s + M[hr]) / beta)) / den[hr]
+        hr, hp = hr[excl], hp[excl]
+        cand[hr, hp >> 6] &= ~(_ONE << (hp & 63).astype(np.uint64))
+    count = np.bitwise_count(cand).sum(axis=1, dtype=np.int64)
+    slow |= count == 0
+    idx = np.zeros(R, dtype=np.int64)
+    # many candidates: a uniform position, kept if it is a candidate
+    nbm = _bit_length(m - 1)
+    fmask = (_ONE << np.uint64(nbm)) - _ONE
+    todo = np.flatnonzero(~slow & (2 * count >= m))
+    while todo.size:
+        out = c[todo] >= F
+        slow[todo[out]] = True
+        todo = todo[~out]
+        w = words[todo, c[todo]]
+        c[todo] += 1
+        got = np.full(todo.size, -1, dtype=np.int64)
+        for a in range(64 // nbm):
+            v = ((w >> np.uint64(a * nbm)) & fmask).astype(np.int64)
+            ok = (got < 0) & (v < m)
+            vv = np.where(ok, v, 0)
+            ok &= ((cand[todo, vv >> 6] >> (vv & 63).astype(np.uint64)) & _ONE).astype(bool)
+            got[ok] = v[ok]
+        idx[todo] = got
+        todo = todo[got < 0]
+    # few candidates: the k-th, k uniform in [0, count)
+    few = np.flatnonzero(~slow & (2 * count < m))
+    k = np.zeros(few.size, dtype=np.int64)
+    todo = np.flatnonzero(count[few] > 1)
+    if todo.size:
+        nb = np.zeros(few.size, dtype=np.int64)
+        v = count[few] - 1
+        while np.any(v > 0):
+            nb += v > 0
+            v >>= 1
+        k[todo] = -1
+        while todo.size:
+            rows = few[todo]
+            out = c[rows] >= F
+            slow[rows[out]] = True
+            todo, rows = todo[~out], rows[~out]
+            w = words[rows, c[rows]]
+            c[rows] += 1
+            b = nb[todo].astype(np.uint64)
+            per = 64 // nb[todo]
+            got = np.full(todo.size, -1, dtype=np.int64)
+            for a in range(int(per.max(initial=0))):
+                v = ((w >> (np.uint64(a) * b)) & ((_ONE << b) - _ONE)).astype(np.int64)
+                take = (got < 0) & (a < per) & (v < count[rows])
+                got[take] = v[take]
+            k[todo] = got
+            todo = todo[got < 0]
+    if few.size:
+        bits = np.unpackbits(cand[few].astype("<u8").view(np.uint8), axis=1,
+                             bitorder="little")[:, :m]
+        idx[few] = np.argmax(np.cumsum(bits, axis=1, dtype=np.int64) > k[:, None], axis=1)
+    scratch = np.empty(nw, dtype=np.uint64)
+    late = []
+    with np.errstate(over="ignore"):
+        for r in np.flatnonzero(slow):
+            i, _ = select_row(direction[r], 1.0, M[r], beta, words[r], EMPTY, 0, scratch)
+            if i < 0:
+                late.append(r)
+            idx[r] = i
+        for r in late:
+            idx[r] = spill.serve(lambda sp, s0, r=r: select_row(
+                direction[r], 1.0, M[r], beta, words[r], sp, s0, scratch), F)
+    return idx
+
+
+class Spill:
+    """The words a row needs beyond its fixed ones, from a generator of its own, handed out
+    in order: rows are served one after the other, each from where the last stopped."""
+
+    BLOCK = 4096
+
+    def __init__(self, rng: np.random.Generator):
+        self.rng = rng
+        self.buf = EMPTY
+        self.pos = 0
+
+    def refill(self) -> None:
+        """Keep the unused words and append a fresh block."""
+        self.buf = np.concatenate([self.buf[self.pos:],
+                                   self.rng.bit_generator.random_raw(self.BLOCK)])
+        self.pos = 0
+
+    def serve(self, sample, n_fixed: int) -> int:
+        """Run ``sample(buf, pos) -> (index, words used)`` until the words suffice; advance
+        past the spill words it used."""
+        while True:
+            i, used = sample(self.buf, self.pos)
+            if i >= 0:
+                self.pos += max(0, used - n_fixed)
+                return i
+            self.refill()
