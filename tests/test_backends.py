@@ -1,0 +1,49 @@
+"""The backend choice: numba (and its ~125 MB runtime) is loaded only by a compiled kernel."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from dpbandits import _backends
+
+# runs (agent, backend) pairs in order in one process; prints whether numba was loaded
+# after the imports and after each run
+_PROBE = r"""
+import json, sys
+import dpbandits, dpbandits.agents, dpbandits.harness, dpbandits.optim, dpbandits.audits
+import dpbandits.cli
+from dpbandits.harness import simulate
+
+def loaded():
+    return int(any(m.split(".")[0] in ("numba", "llvmlite") for m in sys.modules))
+
+seen = [loaded()]
+for agent, backend in json.loads(sys.argv[1]):
+    simulate("dpbandits/GLMBandit-v0", agent, n_reps=2, seed=0,
+             env_params={"horizon": 30, "dim": 4, "n_arms": 2},
+             agent_params={"backend": backend})
+    seen.append(loaded())
+print(json.dumps(seen))
+"""
+
+
+def _numba_loaded(*runs: tuple[str, str]) -> list[int]:
+    out = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(runs)],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+@pytest.mark.skipif(not _backends.HAVE_NUMBA, reason="numba not installed")
+def test_numba_is_imported_only_by_a_compiled_run():
+    numpy_runs = [(a, "numpy") for a in ("dp-ucb", "linucb", "dp-hdb")]
+    assert _numba_loaded(*numpy_runs, ("dp-hdb", "numba")) == [0, 0, 0, 0, 1]
+    assert _numba_loaded(("dp-ucb", "numba")) == [0, 1]
+
+
+def test_backend_choice_is_checked():
+    assert _backends.compiled("numpy") is False
+    assert _backends.compiled("auto") is _backends.HAVE_NUMBA
+    with pytest.raises(ValueError, match="backend must be one of"):
+        _backends.compiled("cuda")
