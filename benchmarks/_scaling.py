@@ -166,8 +166,8 @@ def write_csv(cells: Sequence[dict], path) -> None:
 
 def plot(cells: Sequence[dict], path, fixed_T: int, fixed_d: int) -> None:
     """Seconds per replication against d (at ``fixed_T``) and against T (at ``fixed_d``), one
-    column per K; one line per agent (measured cells), R as the line style; predictions (not
-    run) as open markers."""
+    column per K; one line per agent (measured cells) and per reference algorithm, R as the
+    line style; predictions (not run) as open markers."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -175,23 +175,36 @@ def plot(cells: Sequence[dict], path, fixed_T: int, fixed_d: int) -> None:
     import pandas as pd
     import seaborn as sns
 
-    df = pd.DataFrame([r for r in cells if r.get("seconds_per_replication") is not None])
-    Ks = sorted(df["K"].unique())
-    fig, axes = plt.subplots(2, len(Ks), figsize=(5.5 * len(Ks), 8), squeeze=False)
+    rows = [r for r in cells if r.get("seconds_per_replication") is not None]
+    # the reference runs one replication at a time: one line per algorithm (drawn at R = 1)
+    rows += [{"agent": f"reference {r['reference_algorithm']}", "d": r["d"], "K": r["K"],
+              "T": r["T"], "R": 1, "status": r["reference_status"],
+              "seconds_per_replication": r["reference_seconds_per_replication"]}
+             for r in cells if r["R"] == 1 and r.get("reference_algorithm")
+             and r.get("reference_seconds_per_replication") is not None]
+    df = pd.DataFrame(rows)
+    Ks, agents = sorted(df["K"].unique()), sorted(df["agent"].unique())
+    fig, axes = plt.subplots(2, len(Ks), figsize=(5 * len(Ks) + 2, 8), squeeze=False)
     for row, (x, sel) in enumerate((("d", df["T"] == fixed_T), ("T", df["d"] == fixed_d))):
         for col, K in enumerate(Ks):
             ax, part = axes[row][col], df[sel & (df["K"] == K)]
             meas, pred = part[part["status"] == MEASURED], part[part["status"] != MEASURED]
+            legend = row == 0 and col == len(Ks) - 1
             if len(meas):
                 sns.lineplot(meas, x=x, y="seconds_per_replication", hue="agent", style="R",
-                             markers=True, ax=ax, hue_order=sorted(df["agent"].unique()))
+                             markers=True, ax=ax, hue_order=agents, legend=legend)
             if len(pred):
                 sns.scatterplot(pred, x=x, y="seconds_per_replication", hue="agent",
                                 marker="$\\circ$", s=90, ax=ax, legend=False,
-                                hue_order=sorted(df["agent"].unique()))
+                                hue_order=agents)
+            if legend and len(meas):
+                sns.move_legend(ax, "upper left", bbox_to_anchor=(1.02, 1))
             ax.set(xscale="log", yscale="log", ylabel="seconds per replication",
-                   title=f"K = {K}, " + (f"T = {fixed_T:g}" if x == "d" else f"d = {fixed_d}")
-                   + " (open: predicted, not run)")
+                   title=f"K = {K}, " + (f"T = {fixed_T:g}" if x == "d" else f"d = {fixed_d}"))
+            ticks = sorted(df[x].unique())
+            ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+            ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    fig.suptitle("lines: measured; open circles: predicted, not run")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -5,7 +5,7 @@ Importing the package registers the ``dpbandits/...`` Gymnasium environment ids 
 installed plugins of the entry-point group ``dpbandits.plugins``.
 """
 
-__version__ = "0.2.0.dev0"
+__version__ = "0.2.0.dev1"
 
 from dpbandits import envs as _envs  # noqa: E402,F401  (registers the environment ids)
 from dpbandits.plugins import load_entry_point_plugins as _load_entry_point_plugins  # noqa: E402
