@@ -66,6 +66,49 @@ def _absmax(a):
     return m
 
 
+def _clip_into(xr, nrm, x_bound, out):
+    """``xr`` scaled into ``||.||_inf <= x_bound`` in ``out`` (the rule of
+    :func:`dpbandits.geometry.clip_rows`: scale, rescale once more if rounding overshoots,
+    zero as the last resort); returns ``out``."""
+    d = xr.shape[0]
+    f = x_bound / nrm
+    for j in range(d):
+        out[j] = xr[j] * f
+    again = _absmax(out)
+    if again > x_bound:
+        f = x_bound / again * (1.0 - 4.0 * _EPS)
+        for j in range(d):
+            out[j] = out[j] * f
+        if _absmax(out) > x_bound:
+            for j in range(d):
+                out[j] = 0.0
+    return out
+
+
+def _dot2(a, b, x):
+    """``(<a, x>, <b, x>)`` in one pass over ``x``, each with :func:`_dot`'s four partial
+    sums."""
+    n = x.shape[0]
+    a0 = a1 = a2 = a3 = 0.0
+    b0 = b1 = b2 = b3 = 0.0
+    j = 0
+    while j + 4 <= n:
+        a0 += a[j] * x[j]
+        a1 += a[j + 1] * x[j + 1]
+        a2 += a[j + 2] * x[j + 2]
+        a3 += a[j + 3] * x[j + 3]
+        b0 += b[j] * x[j]
+        b1 += b[j + 1] * x[j + 1]
+        b2 += b[j + 2] * x[j + 2]
+        b3 += b[j + 3] * x[j + 3]
+        j += 4
+    while j < n:
+        a0 += a[j] * x[j]
+        b0 += b[j] * x[j]
+        j += 1
+    return (a0 + a1) + (a2 + a3), (b0 + b1) + (b2 + b3)
+
+
 def _psi(z, y, link):
     if link == 0:
         return z - y
@@ -87,42 +130,32 @@ def _vertex_step(theta, out, eta, radius, k):
 
 def _step(x, y, mask, y_synth, t, eta, beta, radius, x_bound, y_bound, link, thetas, cur,
           sums, smax, n_clipped, words, cand, xbuf, idx):
+    """One step of every row (module docstring); returns how many rows still need words
+    from the spill (their ``idx`` is -1)."""
     R, d = x.shape
     inv = 1.0 / (t + 1.0)
     a1 = t + 1.0
     a0 = float(t)
+    missing = 0
     for r in prange(R):
         th = thetas[cur, r]
         prev = thetas[1 - cur, r]
         s = sums[r]
         if mask[r]:
-            xr = x[r]
-            xv = xbuf[r]
+            xv = x[r]
             clipped = False
-            nrm = _absmax(xr)
+            nrm = _absmax(xv)
             if nrm > x_bound:
-                f = x_bound / nrm
-                for j in range(d):
-                    xv[j] = xr[j] * f
-                again = _absmax(xv)
-                if again > x_bound:
-                    f = x_bound / again * (1.0 - 4.0 * _EPS)
-                    for j in range(d):
-                        xv[j] = xv[j] * f
-                    if _absmax(xv) > x_bound:
-                        for j in range(d):
-                            xv[j] = 0.0
+                xv = _clip_into(xv, nrm, x_bound, xbuf[r])
                 clipped = nrm > x_bound * (1.0 + _COUNT_RTOL)
-            else:
-                for j in range(d):
-                    xv[j] = xr[j]
             yr = y[r]
             if abs(yr) > y_bound:
                 yr = y_bound if yr > 0.0 else -y_bound
                 clipped = True
             if clipped:
                 n_clipped[r] += 1
-            coef = a1 * _psi(_dot(th, xv), yr, link) - a0 * _psi(_dot(prev, xv), yr, link)
+            z_cur, z_prev = _dot2(th, prev, xv)
+            coef = a1 * _psi(z_cur, yr, link) - a0 * _psi(z_prev, yr, link)
             m = 0.0
             for j in range(d):
                 v = s[j] + coef * xv[j]
@@ -137,6 +170,9 @@ def _step(x, y, mask, y_synth, t, eta, beta, radius, x_bound, y_bound, link, the
         idx[r] = k
         if k >= 0:
             _vertex_step(th, prev, eta, radius, k)
+        else:
+            missing += 1
+    return missing
 
 
 def _finish(t, eta, beta, radius, thetas, cur, sums, smax, words, spill, s0, cand, idx,
@@ -164,7 +200,8 @@ _jit = numba.njit(cache=True, nogil=True, inline="always")
 select_row_compiled = numba.njit(cache=True, nogil=True)(rebound(
     _vertex_rnm.select_row, _popcount=_jit(_vertex_rnm._popcount_swar),
     _lowest_bit=_jit(_vertex_rnm._lowest_bit), _bit_length=_jit(_vertex_rnm._bit_length)))
-_dot, _absmax, _psi, _vertex_step = (_jit(f) for f in (_dot, _absmax, _psi, _vertex_step))
+_dot, _dot2, _absmax, _clip_into, _psi, _vertex_step = (
+    _jit(f) for f in (_dot, _dot2, _absmax, _clip_into, _psi, _vertex_step))
 #: ``<a, b>`` of two float vectors, for other kernel modules
 dot = _dot
 KERNELS = KernelSet({"step": _step})

@@ -390,6 +390,10 @@ class DPPOFW(StreamingFrankWolfe):
                 st["xbuf"] = np.zeros((n_reps, d))
                 st["idx"] = np.zeros(n_reps, dtype=np.int64)
                 st["all"] = np.ones(n_reps, dtype=bool)
+                built = kernels("optim.streaming._pofw_kernels")
+                st["k_step"] = built.KERNELS.get("step", use_parallel(n_reps, 12.0 * d))
+                st["k_finish"] = built.finish
+                st["link"] = _LINK_CODES[self._loss.link_name]
         else:
             st["noise"] = _ChunkedDraws(_Uniforms(n_reps), n_reps, self._n)
 
@@ -412,20 +416,16 @@ class DPPOFW(StreamingFrankWolfe):
         beta = st["c"] / math.sqrt(t) / self._radius
         words = st["noise"].next()[0]
         cur, thetas, idx = st["cur"], st["thetas"], st["idx"]
-        R = st["R"]
-        built = kernels("optim.streaming._pofw_kernels")
-        step = built.KERNELS.get("step", use_parallel(R, 12.0 * self._d))
-        step(x, y, st["all"] if mask is None else mask, float(y_synth), t, eta, beta,
-             self._radius, self._x_bound, self._y_bound, _LINK_CODES[self._loss.link_name],
-             thetas, cur, st["sum"], st["smax"], st["n_clipped"], words, st["cand"],
-             st["xbuf"], idx)
-        if idx.min() < 0:
-            spill = st["spill"]
-            row = 0
+        missing = st["k_step"](
+            x, y, st["all"] if mask is None else mask, float(y_synth), t, eta, beta,
+            self._radius, self._x_bound, self._y_bound, st["link"], thetas, cur, st["sum"],
+            st["smax"], st["n_clipped"], words, st["cand"], st["xbuf"], idx)
+        if missing:
+            spill, row, R = st["spill"], 0, st["R"]
             while True:
-                row, spill.pos = built.finish(t, eta, beta, self._radius, thetas, cur,
-                                                 st["sum"], st["smax"], words, spill.buf,
-                                                 spill.pos, st["cand"], idx, row)
+                row, spill.pos = st["k_finish"](t, eta, beta, self._radius, thetas, cur,
+                                                st["sum"], st["smax"], words, spill.buf,
+                                                spill.pos, st["cand"], idx, row)
                 if row >= R:
                     break
                 spill.refill()
