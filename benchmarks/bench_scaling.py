@@ -54,10 +54,11 @@ REFERENCE_ALGO = {"dp-hdb": "OFW_peq1", "dp-ucb": "DPUCB"}
 #: _ucb_kernels, _linucb_kernels, fliphat and _niht; the environment adds O(Kd) per round (one
 #: context, K inner products), and every algorithm's cost is linear in T.
 COUNTS = {
-    "dp-hdb": ("4Kd + 2Kd Laplace draws",
+    "dp-hdb": ("4Kd + K (d/32 + ~4) random words",
                "per arm the recursive gradient at two iterates, the Frank-Wolfe step and the "
-               "scores, O(d) each, and report-noisy-min over the 2d vertices (2d Laplace "
-               "draws); every arm advances every round",
+               "scores, O(d) each, and report-noisy-min over the 2d vertices sampled from its "
+               "exact law (2d sign bits and about four more words while the noise dominates "
+               "the score spread, as here); every arm advances every round",
                lambda d, K: 4.0 * K * d, 1),
     "dp-ucb": ("n^3/3 + (K+4) n^2, n = dK+1",
                "Cholesky of the released V_t (n^3/3), n(n+1)/2 node normals, the node into the "

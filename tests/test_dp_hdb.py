@@ -126,10 +126,14 @@ def test_default_t0_is_the_authors_formula():
     assert default_t0(50, 10_000, 0.1, n_arms=2) == 2500  # capped at T / (2K)
 
 
-def test_a_changed_user_reaches_at_most_two_arms():
+def test_a_changed_user_reaches_at_most_two_arms(monkeypatch):
     """Proof B.1's premise, which makes the default split (epsilon/2 per arm) necessary and
     sufficient: replacing the user of round t changes the round-t input of the arm pulled in
-    either world and of no other arm (the others take the data-free synthetic sample)."""
+    either world and of no other arm (the others take the data-free synthetic sample). The
+    arms' inputs are read off the one call that feeds them all, ``step_arms``, whose contract
+    (arm k takes (x, y) where arms == k, else (0, y_synth)) is tested in test_vertex_rnm."""
+    from dpbandits.agents import dp_hdb
+
     K, d, R, T, t0, changed = 3, 4, 40, 40, 3, 20
     rng = np.random.default_rng(2)
     xs, ys = _x(rng, R * T, d).reshape(T, R, d), rng.uniform(-1, 1, (T, R))
@@ -138,12 +142,14 @@ def test_a_changed_user_reaches_at_most_two_arms():
         agent = make_agent("dp-hdb", n_arms=K, dim=d, horizon=T, t0=t0, epsilon=1.0)
         agent.reset(R, np.random.default_rng(0))
         seen = [[] for _ in range(K)]
-        for k, opt in enumerate(agent.arm_optimizers):
-            def spy(x, y, mask, y_synth, step=opt._step_rows, log=seen[k]):
-                # the sample the arm's optimizer takes: (x, y) where mask, else (0, y_synth)
+
+        def spy(opts, x, y, arms, y_synth, step=dp_hdb.step_arms, seen=seen):
+            for k, log in enumerate(seen):  # the sample arm k's optimizer takes
+                mask = arms == k
                 log.append((np.where(mask[:, None], x, 0.0), np.where(mask, y, y_synth)))
-                return step(x, y, mask, y_synth)
-            opt._step_rows = spy
+            return step(opts, x, y, arms, y_synth)
+
+        monkeypatch.setattr(dp_hdb, "step_arms", spy)
         for t in range(changed + 1):
             x, y = xs[t], ys[t]
             if world == 1 and t == changed:

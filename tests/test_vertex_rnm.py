@@ -21,7 +21,7 @@ from dpbandits.optim.streaming._vertex_rnm import (
     select_rows,
     sign_words,
 )
-from dpbandits.optim.streaming.dp_pofw import _noisy_min_vertex
+from dpbandits.optim.streaming.dp_pofw import _noisy_min_vertex, step_arms
 from dpbandits.privacy.mechanisms import report_noisy_argmax_probabilities, standard_laplace
 
 needs_numba = pytest.mark.skipif(not _backends.HAVE_NUMBA, reason="numba not installed")
@@ -189,6 +189,36 @@ def test_dp_pofw_synthetic_rows_match_an_explicit_zero_sample():
             np.testing.assert_array_equal(a.theta, b.theta)
         np.testing.assert_array_equal(a.n_clipped, b.n_clipped)
         assert a.n_clipped.min() > 0
+
+
+@pytest.mark.parametrize("backend,epsilon", [("numba", 1.0), ("numba", 300.0), ("numpy", 1.0)])
+def test_step_arms_equals_one_masked_step_per_arm(backend, epsilon):
+    """``step_arms`` (one compiled call for K optimizers) gives bit for bit what K calls of
+    ``_step_rows`` give, arm k taking (x, y) where arms == k and (0, y_synth) elsewhere,
+    including the clip counts; epsilon = 300 makes the spill work."""
+    if backend == "numba" and not _backends.HAVE_NUMBA:
+        pytest.skip("numba not installed")
+    K, R = 3, 9
+    fused = [_pofw(backend, epsilon=epsilon, y_bound=0.4).reset(R, k) for k in range(K)]
+    apart = [_pofw(backend, epsilon=epsilon, y_bound=0.4).reset(R, k) for k in range(K)]
+    if backend == "numba":  # the one-call path must be the one taken
+        for o in fused:
+            o._step_rows = None
+    rng = np.random.default_rng(8)
+    for _ in range(100):
+        x, y = rng.uniform(-1.5, 1.5, (R, 6)), rng.uniform(-1, 1, R)
+        arms = rng.integers(0, K, R)
+        step_arms(fused, x, y, arms, 0.5)
+        for k, o in enumerate(apart):
+            o._step_rows(x, y, arms == k, 0.5)
+        for a, b in zip(fused, apart, strict=True):
+            np.testing.assert_array_equal(a.theta, b.theta)
+    for a, b in zip(fused, apart, strict=True):
+        np.testing.assert_array_equal(a.n_clipped, b.n_clipped)
+        assert a._state["t"] == b._state["t"] == 100
+    assert min(o.n_clipped.min() for o in fused) > 0
+    if epsilon > 100 and backend == "numba":
+        assert max(o._state["spill"].buf.size for o in fused) > 0
 
 
 # ------------------------------------------------------------------ DP-HDB through simulate

@@ -45,6 +45,7 @@ import numpy as np
 from dpbandits._backends import compiled, kernels, use_parallel
 from dpbandits._validation import check_choice, check_int, check_positive, check_real
 from dpbandits.agents.base import PrivateAgent, register_agent
+from dpbandits.optim.streaming.dp_pofw import step_arms
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 
 LINK_LOSS = {"identity": "squared", "logistic": "logistic"}
@@ -257,6 +258,10 @@ class DPHDB(PrivateAgent):
             if (t + 1) % self._t0 == 0:
                 self._theta_fs[:, arm] = self._theta[:, arm]
             return
+        if self.optimizer == "dp-pofw":
+            step_arms(self._opts, contexts, rewards, arms, self._zeta0)
+        else:
+            for k, opt in enumerate(self._opts):
+                opt._step_rows(contexts, rewards, arms == k, self._zeta0)
         for k, opt in enumerate(self._opts):
-            opt._step_rows(contexts, rewards, arms == k, self._zeta0)
             self._theta[:, k] = opt._current()

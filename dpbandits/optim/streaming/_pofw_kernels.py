@@ -128,51 +128,93 @@ def _vertex_step(theta, out, eta, radius, k):
         out[k - d] += -eta * radius
 
 
+def _row_sample(x, y, x_bound, y_bound, scratch):
+    """Row ``x`` clipped to ``||.||_inf <= x_bound`` (in ``scratch`` when it must change) and
+    ``y`` truncated to ``[-y_bound, y_bound]``; returns ``(x, y, clipped)``, ``clipped`` as
+    :func:`dpbandits.geometry.clip_rows` counts it."""
+    clipped = False
+    nrm = _absmax(x)
+    if nrm > x_bound:
+        x = _clip_into(x, nrm, x_bound, scratch)
+        clipped = nrm > x_bound * (1.0 + _COUNT_RTOL)
+    if abs(y) > y_bound:
+        y = y_bound if y > 0.0 else -y_bound
+        clipped = True
+    return x, y, clipped
+
+
+def _row_step(xv, yr, real, t, inv, eta, beta, radius, link, th, prev, s, r, smax, words,
+              cand):
+    """One row's step after the clip: if ``real``, the increment of ``(xv, yr)`` into the
+    running sum ``s`` (else the synthetic sample, whose increment is zero), then the vertex
+    from the row's words and the Frank-Wolfe step into ``prev``; returns the vertex (-1:
+    the words ran out, nothing written)."""
+    if real:
+        z_cur, z_prev = _dot2(th, prev, xv)
+        coef = (t + 1.0) * _psi(z_cur, yr, link) - float(t) * _psi(z_prev, yr, link)
+        m = 0.0
+        for j in range(s.shape[0]):
+            v = s[j] + coef * xv[j]
+            s[j] = v
+            v = abs(v)
+            if v > m:
+                m = v
+        smax[r] = m
+    k, _ = select_row_compiled(s, inv, smax[r] * inv, beta, words, EMPTY, 0, cand)
+    if k >= 0:
+        _vertex_step(th, prev, eta, radius, k)
+    return k
+
+
 def _step(x, y, mask, y_synth, t, eta, beta, radius, x_bound, y_bound, link, thetas, cur,
           sums, smax, n_clipped, words, cand, xbuf, idx):
     """One step of every row (module docstring); returns how many rows still need words
     from the spill (their ``idx`` is -1)."""
-    R, d = x.shape
+    R = x.shape[0]
     inv = 1.0 / (t + 1.0)
-    a1 = t + 1.0
-    a0 = float(t)
+    synth_clipped = abs(y_synth) > y_bound
     missing = 0
     for r in prange(R):
-        th = thetas[cur, r]
-        prev = thetas[1 - cur, r]
-        s = sums[r]
         if mask[r]:
-            xv = x[r]
-            clipped = False
-            nrm = _absmax(xv)
-            if nrm > x_bound:
-                xv = _clip_into(xv, nrm, x_bound, xbuf[r])
-                clipped = nrm > x_bound * (1.0 + _COUNT_RTOL)
-            yr = y[r]
-            if abs(yr) > y_bound:
-                yr = y_bound if yr > 0.0 else -y_bound
-                clipped = True
-            if clipped:
-                n_clipped[r] += 1
-            z_cur, z_prev = _dot2(th, prev, xv)
-            coef = a1 * _psi(z_cur, yr, link) - a0 * _psi(z_prev, yr, link)
-            m = 0.0
-            for j in range(d):
-                v = s[j] + coef * xv[j]
-                s[j] = v
-                v = abs(v)
-                if v > m:
-                    m = v
-            smax[r] = m
-        elif abs(y_synth) > y_bound:
-            n_clipped[r] += 1
-        k, _ = select_row_compiled(s, inv, smax[r] * inv, beta, words[r], EMPTY, 0, cand[r])
-        idx[r] = k
-        if k >= 0:
-            _vertex_step(th, prev, eta, radius, k)
+            xv, yr, clipped = _row_sample(x[r], y[r], x_bound, y_bound, xbuf[r])
         else:
+            xv, yr, clipped = x[r], y_synth, synth_clipped
+        if clipped:
+            n_clipped[r] += 1
+        k = _row_step(xv, yr, mask[r], t, inv, eta, beta, radius, link, thetas[cur, r],
+                      thetas[1 - cur, r], sums[r], r, smax, words[r], cand[r])
+        idx[r] = k
+        if k < 0:
             missing += 1
     return missing
+
+
+def _step_arms(x, y, arms, y_synth, t, eta, beta, radius, x_bound, y_bound, link, thetas,
+               cur, sums, smax, n_clipped, words, cand, xbuf, idx, missing):
+    """:func:`_step` of K optimizers at once (tuples of their arrays, one per optimizer):
+    row ``r``'s sample goes to optimizer ``arms[r]``, the synthetic one to the others
+    (DP-HDB's update); the same numbers as K calls of :func:`_step`. ``missing`` (K,) gets
+    each optimizer's count of rows left for the spill."""
+    R = x.shape[0]
+    K = len(thetas)
+    inv = 1.0 / (t + 1.0)
+    synth_clipped = abs(y_synth) > y_bound
+    for r in prange(R):
+        a = arms[r]
+        xv, yr, clipped = _row_sample(x[r], y[r], x_bound, y_bound, xbuf[r])
+        for k in range(K):
+            real = k == a
+            if (clipped if real else synth_clipped):
+                n_clipped[k][r] += 1
+            v = _row_step(xv, yr if real else y_synth, real, t, inv, eta, beta, radius, link,
+                          thetas[k][cur, r], thetas[k][1 - cur, r], sums[k][r], r, smax[k],
+                          words[k][r], cand[k][r])
+            idx[k][r] = v
+    for k in range(K):  # after the rows (a count inside prange would race)
+        missing[k] = 0
+        for r in range(R):
+            if idx[k][r] < 0:
+                missing[k] += 1
 
 
 def _finish(t, eta, beta, radius, thetas, cur, sums, smax, words, spill, s0, cand, idx,
@@ -200,9 +242,10 @@ _jit = numba.njit(cache=True, nogil=True, inline="always")
 select_row_compiled = numba.njit(cache=True, nogil=True)(rebound(
     _vertex_rnm.select_row, _popcount=_jit(_vertex_rnm._popcount_swar),
     _lowest_bit=_jit(_vertex_rnm._lowest_bit), _bit_length=_jit(_vertex_rnm._bit_length)))
-_dot, _dot2, _absmax, _clip_into, _psi, _vertex_step = (
-    _jit(f) for f in (_dot, _dot2, _absmax, _clip_into, _psi, _vertex_step))
+_dot, _dot2, _absmax, _clip_into, _psi, _vertex_step, _row_sample, _row_step = (
+    _jit(f) for f in (_dot, _dot2, _absmax, _clip_into, _psi, _vertex_step, _row_sample,
+                      _row_step))
 #: ``<a, b>`` of two float vectors, for other kernel modules
 dot = _dot
-KERNELS = KernelSet({"step": _step})
+KERNELS = KernelSet({"step": _step, "step_arms": _step_arms})
 finish = numba.njit(cache=True, nogil=True)(_finish)

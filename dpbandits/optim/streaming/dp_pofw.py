@@ -87,6 +87,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -111,6 +112,7 @@ from dpbandits.privacy.streams import ChunkedDraws
 __all__ = [
     "DPPOFW",
     "SELECTIONS",
+    "step_arms",
     "azuma_epsilon",
     "per_step_epsilons",
     "theorem_kappa",
@@ -393,9 +395,16 @@ class DPPOFW(StreamingFrankWolfe):
                 built = kernels("optim.streaming._pofw_kernels")
                 st["k_step"] = built.KERNELS.get("step", use_parallel(n_reps, 12.0 * d))
                 st["k_finish"] = built.finish
+                st["k_step_arms"] = built.KERNELS.get("step_arms",
+                                                      use_parallel(n_reps, 12.0 * d))
                 st["link"] = _LINK_CODES[self._loss.link_name]
         else:
             st["noise"] = _ChunkedDraws(_Uniforms(n_reps), n_reps, self._n)
+
+    def _shared_step_key(self) -> tuple:
+        """What instances stepped by one :func:`step_arms` call must share."""
+        return (self._d, self._lr, self._radius, self._x_bound, self._y_bound,
+                self._state["c"], self._state["link"])
 
     @property
     def last_direction(self) -> np.ndarray:
@@ -411,25 +420,32 @@ class DPPOFW(StreamingFrankWolfe):
         if not st["kernel"]:
             super()._step_core(x, y, mask, y_synth)
             return
-        t = st["t"] + 1
-        eta = frank_wolfe_step_size(t, self._lr)
-        beta = st["c"] / math.sqrt(t) / self._radius
+        t, eta, beta = self._schedule(st)
         words = st["noise"].next()[0]
-        cur, thetas, idx = st["cur"], st["thetas"], st["idx"]
         missing = st["k_step"](
             x, y, st["all"] if mask is None else mask, float(y_synth), t, eta, beta,
-            self._radius, self._x_bound, self._y_bound, st["link"], thetas, cur, st["sum"],
-            st["smax"], st["n_clipped"], words, st["cand"], st["xbuf"], idx)
+            self._radius, self._x_bound, self._y_bound, st["link"], st["thetas"], st["cur"],
+            st["sum"], st["smax"], st["n_clipped"], words, st["cand"], st["xbuf"], st["idx"])
+        self._finish_step(st, t, eta, beta, words, missing)
+
+    def _schedule(self, st) -> tuple[int, float, float]:
+        """The next step's ``t``, ``eta_t`` and selection scale ``b_t / r``."""
+        t = st["t"] + 1
+        return t, frank_wolfe_step_size(t, self._lr), st["c"] / math.sqrt(t) / self._radius
+
+    def _finish_step(self, st, t, eta, beta, words, missing) -> None:
+        """Serve the rows the kernel left for the spill (in order), then advance ``t``."""
         if missing:
             spill, row, R = st["spill"], 0, st["R"]
             while True:
-                row, spill.pos = st["k_finish"](t, eta, beta, self._radius, thetas, cur,
-                                                st["sum"], st["smax"], words, spill.buf,
-                                                spill.pos, st["cand"], idx, row)
+                row, spill.pos = st["k_finish"](t, eta, beta, self._radius, st["thetas"],
+                                                st["cur"], st["sum"], st["smax"], words,
+                                                spill.buf, spill.pos, st["cand"], st["idx"],
+                                                row)
                 if row >= R:
                     break
                 spill.refill()
-        st["cur"] = 1 - cur
+        st["cur"] = 1 - st["cur"]
         st["t"] = t
         st["direction"] = None
 
@@ -457,6 +473,38 @@ class DPPOFW(StreamingFrankWolfe):
         j = idx - d * neg
         np.multiply(theta, 1.0 - eta, out=out)
         out[st["rows"], j] += np.where(neg, -eta * r, eta * r)
+
+
+def step_arms(opts: Sequence[DPPOFW], x: np.ndarray, y: np.ndarray, arms: np.ndarray,
+              y_synth: float) -> None:
+    """Advance the DP-POFW instances ``opts`` (one per arm, as DP-HDB runs them) on one round:
+    row ``r``'s sample ``(x[r], y[r])`` goes to ``opts[arms[r]]``, the synthetic sample
+    ``(0, y_synth)`` to the others; ``x`` (R, d), ``y`` and ``arms`` (R,) unchecked. The same
+    numbers as ``opts[k]._step_rows(x, y, arms == k, y_synth)`` for each ``k`` in turn, in
+    one compiled call when the instances share it (same step, configuration and compiled
+    path; else those calls are made)."""
+    states = [o._require_state() for o in opts]
+    first, st = opts[0], states[0]
+    if not (st["kernel"] and all(
+            s["kernel"] and s["t"] == st["t"] and s["cur"] == st["cur"] and s["R"] == st["R"]
+            and o._shared_step_key() == first._shared_step_key()
+            for o, s in zip(opts, states, strict=True))):
+        for k, o in enumerate(opts):
+            o._step_rows(x, y, arms == k, y_synth)
+        return
+    for o, s in zip(opts, states, strict=True):
+        o._check_horizon(s)
+    t, eta, beta = first._schedule(st)
+    words = tuple(s["noise"].next()[0] for s in states)
+    missing = np.zeros(len(opts), dtype=np.int64)
+    st["k_step_arms"](
+        x, y, arms, float(y_synth), t, eta, beta, first._radius, first._x_bound,
+        first._y_bound, st["link"], tuple(s["thetas"] for s in states), st["cur"],
+        tuple(s["sum"] for s in states), tuple(s["smax"] for s in states),
+        tuple(s["n_clipped"] for s in states), words, tuple(s["cand"] for s in states),
+        st["xbuf"], tuple(s["idx"] for s in states), missing)
+    for k, (o, s) in enumerate(zip(opts, states, strict=True)):
+        o._finish_step(s, t, eta, beta, words[k], int(missing[k]))
 
 
 def _raw_words(rng: np.random.Generator, shape: tuple, start: int, n: int) -> tuple:
