@@ -130,9 +130,10 @@ def test_a_changed_user_reaches_at_most_two_arms(monkeypatch):
     """Proof B.1's premise, which makes the default split (epsilon/2 per arm) necessary and
     sufficient: replacing the user of round t changes the round-t input of the arm pulled in
     either world and of no other arm (the others take the data-free synthetic sample). The
-    arms' inputs are read off the one call that feeds them all, ``step_arms``, whose contract
-    (arm k takes (x, y) where arms == k, else (0, y_synth)) is tested in test_vertex_rnm."""
-    from dpbandits.agents import dp_hdb
+    arms' inputs are read off the one call that feeds them all, ``ArmSteps.step``, whose
+    contract (arm k takes (x, y) where arms == k, else (0, y_synth)) is tested in
+    test_vertex_rnm."""
+    from dpbandits.optim.streaming.dp_pofw import ArmSteps
 
     K, d, R, T, t0, changed = 3, 4, 40, 40, 3, 20
     rng = np.random.default_rng(2)
@@ -143,13 +144,13 @@ def test_a_changed_user_reaches_at_most_two_arms(monkeypatch):
         agent.reset(R, np.random.default_rng(0))
         seen = [[] for _ in range(K)]
 
-        def spy(opts, x, y, arms, y_synth, step=dp_hdb.step_arms, seen=seen):
+        def spy(self, x, y, arms, y_synth, out, step=ArmSteps.step, seen=seen):
             for k, log in enumerate(seen):  # the sample arm k's optimizer takes
                 mask = arms == k
                 log.append((np.where(mask[:, None], x, 0.0), np.where(mask, y, y_synth)))
-            return step(opts, x, y, arms, y_synth)
+            return step(self, x, y, arms, y_synth, out)
 
-        monkeypatch.setattr(dp_hdb, "step_arms", spy)
+        monkeypatch.setattr(ArmSteps, "step", spy)
         for t in range(changed + 1):
             x, y = xs[t], ys[t]
             if world == 1 and t == changed:

@@ -225,6 +225,33 @@ def test_trusted_update_respects_an_overridden_update():
     assert Counting.calls == 30
 
 
+def test_trusted_act_still_checks_the_returned_arms():
+    """simulate's trusted act skips only the context check: an agent returning an arm out of
+    range is refused with the same error as through the public act (no silent wrap-around
+    of a negative index into the environment's arrays)."""
+
+    class Wrong(Agent):
+        def __init__(self, *, n_arms, dim, horizon):
+            super().__init__(n_arms=n_arms, dim=dim, horizon=horizon)
+
+        def _reset(self, n_reps, rng):
+            pass
+
+        def act(self, contexts):
+            return np.full(contexts.shape[0], -1, dtype=np.int64)
+
+        def _update(self, contexts, arms, rewards):
+            pass
+
+        @property
+        def privacy(self):
+            return None
+
+    with pytest.raises(ValueError, match=r"returned arms must lie in \[0, 4\]"):
+        simulate("dpbandits/SparseLinearBandit-v0", Wrong(n_arms=5, dim=20, horizon=30),
+                 n_reps=2, horizon=30)
+
+
 def test_certified_guarantee_names_the_check_that_recomputed_it():
     """A generalized-Gaussian ledger is recomputed by the closed-form check, not by
     dp_accounting, and the record's basis says which one was used."""

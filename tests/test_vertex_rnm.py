@@ -21,7 +21,7 @@ from dpbandits.optim.streaming._vertex_rnm import (
     select_rows,
     sign_words,
 )
-from dpbandits.optim.streaming.dp_pofw import _noisy_min_vertex, step_arms
+from dpbandits.optim.streaming.dp_pofw import ArmSteps, _noisy_min_vertex
 from dpbandits.privacy.mechanisms import report_noisy_argmax_probabilities, standard_laplace
 
 needs_numba = pytest.mark.skipif(not _backends.HAVE_NUMBA, reason="numba not installed")
@@ -192,8 +192,9 @@ def test_dp_pofw_synthetic_rows_match_an_explicit_zero_sample():
 
 
 @pytest.mark.parametrize("backend,epsilon", [("numba", 1.0), ("numba", 300.0), ("numpy", 1.0)])
-def test_step_arms_equals_one_masked_step_per_arm(backend, epsilon):
-    """``step_arms`` (one compiled call for K optimizers) gives bit for bit what K calls of
+def test_arm_steps_equal_one_masked_step_per_arm(backend, epsilon):
+    """``ArmSteps.step`` (one compiled call for K optimizers; new iterates into ``out``)
+    gives bit for bit what K calls of
     ``_step_rows`` give, arm k taking (x, y) where arms == k and (0, y_synth) elsewhere,
     including the clip counts; epsilon = 300 makes the spill work."""
     if backend == "numba" and not _backends.HAVE_NUMBA:
@@ -201,6 +202,8 @@ def test_step_arms_equals_one_masked_step_per_arm(backend, epsilon):
     K, R = 3, 9
     fused = [_pofw(backend, epsilon=epsilon, y_bound=0.4).reset(R, k) for k in range(K)]
     apart = [_pofw(backend, epsilon=epsilon, y_bound=0.4).reset(R, k) for k in range(K)]
+    group = ArmSteps(fused)
+    assert group.fused == (backend == "numba")
     if backend == "numba":  # the one-call path must be the one taken
         for o in fused:
             o._step_rows = None
@@ -208,11 +211,13 @@ def test_step_arms_equals_one_masked_step_per_arm(backend, epsilon):
     for _ in range(100):
         x, y = rng.uniform(-1.5, 1.5, (R, 6)), rng.uniform(-1, 1, R)
         arms = rng.integers(0, K, R)
-        step_arms(fused, x, y, arms, 0.5)
+        out = np.full((R, K, 6), np.nan)
+        group.step(x, y, arms, 0.5, out)
         for k, o in enumerate(apart):
             o._step_rows(x, y, arms == k, 0.5)
-        for a, b in zip(fused, apart, strict=True):
+        for k, (a, b) in enumerate(zip(fused, apart, strict=True)):
             np.testing.assert_array_equal(a.theta, b.theta)
+            np.testing.assert_array_equal(out[:, k], b.theta)  # spilled rows included
     for a, b in zip(fused, apart, strict=True):
         np.testing.assert_array_equal(a.n_clipped, b.n_clipped)
         assert a._state["t"] == b._state["t"] == 100

@@ -45,7 +45,7 @@ import numpy as np
 from dpbandits._backends import compiled, kernels, use_parallel
 from dpbandits._validation import check_choice, check_int, check_positive, check_real
 from dpbandits.agents.base import PrivateAgent, register_agent
-from dpbandits.optim.streaming.dp_pofw import step_arms
+from dpbandits.optim.streaming.dp_pofw import ArmSteps
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 
 LINK_LOSS = {"identity": "squared", "logistic": "logistic"}
@@ -217,6 +217,7 @@ class DPHDB(PrivateAgent):
         self._theta_fs = np.zeros((n_reps, self.n_arms, self.dim))
         self._zeta0 = float(_zeta(np.float64(0.0), self.link))
         self._arms = np.zeros(n_reps, dtype=np.int64)
+        self._arm_steps: ArmSteps | None = None
         self._fs = np.zeros((n_reps, self.n_arms))
 
     @property
@@ -258,10 +259,11 @@ class DPHDB(PrivateAgent):
             if (t + 1) % self._t0 == 0:
                 self._theta_fs[:, arm] = self._theta[:, arm]
             return
-        if self.optimizer == "dp-pofw":
-            step_arms(self._opts, contexts, rewards, arms, self._zeta0)
-        else:
-            for k, opt in enumerate(self._opts):
-                opt._step_rows(contexts, rewards, arms == k, self._zeta0)
+        if self._arm_steps is None:  # every arm's forced sampling is over: step them together
+            self._arm_steps = (ArmSteps(self._opts) if self.optimizer == "dp-pofw" else None)
+        if self._arm_steps is not None:
+            self._arm_steps.step(contexts, rewards, arms, self._zeta0, self._theta)
+            return
         for k, opt in enumerate(self._opts):
+            opt._step_rows(contexts, rewards, arms == k, self._zeta0)
             self._theta[:, k] = opt._current()

@@ -164,7 +164,7 @@ def simulate(env, agent, *, horizon: int | None = None, n_reps: int = 1, seed: i
                 replay._core, ag, horizon, contexts, trusted=isinstance(ag, Agent), bar=bar,
                 every=every)
         for t in range(0 if replay is not None else horizon):
-            arms = np.asarray(ag.act(contexts))
+            arms = np.asarray(ag._act_trusted(contexts) if fast else ag.act(contexts))
             if fast:
                 next_contexts, rewards, pseudo_regret = core.play(arms)
                 ag._update_trusted(contexts, arms, rewards)

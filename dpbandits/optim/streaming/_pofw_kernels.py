@@ -190,11 +190,13 @@ def _step(x, y, mask, y_synth, t, eta, beta, radius, x_bound, y_bound, link, the
 
 
 def _step_arms(x, y, arms, y_synth, t, eta, beta, radius, x_bound, y_bound, link, thetas,
-               cur, sums, smax, n_clipped, words, cand, xbuf, idx, missing):
+               cur, sums, smax, n_clipped, words, cand, xbuf, idx, missing, out):
     """:func:`_step` of K optimizers at once (tuples of their arrays, one per optimizer):
     row ``r``'s sample goes to optimizer ``arms[r]``, the synthetic one to the others
     (DP-HDB's update); the same numbers as K calls of :func:`_step`. ``missing`` (K,) gets
-    each optimizer's count of rows left for the spill."""
+    each optimizer's count of rows left for the spill; ``out[r, k]`` (R, K, d) the new
+    iterate of row ``r`` of optimizer ``k`` (rows left for the spill: written by
+    :func:`_finish`)."""
     R = x.shape[0]
     K = len(thetas)
     inv = 1.0 / (t + 1.0)
@@ -210,6 +212,8 @@ def _step_arms(x, y, arms, y_synth, t, eta, beta, radius, x_bound, y_bound, link
                           thetas[k][cur, r], thetas[k][1 - cur, r], sums[k][r], r, smax[k],
                           words[k][r], cand[k][r])
             idx[k][r] = v
+            if v >= 0:
+                out[r, k] = thetas[k][1 - cur, r]
     for k in range(K):  # after the rows (a count inside prange would race)
         missing[k] = 0
         for r in range(R):
@@ -218,9 +222,10 @@ def _step_arms(x, y, arms, y_synth, t, eta, beta, radius, x_bound, y_bound, link
 
 
 def _finish(t, eta, beta, radius, thetas, cur, sums, smax, words, spill, s0, cand, idx,
-            start):
-    """Serve the rows with ``idx == -1`` from ``start`` on, in order, from ``spill[s0:]``;
-    returns ``(row, s0)``: the row that ran out of spill (``R`` when all were served)."""
+            start, out):
+    """Serve the rows with ``idx == -1`` from ``start`` on, in order, from ``spill[s0:]``,
+    copying each new iterate into ``out[r]`` (unless ``out`` is empty); returns
+    ``(row, s0)``: the row that ran out of spill (``R`` when all were served)."""
     R = idx.shape[0]
     inv = 1.0 / (t + 1.0)
     F = words.shape[1]
@@ -234,6 +239,8 @@ def _finish(t, eta, beta, radius, thetas, cur, sums, smax, words, spill, s0, can
         s0 += max(0, used - F)
         idx[r] = k
         _vertex_step(thetas[cur, r], thetas[1 - cur, r], eta, radius, k)
+        if out.shape[0] > 0:
+            out[r] = thetas[1 - cur, r]
     return R, s0
 
 

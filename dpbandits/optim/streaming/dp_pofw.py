@@ -111,8 +111,8 @@ from dpbandits.privacy.streams import ChunkedDraws
 
 __all__ = [
     "DPPOFW",
+    "ArmSteps",
     "SELECTIONS",
-    "step_arms",
     "azuma_epsilon",
     "per_step_epsilons",
     "theorem_kappa",
@@ -383,7 +383,7 @@ class DPPOFW(StreamingFrankWolfe):
             g_words, g_spill = rng.spawn(2)
             F = fixed_words(d)
             st["noise"] = ChunkedDraws(partial(_raw_words, g_words, (n_reps, F)), self._n,
-                                       n_reps * F, prefetch=True)
+                                       n_reps * F, prefetch=False)
             st["spill"] = Spill(g_spill)
             if self._kernel_usable():
                 st["kernel"] = True
@@ -402,7 +402,7 @@ class DPPOFW(StreamingFrankWolfe):
             st["noise"] = _ChunkedDraws(_Uniforms(n_reps), n_reps, self._n)
 
     def _shared_step_key(self) -> tuple:
-        """What instances stepped by one :func:`step_arms` call must share."""
+        """What instances stepped by one :class:`ArmSteps` call must share."""
         return (self._d, self._lr, self._radius, self._x_bound, self._y_bound,
                 self._state["c"], self._state["link"])
 
@@ -426,22 +426,23 @@ class DPPOFW(StreamingFrankWolfe):
             x, y, st["all"] if mask is None else mask, float(y_synth), t, eta, beta,
             self._radius, self._x_bound, self._y_bound, st["link"], st["thetas"], st["cur"],
             st["sum"], st["smax"], st["n_clipped"], words, st["cand"], st["xbuf"], st["idx"])
-        self._finish_step(st, t, eta, beta, words, missing)
+        self._finish_step(st, t, eta, beta, words, missing, _NO_OUT)
 
     def _schedule(self, st) -> tuple[int, float, float]:
         """The next step's ``t``, ``eta_t`` and selection scale ``b_t / r``."""
         t = st["t"] + 1
         return t, frank_wolfe_step_size(t, self._lr), st["c"] / math.sqrt(t) / self._radius
 
-    def _finish_step(self, st, t, eta, beta, words, missing) -> None:
-        """Serve the rows the kernel left for the spill (in order), then advance ``t``."""
+    def _finish_step(self, st, t, eta, beta, words, missing, out) -> None:
+        """Serve the rows the kernel left for the spill (in order; their new iterates also
+        into ``out`` (R, d) unless it is empty), then advance ``t``."""
         if missing:
             spill, row, R = st["spill"], 0, st["R"]
             while True:
                 row, spill.pos = st["k_finish"](t, eta, beta, self._radius, st["thetas"],
                                                 st["cur"], st["sum"], st["smax"], words,
                                                 spill.buf, spill.pos, st["cand"], st["idx"],
-                                                row)
+                                                row, out)
                 if row >= R:
                     break
                 spill.refill()
@@ -475,36 +476,54 @@ class DPPOFW(StreamingFrankWolfe):
         out[st["rows"], j] += np.where(neg, -eta * r, eta * r)
 
 
-def step_arms(opts: Sequence[DPPOFW], x: np.ndarray, y: np.ndarray, arms: np.ndarray,
-              y_synth: float) -> None:
-    """Advance the DP-POFW instances ``opts`` (one per arm, as DP-HDB runs them) on one round:
-    row ``r``'s sample ``(x[r], y[r])`` goes to ``opts[arms[r]]``, the synthetic sample
-    ``(0, y_synth)`` to the others; ``x`` (R, d), ``y`` and ``arms`` (R,) unchecked. The same
+class ArmSteps:
+    """The DP-POFW instances ``opts`` (one per arm, as DP-HDB runs them, each already reset)
+    stepped together: :meth:`step` gives row ``r``'s sample ``(x[r], y[r])`` to
+    ``opts[arms[r]]`` and the synthetic sample ``(0, y_synth)`` to the others. The same
     numbers as ``opts[k]._step_rows(x, y, arms == k, y_synth)`` for each ``k`` in turn, in
-    one compiled call when the instances share it (same step, configuration and compiled
-    path; else those calls are made)."""
-    states = [o._require_state() for o in opts]
-    first, st = opts[0], states[0]
-    if not (st["kernel"] and all(
+    one compiled call when the instances can share it (compiled path, same configuration and
+    step; else those calls are made). Build it after the instances' last separate step and
+    again after any reset: it holds their state arrays."""
+
+    def __init__(self, opts: Sequence[DPPOFW]) -> None:
+        self.opts = tuple(opts)
+        states = [o._require_state() for o in self.opts]
+        st = states[0]
+        self.fused = bool(st["kernel"]) and all(
             s["kernel"] and s["t"] == st["t"] and s["cur"] == st["cur"] and s["R"] == st["R"]
-            and o._shared_step_key() == first._shared_step_key()
-            for o, s in zip(opts, states, strict=True))):
-        for k, o in enumerate(opts):
-            o._step_rows(x, y, arms == k, y_synth)
-        return
-    for o, s in zip(opts, states, strict=True):
-        o._check_horizon(s)
-    t, eta, beta = first._schedule(st)
-    words = tuple(s["noise"].next()[0] for s in states)
-    missing = np.zeros(len(opts), dtype=np.int64)
-    st["k_step_arms"](
-        x, y, arms, float(y_synth), t, eta, beta, first._radius, first._x_bound,
-        first._y_bound, st["link"], tuple(s["thetas"] for s in states), st["cur"],
-        tuple(s["sum"] for s in states), tuple(s["smax"] for s in states),
-        tuple(s["n_clipped"] for s in states), words, tuple(s["cand"] for s in states),
-        st["xbuf"], tuple(s["idx"] for s in states), missing)
-    for k, (o, s) in enumerate(zip(opts, states, strict=True)):
-        o._finish_step(s, t, eta, beta, words[k], int(missing[k]))
+            and o._shared_step_key() == self.opts[0]._shared_step_key()
+            for o, s in zip(self.opts, states, strict=True))
+        if self.fused:
+            self._states = states
+            self._arrays = tuple(tuple(s[key] for s in states) for key in (
+                "thetas", "sum", "smax", "n_clipped", "cand", "idx"))
+            self._missing = np.zeros(len(states), dtype=np.int64)
+
+    def step(self, x: np.ndarray, y: np.ndarray, arms: np.ndarray, y_synth: float,
+             out: np.ndarray) -> None:
+        """One round (``x`` (R, d), ``y`` and ``arms`` (R,), unchecked); ``out`` (R, K, d)
+        receives every instance's new iterate."""
+        if not self.fused:
+            for k, o in enumerate(self.opts):
+                o._step_rows(x, y, arms == k, y_synth)
+                out[:, k] = o._current()
+            return
+        first, states = self.opts[0], self._states
+        st = states[0]
+        for o, s in zip(self.opts, states, strict=True):
+            o._check_horizon(s)
+        t, eta, beta = first._schedule(st)
+        words = tuple(s["noise"].next()[0] for s in states)
+        thetas, sums, smax, n_clipped, cand, idx = self._arrays
+        missing = self._missing
+        st["k_step_arms"](x, y, arms, float(y_synth), t, eta, beta, first._radius,
+                          first._x_bound, first._y_bound, st["link"], thetas, st["cur"], sums,
+                          smax, n_clipped, words, cand, st["xbuf"], idx, missing, out)
+        for k, (o, s) in enumerate(zip(self.opts, states, strict=True)):
+            o._finish_step(s, t, eta, beta, words[k], int(missing[k]), out[:, k])
+
+
+_NO_OUT = np.empty((0, 0))  # no iterate copies wanted from the spill kernel
 
 
 def _raw_words(rng: np.random.Generator, shape: tuple, start: int, n: int) -> tuple:
