@@ -212,8 +212,10 @@ def _step_arms(x, y, arms, y_synth, t, eta, beta, radius, x_bound, y_bound, link
                           thetas[k][cur, r], thetas[k][1 - cur, r], sums[k][r], r, smax[k],
                           words[k][r], cand[k][r])
             idx[k][r] = v
-            if v >= 0:
-                out[r, k] = thetas[k][1 - cur, r]
+            if v >= 0:  # an explicit loop: a slice assignment may copy through a temporary
+                new = thetas[k][1 - cur, r]
+                for j in range(new.shape[0]):
+                    out[r, k, j] = new[j]
     for k in range(K):  # after the rows (a count inside prange would race)
         missing[k] = 0
         for r in range(R):
@@ -240,7 +242,9 @@ def _finish(t, eta, beta, radius, thetas, cur, sums, smax, words, spill, s0, can
         idx[r] = k
         _vertex_step(thetas[cur, r], thetas[1 - cur, r], eta, radius, k)
         if out.shape[0] > 0:
-            out[r] = thetas[1 - cur, r]
+            new = thetas[1 - cur, r]
+            for j in range(new.shape[0]):
+                out[r, j] = new[j]
     return R, s0
 
 
