@@ -219,6 +219,7 @@ class DPHDB(PrivateAgent):
         self._arms = np.zeros(n_reps, dtype=np.int64)
         self._arm_steps: ArmSteps | None = None
         self._fs = np.zeros((n_reps, self.n_arms))
+        self._greedy = None
 
     @property
     def estimates(self) -> np.ndarray:
@@ -239,12 +240,12 @@ class DPHDB(PrivateAgent):
         if self.t_ < self.forced_steps:
             return np.full(contexts.shape[0], self.t_ // self._t0, dtype=np.int64)
         if self._compiled:
-            arms = self._arms
-            greedy = kernels("agents._hdb_kernels").KERNELS.get(
-                "greedy", use_parallel(arms.size, 4.0 * self.n_arms * self.dim))
-            greedy(contexts, self._theta_fs, self._theta, self.h_sub / 2.0,
-                   _LINK_CODES[self.link], self._fs, arms)
-            return arms.copy()
+            if self._greedy is None:  # looked up once per reset
+                self._greedy = kernels("agents._hdb_kernels").KERNELS.get(
+                    "greedy", use_parallel(self._arms.size, 4.0 * self.n_arms * self.dim))
+            self._greedy(contexts, self._theta_fs, self._theta, self.h_sub / 2.0,
+                         _LINK_CODES[self.link], self._fs, self._arms)
+            return self._arms.copy()
         return preselected_greedy(contexts, self._theta_fs, self._theta, self.h_sub,
                                   lambda z: _zeta(z, self.link))
 
