@@ -36,6 +36,7 @@ SUITE = {
     "batch": ("benchmarks.bench_batch", [], ["--quick"]),
     "cli": ("benchmarks.bench_cli", [], ["--reps", "2", "--horizon", "100", "--repeat", "1"]),
     "scaling": ("benchmarks.bench_scaling", [], ["--quick"]),
+    "overhead": ("benchmarks.bench_overhead", [], ["--horizon", "300", "--repeat", "1"]),
 }
 
 
