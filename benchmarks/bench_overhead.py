@@ -21,7 +21,6 @@ import platform
 import time
 
 import gymnasium
-import numpy as np
 
 import dpbandits.envs  # noqa: F401  (registers the ids)
 from benchmarks._cli import run
