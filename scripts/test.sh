@@ -6,5 +6,4 @@ source "$(dirname "${BASH_SOURCE[0]}")/_env.sh" test
 export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}" OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 .venv/bin/python -m ruff check dpbandits tests benchmarks experiments
 .venv/bin/python -m mypy  # the files listed under [tool.mypy] in pyproject.toml
-# Two worker processes (pytest-xdist), one per core; PYTEST_WORKERS=0 runs in this process.
-exec .venv/bin/python -m pytest -n "${PYTEST_WORKERS:-2}" "$@"
+exec .venv/bin/python -m pytest "$@"
