@@ -73,9 +73,11 @@ Sampling the selection. Report-noisy-min releases only the index, so its Laplace
 not drawn value by value: :mod:`dpbandits.optim.streaming._vertex_rnm` samples the index's
 exact law from about four random 64-bit words per row and step when the noise dominates the
 score spread (instead of ``2d`` Laplace variates; more words, up to about ``3 * 2d``, when it
-does not). The words of every step are drawn ahead in chunks by the background thread
-(:mod:`dpbandits.privacy.streams`), the rare extra words from a generator of their own, so
-the numbers depend only on the seed (not on chunking, prefetching or threads).
+does not). The words of every step are drawn a chunk of rounds at a time in the calling
+thread (:mod:`dpbandits.privacy.streams`; cheap enough that handing them to the background
+thread only made them wait behind the environment's draws), the rare extra words from a
+generator of their own, so the numbers depend only on the seed (not on chunking or
+threads).
 
 Batching: any number of rows (``n_reps``), e.g. ``R * K`` for K arms of a bandit agent (see
 :mod:`dpbandits.optim.streaming.frank_wolfe`). Per step, numpy path: the increment, the
@@ -378,8 +380,8 @@ class DPPOFW(StreamingFrankWolfe):
             return
         st["c"] = self.scale_constant
         if self._selection == "laplace":
-            # the fixed words of every round, drawn ahead by the background thread, and the
-            # spill (rarely used) from generators of their own (privacy.streams)
+            # the fixed words of every round, a chunk of rounds at a time, and the spill
+            # (rarely used), from generators of their own (privacy.streams)
             g_words, g_spill = rng.spawn(2)
             F = fixed_words(d)
             st["noise"] = ChunkedDraws(partial(_raw_words, g_words, (n_reps, F)), self._n,
