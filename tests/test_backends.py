@@ -37,9 +37,10 @@ def _numba_loaded(*runs: tuple[str, str]) -> list[int]:
 
 @pytest.mark.skipif(not _backends.HAVE_NUMBA, reason="numba not installed")
 def test_numba_is_imported_only_by_a_compiled_run():
+    # one child: the numpy runs leave numba unloaded, then a compiled run loads it (the
+    # compiled DP-UCB, LinUCB and DP-HDB paths are tested against these numpy twins elsewhere)
     numpy_runs = [(a, "numpy") for a in ("dp-ucb", "linucb", "dp-hdb")]
     assert _numba_loaded(*numpy_runs, ("dp-hdb", "numba")) == [0, 0, 0, 0, 1]
-    assert _numba_loaded(("dp-ucb", "numba")) == [0, 1]
 
 
 def test_backend_choice_is_checked():
