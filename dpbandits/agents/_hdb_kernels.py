@@ -10,36 +10,34 @@ from __future__ import annotations
 import math
 
 from dpbandits._numba import KernelSet, prange
-from dpbandits.optim.streaming._pofw_kernels import dot
+from dpbandits.optim.streaming._pofw_kernels import dot2
 
 __all__ = ["KERNELS"]
 
 
-def _greedy(x, theta_fs, theta, half_gap, link, fs, arms):
+def _greedy(x, theta_fs, theta, half_gap, link, fs, cur, arms):
     """Among the arms with ``zeta(<x, theta_fs_k>)`` above the best minus ``half_gap``, the
     first with the largest ``zeta(<x, theta_k>)``; ``link`` 1 is the logistic mean, else the
-    identity. ``fs`` (R, K) is scratch, ``arms`` (R,) the output."""
+    identity. ``fs`` and ``cur`` (R, K) are scratch, ``arms`` (R,) the output."""
     R, K = fs.shape
     for r in prange(R):
         xr = x[r]
         top = -math.inf
-        for k in range(K):
-            z = dot(xr, theta_fs[r, k])
+        for k in range(K):  # both inner products of an arm in one pass over x
+            a, b = dot2(theta_fs[r, k], theta[r, k], xr)
             if link == 1:
-                z = 0.5 * (1.0 + math.tanh(0.5 * z))
-            fs[r, k] = z
-            if z > top:
-                top = z
+                a = 0.5 * (1.0 + math.tanh(0.5 * a))
+                b = 0.5 * (1.0 + math.tanh(0.5 * b))
+            fs[r, k] = a
+            cur[r, k] = b
+            if a > top:
+                top = a
         best = -math.inf
         arm = 0
         for k in range(K):
-            if fs[r, k] > top - half_gap:
-                z = dot(xr, theta[r, k])
-                if link == 1:
-                    z = 0.5 * (1.0 + math.tanh(0.5 * z))
-                if z > best:
-                    best = z
-                    arm = k
+            if fs[r, k] > top - half_gap and cur[r, k] > best:
+                best = cur[r, k]
+                arm = k
         arms[r] = arm
 
 

@@ -45,11 +45,10 @@ import numpy as np
 from dpbandits._backends import compiled, kernels, use_parallel
 from dpbandits._validation import check_choice, check_int, check_positive, check_real
 from dpbandits.agents.base import PrivateAgent, register_agent
-from dpbandits.optim.streaming.dp_pofw import ArmSteps
+from dpbandits.optim.streaming.dp_pofw import LINK_CODES, ArmSteps
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 
 LINK_LOSS = {"identity": "squared", "logistic": "logistic"}
-_LINK_CODES = {"identity": 0, "logistic": 1}  # of the compiled greedy step
 OPTIMIZERS = {"dp-pofw", "dp-tofw"}
 
 
@@ -219,6 +218,7 @@ class DPHDB(PrivateAgent):
         self._arms = np.zeros(n_reps, dtype=np.int64)
         self._arm_steps: ArmSteps | None = None
         self._fs = np.zeros((n_reps, self.n_arms))
+        self._cur = np.zeros((n_reps, self.n_arms))
         self._greedy = None
 
     @property
@@ -244,7 +244,7 @@ class DPHDB(PrivateAgent):
                 self._greedy = kernels("agents._hdb_kernels").KERNELS.get(
                     "greedy", use_parallel(self._arms.size, 4.0 * self.n_arms * self.dim))
             self._greedy(contexts, self._theta_fs, self._theta, self.h_sub / 2.0,
-                         _LINK_CODES[self.link], self._fs, self._arms)
+                         LINK_CODES[self.link], self._fs, self._cur, self._arms)
             return self._arms.copy()
         return preselected_greedy(contexts, self._theta_fs, self._theta, self.h_sub,
                                   lambda z: _zeta(z, self.link))

@@ -32,29 +32,10 @@ from dpbandits._numba import KernelSet, prange, rebound
 from dpbandits.optim.streaming import _vertex_rnm
 from dpbandits.optim.streaming._vertex_rnm import EMPTY
 
-__all__ = ["KERNELS", "LINKS", "dot", "finish", "select_row_compiled"]
+__all__ = ["KERNELS", "dot2", "finish", "select_row_compiled"]
 
-#: link codes of the kernels
-LINKS = {"identity": 0, "logistic": 1}
 _EPS = float(np.finfo(np.float64).eps)
 _COUNT_RTOL = 1e-9
-
-
-def _dot(a, b):
-    """``<a, b>`` with four partial sums (independent additions pipeline)."""
-    n = a.shape[0]
-    s0 = s1 = s2 = s3 = 0.0
-    j = 0
-    while j + 4 <= n:
-        s0 += a[j] * b[j]
-        s1 += a[j + 1] * b[j + 1]
-        s2 += a[j + 2] * b[j + 2]
-        s3 += a[j + 3] * b[j + 3]
-        j += 4
-    while j < n:
-        s0 += a[j] * b[j]
-        j += 1
-    return (s0 + s1) + (s2 + s3)
 
 
 def _absmax(a):
@@ -86,8 +67,8 @@ def _clip_into(xr, nrm, x_bound, out):
 
 
 def _dot2(a, b, x):
-    """``(<a, x>, <b, x>)`` in one pass over ``x``, each with :func:`_dot`'s four partial
-    sums."""
+    """``(<a, x>, <b, x>)`` in one pass over ``x``, each with four partial sums (independent
+    additions pipeline)."""
     n = x.shape[0]
     a0 = a1 = a2 = a3 = 0.0
     b0 = b1 = b2 = b3 = 0.0
@@ -253,10 +234,10 @@ _jit = numba.njit(cache=True, nogil=True, inline="always")
 select_row_compiled = numba.njit(cache=True, nogil=True)(rebound(
     _vertex_rnm.select_row, _popcount=_jit(_vertex_rnm._popcount_swar),
     _lowest_bit=_jit(_vertex_rnm._lowest_bit), _bit_length=_jit(_vertex_rnm._bit_length)))
-_dot, _dot2, _absmax, _clip_into, _psi, _vertex_step, _row_sample, _row_step = (
-    _jit(f) for f in (_dot, _dot2, _absmax, _clip_into, _psi, _vertex_step, _row_sample,
+_dot2, _absmax, _clip_into, _psi, _vertex_step, _row_sample, _row_step = (
+    _jit(f) for f in (_dot2, _absmax, _clip_into, _psi, _vertex_step, _row_sample,
                       _row_step))
-#: ``<a, b>`` of two float vectors, for other kernel modules
-dot = _dot
+#: ``(<a, x>, <b, x>)`` of float vectors in one pass, for other kernel modules
+dot2 = _dot2
 KERNELS = KernelSet({"step": _step, "step_arms": _step_arms})
 finish = numba.njit(cache=True, nogil=True)(_finish)

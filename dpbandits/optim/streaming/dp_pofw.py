@@ -122,7 +122,8 @@ __all__ = [
 ]
 
 SELECTIONS = frozenset({"laplace", "gumbel"})
-_LINK_CODES = {"identity": 0, "logistic": 1}  # of the compiled step
+#: the kernels' code of each GLM link (theirs and DP-HDB's greedy step: 1 = logistic)
+LINK_CODES = {"identity": 0, "logistic": 1}
 
 
 # --------------------------------------------------------------------------- accounting maths
@@ -366,7 +367,7 @@ class DPPOFW(StreamingFrankWolfe):
         loss = self._loss
         return (self._compiled and self._private
                 and self._selection == "laplace" and isinstance(loss, GLMLoss)
-                and type(loss)._psi is GLMLoss._psi and loss.link_name in _LINK_CODES)
+                and type(loss)._psi is GLMLoss._psi and loss.link_name in LINK_CODES)
 
     def _reset_private_state(self, n_reps, rng) -> None:
         st = self._require_state()
@@ -399,7 +400,7 @@ class DPPOFW(StreamingFrankWolfe):
                 st["k_finish"] = built.finish
                 st["k_step_arms"] = built.KERNELS.get("step_arms",
                                                       use_parallel(n_reps, 12.0 * d))
-                st["link"] = _LINK_CODES[self._loss.link_name]
+                st["link"] = LINK_CODES[self._loss.link_name]
         else:
             st["noise"] = _ChunkedDraws(_Uniforms(n_reps), n_reps, self._n)
 
