@@ -6,4 +6,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/_env.sh" test
 export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}" OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 .venv/bin/python -m ruff check dpbandits tests benchmarks experiments
 .venv/bin/python -m mypy  # the files listed under [tool.mypy] in pyproject.toml
-exec .venv/bin/python -m pytest "$@"
+# Two test processes (pytest-xdist): the suite is CPU-bound and numba compiles each kernel once
+# per fresh clone, so one process per core halves the wall time; -n 0 runs in one process.
+exec .venv/bin/python -m pytest -n "${DPBANDITS_TEST_WORKERS:-2}" "$@"

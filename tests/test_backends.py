@@ -1,4 +1,5 @@
-"""The backend choice: numba (and its ~125 MB runtime) is loaded only by a compiled kernel."""
+"""The backend choice: numba (and its ~125 MB runtime) is loaded only by a compiled kernel;
+pandas and pyarrow (~60 MB) only by what writes or reads frames, never by a simulation."""
 
 import json
 import subprocess
@@ -48,3 +49,21 @@ def test_backend_choice_is_checked():
     assert _backends.compiled("auto") is _backends.HAVE_NUMBA
     with pytest.raises(ValueError, match="backend must be one of"):
         _backends.compiled("cuda")
+
+
+def test_a_simulation_loads_neither_pandas_nor_pyarrow():
+    # the peak memory of a run through simulate (benchmarks/bench_simulate.py) counts every
+    # imported library; frames are built only by to_frame, compare, sweep and the loaders
+    code = ("import json, sys\n"
+            "from dpbandits.harness import simulate\n"
+            "res = simulate('dpbandits/GLMBandit-v0', 'dp-ucb', n_reps=2, seed=0,\n"
+            "               env_params={'horizon': 30, 'dim': 4, 'n_arms': 2},\n"
+            "               agent_params={'backend': 'numpy'})\n"
+            "before = sorted({m.split('.')[0] for m in sys.modules} & {'pandas', 'pyarrow'})\n"
+            "res.to_frame()\n"
+            "after = sorted({m.split('.')[0] for m in sys.modules} & {'pandas', 'pyarrow'})\n"
+            "print(json.dumps([before, after]))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    before, after = json.loads(out.stdout)
+    assert before == [] and "pandas" in after

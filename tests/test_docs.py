@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 # "seed 000", "Seed 003", "seed001" used as a citation; directory names such as
 # experiments/seed001_dp_erm/ are paths, not citations
-SEED_CITATION = re.compile(r"(?<![/\w])seed ?00\d\b(?!_)", re.IGNORECASE)
+SEED_CITATION = re.compile(r"(?<![/\w])seeds? ?00\d\b(?!_)", re.IGNORECASE)
 
 
 def _markdown_files() -> list[Path]:
@@ -49,6 +49,7 @@ def test_no_reference_outside_the_repository(path):
 def test_the_citation_pattern_catches_citations_but_not_paths():
     assert SEED_CITATION.search("Figure 5.1 of seed 000")
     assert SEED_CITATION.search("Seed 003, Appendix E.4")
+    assert SEED_CITATION.search("the two versions (seeds 002 and 004)")
     assert not SEED_CITATION.search("see experiments/seed001_dp_erm/ for the runs")
 
 

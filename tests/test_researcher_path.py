@@ -305,6 +305,12 @@ def test_killing_a_parallel_sweep_leaves_no_worker_running(tmp_path):
     import sys
     import time
 
+    from dpbandits.harness import simulate
+
+    # Compile LinUCB's kernels for this configuration into numba's disk cache first: a worker
+    # inside a cold compile holds the GIL in LLVM for seconds, so its watchdog thread could not
+    # run within the 5 s asserted below; what is tested here is the watchdog, not the compiler.
+    simulate("dpbandits/GLMBandit-v0", "linucb", n_reps=30, env_params={"horizon": 20})
     cfg = tmp_path / "long.toml"
     cfg.write_text('env = "dpbandits/GLMBandit-v0"\nhorizon = 10000\nn_reps = 30\n'
                    "seeds = [0, 1, 2, 3]\n[agents.ucb]\nname = \"linucb\"\n")

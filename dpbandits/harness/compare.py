@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-import pandas as pd
 from gymnasium.vector import VectorEnv
 
 from dpbandits.harness.results import SimulationResult, summarize
 from dpbandits.harness.simulate import simulate
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def agent_spec(spec: object) -> tuple[object, dict | None]:
@@ -43,6 +46,8 @@ def compare(agents: Mapping[str, object], env: str | VectorEnv, *, horizon: int 
         results[label] = simulate(env, name, horizon=horizon, n_reps=n_reps, seed=seed,
                                   agent_params=params, env_params=env_params, label=label,
                                   track_memory=track_memory, progress=bar)
+    import pandas as pd  # loaded with the first frame, not with the harness
+
     frame = pd.concat([r.to_frame(record_every) for r in results.values()], ignore_index=True)
     return frame, summary_table(results), results
 
@@ -51,6 +56,8 @@ def summary_table(results: Mapping[str, SimulationResult]) -> pd.DataFrame:
     """One row per agent label: final cumulative regret ``n, mean, std, ci95_low,
     ci95_high``, the privacy level ``epsilon, delta, certified_epsilon`` (see
     ``results.privacy_entry`` for the full record), wall ``seconds`` and ``peak_memory_mb``."""
+    import pandas as pd
+
     frames = [r.to_frame(r.horizon) for r in results.values()]
     table = summarize(pd.concat(frames, ignore_index=True), by="agent").set_index("agent")
     table["seconds"] = pd.Series({k: r.seconds for k, r in results.items()})

@@ -26,9 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-import pandas as pd
-
 if TYPE_CHECKING:
+    import pandas as pd
     from dask.distributed import Client
 
 from dpbandits.harness.results import (
@@ -142,6 +141,8 @@ class CellFiles:
             write_frame_atomic(frame, self.path(key))
 
     def load(self, key: str) -> pd.DataFrame:
+        import pandas as pd  # pandas loads with the first stored cell, not with the harness
+
         path = self.path(key)
         return pd.read_csv(path) if self.suffix == ".csv" else pd.read_parquet(path)
 
@@ -161,10 +162,14 @@ class CsvTable:
     def __init__(self, path: str | os.PathLike[str], key_columns: Sequence[str]) -> None:
         self.path = Path(path)
         self.key_columns = list(key_columns)
+        import pandas as pd
+
         self.frame = pd.read_csv(self.path) if self.path.exists() else pd.DataFrame()
         self._keys = self._row_keys(self.frame)
 
     def _row_keys(self, frame: pd.DataFrame) -> pd.Series:
+        import pandas as pd
+
         if frame.empty:
             return pd.Series([], dtype=object)
         return frame[self.key_columns].astype(str).agg("|".join, axis=1)
@@ -173,6 +178,8 @@ class CsvTable:
         return bool((self._keys == key).any())
 
     def save(self, key: str, result: Any) -> None:
+        import pandas as pd
+
         rows, _ = _split(result)
         self.frame = pd.concat([self.frame, rows], ignore_index=True)
         self._keys = pd.concat([self._keys, pd.Series([key] * len(rows), dtype=object)],
@@ -261,7 +268,9 @@ def _start_orphan_watchdog() -> None:
 
 def _exit_when_orphaned(parent: int, interval: float = 0.5) -> None:
     """Exit this worker as soon as its parent process is gone (a killed run must not leave
-    workers computing for minutes): the parent pid changes when it dies."""
+    workers computing for minutes): the parent pid changes when it dies. The check needs the
+    GIL, so a worker inside code that holds it (numba compiling a kernel not yet in its disk
+    cache, a few seconds) exits when that code returns."""
     import time
 
     while os.getppid() == parent:

@@ -47,11 +47,14 @@ import tempfile
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from dpbandits._validation import check_int
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FRAME_COLUMNS = ["agent", "rep", "t", "regret", "cum_regret", "epsilon", "delta",
                  "certified_epsilon"]
@@ -113,6 +116,8 @@ class SimulationResult:
 
     def to_frame(self, record_every: int = 1) -> pd.DataFrame:
         """Tidy frame at rounds ``record_every, 2*record_every, ...`` and always the last."""
+        import pandas as pd  # on first use: a simulation alone never loads pandas
+
         check_int("record_every", record_every, low=1)
         steps = recorded_steps(self.horizon, record_every)
         n_reps = self.n_reps
@@ -308,6 +313,8 @@ def save_results(frame: pd.DataFrame, record: dict, out_dir: str | os.PathLike[s
 def load_results(out_dir: str | os.PathLike[str], *, name: str = "results"
                  ) -> tuple[pd.DataFrame, dict]:
     """Inverse of ``save_results``: the frame and the JSON record."""
+    import pandas as pd
+
     out = Path(out_dir)
     frame = pd.read_parquet(out / f"{name}.parquet")
     record = json.loads((out / f"{name}.json").read_text())

@@ -22,7 +22,6 @@ from threadpoolctl import threadpool_limits
 import dpbandits.envs  # noqa: F401  (registers the environment ids)
 from dpbandits._validation import check_int
 from dpbandits.agents.base import Agent, make_agent
-from dpbandits.datasets import load_log
 from dpbandits.envs._core import BanditVectorEnvBase
 from dpbandits.envs.replay import ReplayBanditVectorEnv
 from dpbandits.harness.memory import PeakRSS
@@ -44,6 +43,8 @@ def make_env(env, n_reps: int, env_params: Mapping | None = None):
     from ``--env-param``) is read with ``dpbandits.datasets.load_log``."""
     env_params = dict(env_params or {})
     if isinstance(env_params.get("log"), str | os.PathLike):
+        from dpbandits.datasets import load_log  # pandas and pyarrow: only to read a log
+
         env_params["log"] = load_log(env_params["log"])
     if isinstance(env, str):
         try:

@@ -19,13 +19,12 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
 from dpbandits._validation import check_int
 from dpbandits.harness.grid import CellFiles, cell_digest, product, run_grid
 from dpbandits.harness.results import save_results, summarize, write_csv_atomic
 
 if TYPE_CHECKING:
+    import pandas as pd
     from dask.distributed import Client
 
 
@@ -163,6 +162,8 @@ def sweep(spec: SweepSpec, out_dir: str | os.PathLike[str], *, n_jobs: int = 1,
                       n_jobs=n_jobs, scheduler=scheduler,
                       setup=partial(_load_plugins, tuple(str(p) for p in plugins)),
                       progress=progress, desc="sweep cells")
+    import pandas as pd
+
     return pd.concat(frames, ignore_index=True)
 
 
