@@ -188,6 +188,18 @@ def test_sweep_resumes_same_config_and_refuses_another(swept, tmp_path, capsys):
     assert "different configuration" in capsys.readouterr().err
 
 
+def test_rerunning_a_finished_run_names_it_the_same_configuration(tmp_path, capsys):
+    out = tmp_path / "o"
+    argv = ["run", *FLAGS, "--agent", "random", "--out", str(out), "--no-plot"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert main(argv) == 2  # run does not resume: an identical re-run is refused, and says so
+    err = capsys.readouterr().err
+    assert "this same configuration" in err and "--overwrite" in err
+    assert main([*argv[:-3], "--reps", "1", "--out", str(out), "--no-plot"]) == 2
+    assert "different configuration" in capsys.readouterr().err
+
+
 def test_flags_override_the_config(tmp_path):
     cfg = tmp_path / "c.toml"
     cfg.write_text('env = "dpbandits/GLMBandit-v0"\nhorizon = 30\nn_reps = 2\n' + SMALL_ENV +

@@ -53,7 +53,8 @@ def prepare_out_dir(out: str | os.PathLike[str], *, command: str, fingerprint: s
                                   "dpbandits; refusing to delete it: choose another --out")
             _clear(path)
         elif not (resumable and same):
-            what = ("results of a different configuration" if mark is not None
+            what = ("the results of this same configuration" if same
+                    else "results of a different configuration" if mark is not None
                     else "files not written by dpbandits")
             how = ("use --overwrite to replace them" if mark is not None
                    else "choose an empty or new directory")
