@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+import dpbandits
 from dpbandits.agents import make_agent
 from dpbandits.harness.grid import CellFiles, GridCell, run_grid
 from dpbandits.harness.results import atomic_write_bytes
@@ -170,6 +171,7 @@ def run_cell(part: str, cell: GridCell, record_points: int = 50) -> pd.DataFrame
     _privacy_columns(frame, g, bool(g is not None and g.certified and math.isfinite(g.epsilon)),
                      cert, method)
     frame["basis"] = basis
+    frame["version"] = dpbandits.__version__  # the random streams are per package version
     _print_final(cell.key, frame, horizon, res.seconds, cert)
     return frame
 
