@@ -90,6 +90,24 @@ def test_a_step_reveals_the_logged_reward_only_for_the_logged_action_and_a_pass_
         env.step(0)
 
 
+def test_the_vector_env_after_its_pass_autoresets_or_stops_with_the_reason():
+    log = _indexed_log(n=12)
+    env = ReplayBanditVectorEnv(2, log, autoreset_mode="NextStep")
+    first, _ = env.reset(seed=5)
+    for _ in range(log.n_rounds):
+        _, _, _, trunc, _ = env.step(np.zeros(2, dtype=np.int64))
+    assert trunc.all()
+    obs, rewards, term, trunc, info = env.step(np.zeros(2, dtype=np.int64))
+    assert obs.shape == first.shape and not (term.any() or trunc.any()) and info == {}
+    assert np.array_equal(rewards, np.zeros(2))  # the autoreset step reveals nothing
+    off = ReplayBanditVectorEnv(2, log, autoreset_mode="Disabled")
+    off.reset(seed=5)
+    for _ in range(log.n_rounds):
+        off.step(np.zeros(2, dtype=np.int64))
+    with pytest.raises(gymnasium.error.ResetNeeded, match="pass over the log ended"):
+        off.step(np.zeros(2, dtype=np.int64))
+
+
 def test_replication_r_is_the_single_env_with_seed_s_plus_r():
     log = _indexed_log()
     venv = ReplayBanditVectorEnv(3, log)

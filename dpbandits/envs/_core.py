@@ -399,6 +399,16 @@ class BanditVectorEnvBase(VectorEnv):
         self._needs_reset = False
         return self._core.reset(seqs)
 
+    def _step_past_the_end(self, error: Exception):
+        """``step`` after the last round: with ``NextStep`` autoreset, reset every replication
+        and return the first observations with zero rewards and no termination; otherwise
+        raise ``error``."""
+        if self.autoreset_mode != AutoresetMode.NEXT_STEP:
+            raise error
+        obs = self._reset_core([None] * self.num_envs)
+        false = np.zeros(self.num_envs, dtype=np.bool_)
+        return obs, np.zeros(self.num_envs), false, false.copy(), {}
+
     def reset(self, *, seed=None, options: dict | None = None):
         """Reset every replication (seed: None, an int ``s`` -> ``s + r``, or a list)."""
         seeds = self._seeds(seed)
@@ -419,11 +429,7 @@ class BanditVectorEnvBase(VectorEnv):
         if core.t is None:
             raise gymnasium.error.ResetNeeded("call reset() before step()")
         if self._needs_reset:
-            if self.autoreset_mode == AutoresetMode.NEXT_STEP:
-                obs = self._reset_core([None] * R)
-                false = np.zeros(R, dtype=np.bool_)
-                return obs, np.zeros(R), false, false.copy(), {}
-            raise _past_horizon(core.horizon)
+            return self._step_past_the_end(_past_horizon(core.horizon))
         a = check_actions(actions, R, core.n_arms)
         obs, rewards, means, opt, regret = core.step(a)
         t = core.t

@@ -274,13 +274,9 @@ class ReplayBanditVectorEnv(BanditVectorEnvBase):
         if core.t is None:
             raise gymnasium.error.ResetNeeded("call reset() before step()")
         if self._needs_reset:
-            if self.autoreset_mode == AutoresetMode.NEXT_STEP:
-                obs = self._reset_core([None] * R)
-                false = np.zeros(R, dtype=np.bool_)
-                return obs, np.zeros(R), false, false.copy(), {}
-            raise gymnasium.error.ResetNeeded(
+            return self._step_past_the_end(gymnasium.error.ResetNeeded(
                 f"step() called after the pass over the log ended ({core.n_events} logged "
-                "rounds); call reset()")
+                "rounds); call reset()"))
         a = check_actions(actions, R, core.n_arms)
         obs, rewards, hit, logged = core.step(a)
         mask = self._mask
