@@ -56,6 +56,19 @@ def test_tiny_reproduce(tmp_path, capsys):
     assert "NOT certified" in text
 
 
+def test_panel_b_in_two_processes_gives_the_same_numbers(tmp_path):
+    # scripts/demo.sh runs panel B with --jobs 2: every agent in its own process, same seeds
+    frames = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"jobs{jobs}"
+        assert main(["reproduce", "fig5.1", "--size", "tiny", "--panels", "B", "--horizon",
+                     "120", "--reps", "2", "--jobs", jobs, "--out", str(out), "--quiet",
+                     "--no-plot"]) == 0
+        frames.append(pd.read_parquet(out / "panel_b.parquet"))
+    pd.testing.assert_frame_equal(frames[0], frames[1])
+    assert frames[0]["agent"].nunique() > 2
+
+
 @pytest.mark.parametrize("toml,needle", [
     ('horizon = 5\n[agents.a]\nname = "random"\n', "'env'"),
     ('env = "dpbandits/Nope-v0"\n[agents.a]\nname = "random"\n', "'env'"),
