@@ -48,8 +48,7 @@ $PY $C grid --horizon 100000 --instances figure5.1 --eps 1 10 --agents "$BD" "$N
 $PY $C grid --horizon 100000 --instances figure5.1 --eps 10 --agents ldp-linucb
 $PY $C grid --horizon 10000 --agents "dp-hdb (theorem)" "dp-hdb (accountant)"
 $PY $C grid --horizon 100000 --instances figure5.1 --eps 1 10 --agents "dp-hdb (accountant)"
-# added later (2026-11-26): T = 1e5 for DP-HDB (theorem) and AdaC-OFUL everywhere, LDP-LinUCB
-# and the block-diagonal DP-UCB everywhere (their AR(0.7) cells at the larger epsilons were
-# stopped on the time budget; this line resumes them)
+# added later (2026-11-26): T = 1e5 for DP-HDB (theorem), AdaC-OFUL, LDP-LinUCB and the
+# block-diagonal DP-UCB on every instance and epsilon
 $PY $C grid --horizon 100000 --agents "dp-hdb (theorem)" adac-oful ldp-linucb "$BD"
 $PY $C report
