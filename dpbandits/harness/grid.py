@@ -200,7 +200,9 @@ def run_grid(cells: Sequence, compute: Callable[[Any], Any], store: Store, *, n_
     ``scheduler`` is a Dask scheduler address or ``dask.distributed.Client``. ``setup()``
     runs in each worker before each cell (it must be cheap when repeated, e.g. importing
     plugins); ``compute`` and ``setup`` must be picklable to run on workers. A local worker
-    exits by itself within a second of its parent process dying.
+    dies with its parent process: at once on Linux (the kernel's parent-death signal), within
+    half a second elsewhere, and a worker orphaned while it was still starting up exits
+    before it computes anything (see :func:`follow_parent`).
     """
     if getattr(store, "single_writer", False) and (scheduler is not None or n_jobs != 1):
         raise ValueError(f"{type(store).__name__} takes one writer: run with n_jobs=1 and "
@@ -219,9 +221,11 @@ def run_grid(cells: Sequence, compute: Callable[[Any], Any], store: Store, *, n_
     return [store.load(c.key) if store.done(c.key) else None for c in cells]
 
 
-def _compute_and_store(cell, compute, store, setup, local_worker: bool) -> str:
-    if local_worker:
-        _start_orphan_watchdog()
+def _compute_and_store(cell, compute, store, setup, parent_pid: int | None) -> str:
+    """Run one cell and store its result. ``parent_pid`` is the pid of the process that runs
+    the grid when this is a local worker (the worker then dies with it), else ``None``."""
+    if parent_pid is not None:
+        follow_parent(parent_pid)
     if setup is not None:
         setup()
     result = compute(cell)
@@ -234,14 +238,16 @@ def _run_parallel(todo, compute, store, setup, n_jobs, scheduler, progress, desc
     from joblib import Parallel, delayed, parallel_config
     from tqdm.auto import tqdm
 
-    local = scheduler is None
-    jobs = (delayed(_compute_and_store)(c, compute, store, setup, local) for c in todo)
+    # Every task names the grid's own process: a worker that sees another parent (it was
+    # orphaned while starting up, before any task reached it) exits instead of computing.
+    parent = os.getpid() if scheduler is None else None
+    jobs = (delayed(_compute_and_store)(c, compute, store, setup, parent) for c in todo)
 
     def consume(results) -> None:
         for _ in tqdm(results, total=len(todo), disable=not progress, desc=desc):
             pass
 
-    if local:
+    if parent is not None:
         consume(Parallel(n_jobs=n_jobs, return_as="generator_unordered")(jobs))
         return
     client = _dask_client(scheduler)
@@ -253,27 +259,57 @@ def _run_parallel(todo, compute, store, setup, n_jobs, scheduler, progress, desc
             client.close()
 
 
-_PARENT_PID: int | None = None
+_FOLLOWED_PARENT: int | None = None
 
 
-def _start_orphan_watchdog() -> None:
-    """In a local worker process, start (once) a thread that exits the worker when its
-    parent is gone (not in Dask workers: they belong to a cluster that outlives a client)."""
-    global _PARENT_PID
-    if _PARENT_PID is None:
-        _PARENT_PID = os.getppid()
-        threading.Thread(target=_exit_when_orphaned, args=(_PARENT_PID,), daemon=True,
+def follow_parent(parent_pid: int) -> None:
+    """Make this local worker process die with ``parent_pid``, whatever the timing.
+
+    - Already orphaned (the parent died while this worker was starting up, so the task
+      outlived it): exit now.
+    - On Linux, ask the kernel for SIGKILL when the parent dies (``PR_SET_PDEATHSIG``): it
+      arrives even while this process holds the GIL (numba compiling a kernel). The kernel
+      ties the signal to the parent *thread* that started the worker; loky starts workers from
+      the thread that runs the grid or from its executor's manager thread, both of which live
+      as long as the workers are used.
+    - Everywhere, a watchdog thread polls the parent's pid (needs the GIL between polls).
+    Called again with the same pid, it does nothing.
+    """
+    global _FOLLOWED_PARENT
+    if _FOLLOWED_PARENT == parent_pid:
+        return
+    _set_parent_death_signal()
+    if os.getppid() != parent_pid:
+        os._exit(1)
+    first = _FOLLOWED_PARENT is None
+    _FOLLOWED_PARENT = parent_pid
+    if first:
+        threading.Thread(target=_exit_when_orphaned, daemon=True,
                          name="dpbandits-orphan-watchdog").start()
 
 
-def _exit_when_orphaned(parent: int, interval: float = 0.5) -> None:
-    """Exit this worker as soon as its parent process is gone (a killed run must not leave
-    workers computing for minutes): the parent pid changes when it dies. The check needs the
-    GIL, so a worker inside code that holds it (numba compiling a kernel not yet in its disk
-    cache, a few seconds) exits when that code returns."""
+def _set_parent_death_signal() -> bool:
+    """``prctl(PR_SET_PDEATHSIG, SIGKILL)`` on Linux; ``False`` where it is not available."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(1, int(signal.SIGKILL), 0, 0, 0) == 0  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return False
+
+
+def _exit_when_orphaned(interval: float = 0.5) -> None:
+    """Exit this worker once its parent is no longer the process it follows (the parent pid
+    changes when it dies). Each check needs the GIL; the death signal does not."""
     import time
 
-    while os.getppid() == parent:
+    while os.getppid() == _FOLLOWED_PARENT:
         time.sleep(interval)
     os._exit(1)
 
