@@ -217,7 +217,7 @@ def run_grid(cells: Sequence, compute: Callable[[Any], Any], store: Store, *, n_
             from tqdm.auto import tqdm
 
             for cell in tqdm(todo, disable=not progress, desc=desc):
-                _compute_and_store(cell, compute, store, setup, False)
+                _compute_and_store(cell, compute, store, setup, None)
     return [store.load(c.key) if store.done(c.key) else None for c in cells]
 
 
