@@ -36,6 +36,7 @@ def _numba_loaded(*runs: tuple[str, str]) -> list[int]:
     return json.loads(out.stdout)
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(not _backends.HAVE_NUMBA, reason="numba not installed")
 def test_numba_is_imported_only_by_a_compiled_run():
     # one child: the numpy runs leave numba unloaded, then a compiled run loads it (the
@@ -51,6 +52,7 @@ def test_backend_choice_is_checked():
         _backends.compiled("cuda")
 
 
+@pytest.mark.integration
 def test_a_simulation_loads_neither_pandas_nor_pyarrow():
     # the peak memory of a run through simulate (benchmarks/bench_simulate.py) counts every
     # imported library; frames are built only by to_frame, compare, sweep and the loaders

@@ -6,6 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from _waits import HANG_CAP
+
 from benchmarks import __main__ as runner
 from benchmarks import bench_simulate
 
@@ -51,18 +54,20 @@ def test_reference_driver_runs_the_checkouts_own_modules(tmp_path):
     assert "NoSuchAlgo" in broken["error"]
 
 
+@pytest.mark.integration
 def test_runner_parses_every_json_value_and_lists_the_suite():
     text = '{"a": 1}\n{"b": [2, 3]}\n  {\n  "c": null\n}\n'
     assert runner._json_objects(text) == [{"a": 1}, {"b": [2, 3]}, {"c": None}]
     out = subprocess.run([sys.executable, "-m", "benchmarks", "--list"], cwd=ROOT,
-                         capture_output=True, text=True, timeout=120)
+                         capture_output=True, text=True, timeout=HANG_CAP)
     assert out.returncode == 0, out.stderr
     assert all(name in out.stdout for name in runner.SUITE)
 
 
+@pytest.mark.integration
 def test_runner_refuses_a_directory_that_is_not_the_reference(tmp_path):
     out = subprocess.run([sys.executable, "-m", "benchmarks", "--reference", str(tmp_path)],
-                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+                         cwd=ROOT, capture_output=True, text=True, timeout=HANG_CAP)
     assert out.returncode == 2 and "bandit_algo.py" in out.stderr
 
 
@@ -159,10 +164,11 @@ def test_scaling_child_measures_within_budget_and_only_predicts_beyond(capsys):
     assert not_run["predicted_seconds"] == S.predict_seconds(not_run["probes"], 200)
 
 
+@pytest.mark.integration
 def test_scaling_quick_prints_well_formed_json():
     out = subprocess.run([sys.executable, "-m", "benchmarks.bench_scaling", "--quick",
                           "--agent", "linucb"], cwd=ROOT, capture_output=True, text=True,
-                         timeout=120)
+                         timeout=HANG_CAP)
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     cells = report["cells"]

@@ -56,6 +56,7 @@ def test_tiny_reproduce(tmp_path, capsys):
     assert "NOT certified" in text
 
 
+@pytest.mark.integration
 def test_panel_b_in_two_processes_gives_the_same_numbers(tmp_path):
     # scripts/demo.sh runs panel B with --jobs 2: every agent in its own process, same seeds
     frames = []

@@ -98,6 +98,7 @@ def test_unknown_audit_name_is_one_line_with_a_suggestion(argv, prog, capsys):
     assert err[0].startswith(f"{prog}: error: unknown audit 'dp-ucbb'; did you mean 'dp-ucb'")
 
 
+@pytest.mark.integration
 def test_unknown_audit_pattern_via_module_entry_point():
     out = subprocess.run([sys.executable, "-m", "dpbandits.audits", "nothing-like-this*"],
                          capture_output=True, text=True)

@@ -97,6 +97,7 @@ def test_a_skipped_cell_is_not_stored_and_is_tried_again(tmp_path):
     assert again.calls == [c.key for c in _cells()[4:]]
 
 
+@pytest.mark.integration
 def test_parallel_workers_equal_serial(tmp_path):
     serial = run_grid(_cells(), _compute, CellFiles(tmp_path / "a"))
     parallel = run_grid(_cells(), _compute, CellFiles(tmp_path / "b"), n_jobs=2)

@@ -142,6 +142,7 @@ def test_sweep_resume_after_failure_equals_uninterrupted(tmp_path):
     assert ucb.groupby("seed")["cum_regret"].sum().nunique() == 2
 
 
+@pytest.mark.integration
 def test_sweep_parallel_equals_serial(tmp_path):
     spec = _spec(seeds=(0,))
     serial = sweep(spec, tmp_path / "a", progress=False)
@@ -149,6 +150,7 @@ def test_sweep_parallel_equals_serial(tmp_path):
     pd.testing.assert_frame_equal(_det(serial), _det(parallel))
 
 
+@pytest.mark.integration
 def test_sweep_on_dask_local_cluster_equals_local(tmp_path):
     distributed = pytest.importorskip("dask.distributed")
     spec = _spec(seeds=(0,))

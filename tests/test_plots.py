@@ -105,6 +105,7 @@ def test_unknown_band_is_refused():
         plot_regret_curves(_frame(), "unused", band="ci")
 
 
+@pytest.mark.integration
 def test_default_plot_does_not_import_seaborn(tmp_path):
     code = ("import sys, numpy as np, pandas as pd\n"
             "from dpbandits.harness.plots import plot_regret_curves\n"

@@ -10,6 +10,7 @@ import textwrap
 
 import pandas as pd
 import pytest
+from _waits import HANG_CAP
 
 from dpbandits.cli import main
 
@@ -60,6 +61,7 @@ def test_plugin_file_on_run_and_compare(plugin_file, tmp_path):
     assert set(_arms(out)["agent"]) == {"always-zero", "random"}
 
 
+@pytest.mark.integration
 def test_plugins_key_in_a_sweep_config_with_two_worker_processes(plugin_file, tmp_path):
     cfg = tmp_path / "s.toml"
     cfg.write_text(f'env = "dpbandits/GLMBandit-v0"\nplugins = ["{plugin_file}"]\n'
@@ -96,9 +98,10 @@ def test_registering_the_same_class_again_does_not_fail():
 def _run_python(code: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, **(env_extra or {})}
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=env, timeout=120, check=False)
+                          env=env, timeout=HANG_CAP, check=False)
 
 
+@pytest.mark.integration
 def test_import_dpbandits_registers_the_environment_ids():
     res = _run_python("import gymnasium, dpbandits\n"
                       "env = gymnasium.make('dpbandits/Figure5.1-v0')\n"
@@ -109,6 +112,7 @@ def test_import_dpbandits_registers_the_environment_ids():
     assert res.stdout.strip() == "(3, 50)"
 
 
+@pytest.mark.integration
 def test_entry_point_plugins_are_loaded_on_import(tmp_path):
     site = tmp_path / "site"
     (site / "ep_agents").mkdir(parents=True)

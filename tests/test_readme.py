@@ -112,6 +112,7 @@ def test_readme_imports_only_public_names():
             assert getattr(module, name) is not None
 
 
+@pytest.mark.integration
 def test_harness_public_names_resolve_lazily():
     import importlib
     import subprocess

@@ -10,6 +10,7 @@ import stat
 import numpy as np
 import pandas as pd
 import pytest
+from _waits import HANG_CAP
 
 from dpbandits.cli import main
 from dpbandits.harness.results import PRIVACY_RECORD_KEYS, RECORD_SCHEMA, summarize
@@ -322,12 +323,13 @@ def _run_on_a_terminal(argv: list[str]) -> str:
         if not data:
             break
         chunks.append(data)
-    proc.wait(timeout=120)
+    proc.wait(timeout=HANG_CAP)
     os.close(master)
     assert proc.returncode == 0
     return b"".join(chunks).decode(errors="replace")
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(os.name != "posix", reason="pseudo-terminals are POSIX")
 def test_progress_shows_on_a_terminal_and_not_with_quiet(tmp_path):
     args = ["compare", *FLAGS, "--agent", "random", "--agent", "linucb", "--reps", "2",

@@ -9,6 +9,7 @@ import pickle
 
 import numpy as np
 import pytest
+from _waits import HANG_CAP
 from scipy import stats
 
 from dpbandits.agents import _ucb_ops as kernels
@@ -245,6 +246,7 @@ def _regret_sum(seed):
                           env_params={"horizon": 600}).regret.sum())
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
 def test_a_forked_worker_draws_ahead_with_its_own_thread():
     """After a run has started the background drawing thread, a forked worker (e.g. a
@@ -253,5 +255,5 @@ def test_a_forked_worker_draws_ahead_with_its_own_thread():
 
     here = _regret_sum(1)  # starts the shared worker thread in this process
     with multiprocessing.get_context("fork").Pool(1) as pool:
-        there = pool.map_async(_regret_sum, [1]).get(timeout=120)[0]
+        there = pool.map_async(_regret_sum, [1]).get(timeout=HANG_CAP)[0]
     assert there == here
