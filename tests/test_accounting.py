@@ -584,3 +584,14 @@ BAD_INPUT = [
 def test_bad_input_is_rejected_with_named_parameter(func, args, kwargs, exc, match):
     with pytest.raises(exc, match=match):
         func(*args, **kwargs)
+
+
+def test_certify_recomputes_a_ledger_once_and_names_its_accountant():
+    from dpbandits.privacy.accounting import certify, epsilon_of, gaussian_event
+
+    ledger = gaussian_event(2.0)
+    first = certify(ledger, 1e-5)
+    assert first.epsilon == epsilon_of(ledger, 1e-5, method="pld")
+    assert first.delta == 1e-5 and "PLD" in first.basis
+    assert certify(gaussian_event(2.0), 1e-5) is first  # same content: the cached result
+    assert certify(ledger, 1e-6).epsilon > first.epsilon  # delta is part of the key

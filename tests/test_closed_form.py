@@ -9,7 +9,6 @@ import attr
 import pytest
 
 from dpbandits.agents import make_agent
-from dpbandits.harness.simulate import certified_guarantee
 from dpbandits.optim import DPTOFW, NoisySFW
 from dpbandits.privacy import accounting
 from dpbandits.privacy.accounting import (
@@ -18,6 +17,7 @@ from dpbandits.privacy.accounting import (
     delta_of,
     epsilon_of,
 )
+from dpbandits.privacy.accounting.certify import certified_guarantee
 from dpbandits.testing import ContractError, check_privacy
 
 

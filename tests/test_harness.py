@@ -259,9 +259,9 @@ def test_certified_guarantee_names_the_check_that_recomputed_it():
     dp_accounting, and the record's basis says which one was used."""
     from types import SimpleNamespace
 
-    from dpbandits.harness.simulate import certified_guarantee
     from dpbandits.privacy import PrivacyGuarantee
     from dpbandits.privacy.accounting import gaussian_event
+    from dpbandits.privacy.accounting.certify import certified_guarantee
     from dpbandits.privacy.accounting.events import GeneralizedGaussianDpEvent
 
     def agent(ledger):

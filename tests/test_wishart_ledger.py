@@ -11,7 +11,6 @@ import pytest
 
 from dpbandits.agents import make_agent
 from dpbandits.agents.dp_ucb import tree_depth, wishart_degrees
-from dpbandits.harness.simulate import certified_guarantee
 from dpbandits.privacy.accounting import (
     WishartTreeDpEvent,
     compose,
@@ -19,6 +18,7 @@ from dpbandits.privacy.accounting import (
     epsilon_of,
     gaussian_event,
 )
+from dpbandits.privacy.accounting.certify import certified_guarantee
 from dpbandits.privacy.accounting.wishart import _delta_rr
 from dpbandits.privacy.tree import tree_levels
 

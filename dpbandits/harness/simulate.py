@@ -8,7 +8,6 @@ whatever it does; the agent's own randomness comes from an independent stream de
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 import tracemalloc
@@ -27,6 +26,7 @@ from dpbandits.envs.replay import ReplayBanditVectorEnv
 from dpbandits.harness.memory import PeakRSS
 from dpbandits.harness.replay_loop import replay_rounds
 from dpbandits.harness.results import SimulationResult
+from dpbandits.privacy.accounting.certify import certified_guarantee
 
 #: entropy tag separating the agent's stream from anything the environment derives from seed
 _AGENT_STREAM = 0x5EED_A6E7
@@ -216,53 +216,3 @@ def _progress_bar(progress, horizon: int, name: str):
     kwargs = {"desc": name, "unit": "round", "leave": False, "dynamic_ncols": True,
               **(dict(progress) if isinstance(progress, Mapping) else {})}
     return tqdm(total=horizon, **kwargs)
-
-
-def certified_guarantee(agent) -> dict | None:
-    """(epsilon, delta) recomputed by the accountant from the agent's own ledger.
-
-    Returns ``None`` for agents without a ledger. The delta is the one the agent claims;
-    the epsilon is what dp_accounting certifies for the agent's mechanism events at that delta.
-    """
-    ledger = getattr(agent, "ledger", None)
-    privacy = getattr(agent, "privacy", None)
-    if ledger is None or privacy is None or not np.isfinite(privacy.epsilon):
-        return None
-    key = (hashlib.sha1(repr(ledger).encode()).hexdigest(), float(privacy.delta))
-    if key not in _CERTIFIED_CACHE:  # long ledgers take seconds; runs repeat them
-        _CERTIFIED_CACHE[key] = _recompute(ledger, privacy.delta)
-    eps, method = _CERTIFIED_CACHE[key]
-    if eps is None:
-        return {"epsilon": None, "delta": float(privacy.delta),
-                "basis": f"not recomputable: {method}"}
-    return {"epsilon": eps, "delta": float(privacy.delta), "basis": method}
-
-
-def _recompute(ledger, delta: float) -> tuple[float | None, str]:
-    """Epsilon of ``ledger`` at ``delta`` and its basis: the closed-form check for Lemma 2.1
-    (generalized-Gaussian) and Wishart tree ledgers, else PLD, else RDP (e.g. zCDP events),
-    else None and why."""
-    from dpbandits.privacy.accounting import epsilon_of
-    from dpbandits.privacy.accounting.closed_form import has_lemma_2_1_events
-    from dpbandits.privacy.accounting.wishart import has_wishart_events
-
-    if has_lemma_2_1_events(ledger):  # neither accountant supports them
-        return float(epsilon_of(ledger, delta)), ("closed form (Lemma 2.1 per mechanism, "
-                                                   "basic composition), recomputed from the "
-                                                   "agent's ledger")
-    if has_wishart_events(ledger):  # nor these
-        return float(epsilon_of(ledger, delta)), ("closed form (Sheffet 2015 Thm 4.1 per "
-                                                   "Wishart node, optimal composition), "
-                                                   "recomputed from the agent's ledger")
-    errors = []
-    for method in ("pld", "rdp"):
-        try:
-            return float(epsilon_of(ledger, delta, method=method)), (
-                f"dp_accounting {method.upper()}, recomputed from the agent's ledger")
-        except (ValueError, TypeError, NotImplementedError) as exc:
-            errors.append(f"{method}: {exc}")
-    return None, "; ".join(errors)
-
-
-#: (sha1 of the ledger's repr, delta) -> (certified epsilon or None, method or reason)
-_CERTIFIED_CACHE: dict[tuple[str, float], tuple[float | None, str]] = {}

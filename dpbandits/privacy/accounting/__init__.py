@@ -16,7 +16,9 @@ composition is always done by dp_accounting's PLD convolution or RDP accountant.
   optimal composition) of Wishart tree events;
 * :mod:`~dpbandits.privacy.accounting.conversions` — Gaussian DP and zCDP;
 * :mod:`~dpbandits.privacy.accounting.calibration` — the one noise search, ``calibrate``, and
-  the ledger calibrations built on it.
+  the ledger calibrations built on it;
+* :mod:`~dpbandits.privacy.accounting.certify` — ``certify``: the epsilon the accountant
+  recomputes from a component's own ledger at its claimed delta.
 """
 
 from dpbandits.privacy.accounting.calibration import (
@@ -27,6 +29,7 @@ from dpbandits.privacy.accounting.calibration import (
     svrg_split,
     wor_gaussian_multiplier,
 )
+from dpbandits.privacy.accounting.certify import Certificate, certified_guarantee, certify
 from dpbandits.privacy.accounting.closed_form import LEMMA_2_1_MAX_EPSILON, lemma_2_1_epsilon
 from dpbandits.privacy.accounting.conversions import (
     bounded_range_to_zcdp,
@@ -61,6 +64,7 @@ from dpbandits.privacy.accounting.rdp import (
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 
 __all__ = [
+    "Certificate",
     "DEFAULT_MAX_DISCRETIZATION",
     "GeneralizedGaussianDpEvent",
     "GeneralizedGaussianTreeDpEvent",
@@ -73,6 +77,8 @@ __all__ = [
     "bounded_range_to_zcdp",
     "calibrate",
     "certified_gaussian_multiplier",
+    "certified_guarantee",
+    "certify",
     "compose",
     "delta_of",
     "epsilon_of",

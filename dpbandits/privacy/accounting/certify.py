@@ -1,0 +1,79 @@
+"""Certification: the (epsilon, delta) the accountant gives for a component's own ledger.
+
+A private component (agent or optimizer) exposes ``privacy`` (the guarantee it claims) and
+``ledger`` (the ``dp_accounting`` event its noise corresponds to). :func:`certify` recomputes
+epsilon at the claimed delta from the ledger alone: the closed form for the generalized-Gaussian
+(Lemma 2.1) and Wishart tree events no accountant supports, else the PLD accountant, else RDP
+(e.g. zCDP events). A ledger depends only on a component's parameters, never on data, so a
+result is computed once per ledger and delta in a process and reused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Certificate", "certified_guarantee", "certify"]
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """What the accountant certifies for one ledger at one delta.
+
+    ``epsilon`` is ``None`` when no accountant can recompute the ledger; ``basis`` then says
+    why, else which accountant (or closed form) gave the number."""
+
+    epsilon: float | None
+    delta: float
+    basis: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"epsilon": self.epsilon, "delta": self.delta, "basis": self.basis}
+
+
+def certify(ledger: Any, delta: float) -> Certificate:
+    """The epsilon the accountant certifies for ``ledger`` (a ``DpEvent``) at ``delta``."""
+    key = (hashlib.sha1(repr(ledger).encode()).hexdigest(), float(delta))
+    if key not in _CACHE:  # long ledgers take seconds; runs repeat them
+        _CACHE[key] = _recompute(ledger, float(delta))
+    return _CACHE[key]
+
+
+def certified_guarantee(component: Any) -> dict[str, Any] | None:
+    """``certify(component.ledger, component.privacy.delta)`` as a dict (``epsilon``, ``delta``,
+    ``basis``), or ``None`` for a component without a ledger or with an infinite claim."""
+    ledger = getattr(component, "ledger", None)
+    privacy = getattr(component, "privacy", None)
+    if ledger is None or privacy is None or not math.isfinite(privacy.epsilon):
+        return None
+    return certify(ledger, privacy.delta).to_dict()
+
+
+def _recompute(ledger: Any, delta: float) -> Certificate:
+    from dpbandits.privacy.accounting.closed_form import has_lemma_2_1_events
+    from dpbandits.privacy.accounting.query import epsilon_of
+    from dpbandits.privacy.accounting.wishart import has_wishart_events
+
+    if has_lemma_2_1_events(ledger):  # neither accountant supports them
+        return Certificate(float(epsilon_of(ledger, delta)), delta, (
+            "closed form (Lemma 2.1 per mechanism, basic composition), recomputed from the "
+            "agent's ledger"))
+    if has_wishart_events(ledger):  # nor these
+        return Certificate(float(epsilon_of(ledger, delta)), delta, (
+            "closed form (Sheffet 2015 Thm 4.1 per Wishart node, optimal composition), "
+            "recomputed from the agent's ledger"))
+    errors = []
+    for method in ("pld", "rdp"):
+        try:
+            return Certificate(float(epsilon_of(ledger, delta, method=method)), delta,
+                               f"dp_accounting {method.upper()}, recomputed from the agent's "
+                               "ledger")
+        except (ValueError, TypeError, NotImplementedError) as exc:
+            errors.append(f"{method}: {exc}")
+    return Certificate(None, delta, "not recomputable: " + "; ".join(errors))
+
+
+#: (sha1 of the ledger's repr, delta) -> its certificate
+_CACHE: dict[tuple[str, float], Certificate] = {}
