@@ -61,7 +61,7 @@ def _expect_error(component, call: Callable[[], object], errors, words: list[str
 # -- privacy ---------------------------------------------------------------------------------
 def check_privacy(component: Agent | Optimizer) -> None:
     """The guarantee names its notion and basis, and a ledger certifies the claim."""
-    from dpbandits.privacy.accounting.certify import certified_guarantee
+    from dpbandits.privacy.accounting.certification import certified_guarantee
 
     privacy = component.privacy
     if privacy is None:

@@ -17,7 +17,7 @@ from dpbandits.privacy.accounting import (
     delta_of,
     epsilon_of,
 )
-from dpbandits.privacy.accounting.certify import certified_guarantee
+from dpbandits.privacy.accounting.certification import certified_guarantee
 from dpbandits.testing import ContractError, check_privacy
 
 

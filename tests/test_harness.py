@@ -261,7 +261,7 @@ def test_certified_guarantee_names_the_check_that_recomputed_it():
 
     from dpbandits.privacy import PrivacyGuarantee
     from dpbandits.privacy.accounting import gaussian_event
-    from dpbandits.privacy.accounting.certify import certified_guarantee
+    from dpbandits.privacy.accounting.certification import certified_guarantee
     from dpbandits.privacy.accounting.events import GeneralizedGaussianDpEvent
 
     def agent(ledger):

@@ -18,7 +18,7 @@ from dpbandits.privacy.accounting import (
     epsilon_of,
     gaussian_event,
 )
-from dpbandits.privacy.accounting.certify import certified_guarantee
+from dpbandits.privacy.accounting.certification import certified_guarantee
 from dpbandits.privacy.accounting.wishart import _delta_rr
 from dpbandits.privacy.tree import tree_levels
 

@@ -98,7 +98,7 @@ def describe_agent(name: str, env: str = "dpbandits/Figure5.1-v0") -> str:
     from dpbandits.agents import agent_class
     from dpbandits.harness.config import SIZE_PARAMS
     from dpbandits.harness.simulate import build_agent, env_sizes, make_env
-    from dpbandits.privacy.accounting.certify import certified_guarantee
+    from dpbandits.privacy.accounting.certification import certified_guarantee
 
     cls = agent_class(name)
     venv = make_env(env, 1)

@@ -149,7 +149,7 @@ def privacy_entry(agent: str, privacy: dict | None, certified: dict | None) -> d
     """One entry of the privacy record (schema in the module docstring), JSON-safe.
 
     ``privacy`` is ``PrivacyGuarantee.to_dict()`` (or None for an agent without one);
-    ``certified`` is the accountant's recomputation (``privacy.accounting.certify``).
+    ``certified`` is the accountant's recomputation (``privacy.accounting.certification``).
     """
     private = privacy is not None and privacy.get("notion") != "none" and np.isfinite(
         privacy.get("epsilon", np.inf))

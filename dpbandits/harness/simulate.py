@@ -26,7 +26,7 @@ from dpbandits.envs.replay import ReplayBanditVectorEnv
 from dpbandits.harness.memory import PeakRSS
 from dpbandits.harness.replay_loop import replay_rounds
 from dpbandits.harness.results import SimulationResult
-from dpbandits.privacy.accounting.certify import certified_guarantee
+from dpbandits.privacy.accounting.certification import certified_guarantee
 
 #: entropy tag separating the agent's stream from anything the environment derives from seed
 _AGENT_STREAM = 0x5EED_A6E7

@@ -17,7 +17,7 @@ composition is always done by dp_accounting's PLD convolution or RDP accountant.
 * :mod:`~dpbandits.privacy.accounting.conversions` — Gaussian DP and zCDP;
 * :mod:`~dpbandits.privacy.accounting.calibration` — the one noise search, ``calibrate``, and
   the ledger calibrations built on it;
-* :mod:`~dpbandits.privacy.accounting.certify` — ``certify``: the epsilon the accountant
+* :mod:`~dpbandits.privacy.accounting.certification` — ``certify``: the epsilon the accountant
   recomputes from a component's own ledger at its claimed delta.
 """
 
@@ -29,7 +29,7 @@ from dpbandits.privacy.accounting.calibration import (
     svrg_split,
     wor_gaussian_multiplier,
 )
-from dpbandits.privacy.accounting.certify import Certificate, certified_guarantee, certify
+from dpbandits.privacy.accounting.certification import Certificate, certified_guarantee, certify
 from dpbandits.privacy.accounting.closed_form import LEMMA_2_1_MAX_EPSILON, lemma_2_1_epsilon
 from dpbandits.privacy.accounting.conversions import (
     bounded_range_to_zcdp,

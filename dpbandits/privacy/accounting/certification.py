@@ -5,7 +5,10 @@ A private component (agent or optimizer) exposes ``privacy`` (the guarantee it c
 epsilon at the claimed delta from the ledger alone: the closed form for the generalized-Gaussian
 (Lemma 2.1) and Wishart tree events no accountant supports, else the PLD accountant, else RDP
 (e.g. zCDP events). A ledger depends only on a component's parameters, never on data, so a
-result is computed once per ledger and delta in a process and reused.
+result is computed once per ledger and delta and reused: in memory within a process, and on
+disk between processes (:mod:`._certificate_store`: keyed by the ledger's content, the delta,
+the accountant's version and the accounting sources; ``DPBANDITS_CACHE_DIR=off`` turns it off).
+A stored number is the accountant's number, bit for bit.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import hashlib
 import math
 from dataclasses import dataclass
 from typing import Any
+
+from dpbandits.privacy.accounting import _certificate_store
 
 __all__ = ["Certificate", "certified_guarantee", "certify"]
 
@@ -35,9 +40,16 @@ class Certificate:
 
 def certify(ledger: Any, delta: float) -> Certificate:
     """The epsilon the accountant certifies for ``ledger`` (a ``DpEvent``) at ``delta``."""
-    key = (hashlib.sha1(repr(ledger).encode()).hexdigest(), float(delta))
+    text = repr(ledger)
+    key = (hashlib.sha1(text.encode()).hexdigest(), float(delta))
     if key not in _CACHE:  # long ledgers take seconds; runs repeat them
-        _CACHE[key] = _recompute(ledger, float(delta))
+        stored = _certificate_store.load(text, float(delta))
+        if stored is not None:
+            _CACHE[key] = Certificate(**stored)
+        else:
+            cert = _recompute(ledger, float(delta))
+            _certificate_store.save(text, cert.delta, cert.epsilon, cert.basis)
+            _CACHE[key] = cert
     return _CACHE[key]
 
 
