@@ -81,8 +81,6 @@ def test_fit_names_the_bad_argument(change, words):
 def test_partial_fit_rng_rules_and_one_stream_only():
     X, arms, R = _log()
     agent = make_agent("linucb", n_arms=K, dim=D, horizon=T)
-    with pytest.raises(ValueError, match="first call .* needs rng"):
-        agent.partial_fit(X, arms, R)
     agent.partial_fit(X[:10], arms[:10], R[:10], rng=1)
     with pytest.raises(ValueError, match="rng must be omitted"):
         agent.partial_fit(X[10:], arms[10:], R[10:], rng=1)
@@ -106,3 +104,94 @@ def test_dp_hdb_refuses_a_log_that_breaks_its_forced_sampling():
     agent = make_agent("dp-hdb", n_arms=K, dim=D, horizon=T, epsilon=1.0)
     with pytest.raises(ValueError, match="forced sampling"):
         agent.fit(X, np.full(T, K - 1), R, rng=0)
+
+
+def test_without_rng_the_noise_comes_from_fresh_entropy_and_a_seed_reproduces():
+    X, arms, R = _log()
+
+    def released(**kw):
+        agent = make_agent("dp-ucb", n_arms=K, dim=D, horizon=T, epsilon=1.0)
+        return agent.fit(X, arms, R, **kw).decision_function(X)
+
+    assert not np.array_equal(released(), released())  # two secret draws differ
+    assert np.array_equal(released(rng=7), released(rng=7))
+    first = make_agent("dp-ucb", n_arms=K, dim=D, horizon=T).partial_fit(X[:5], arms[:5], R[:5])
+    assert first.t_ == 5  # the first partial_fit needs no rng either
+
+
+def test_arm_labels_are_mapped_once_and_returned_by_predict():
+    X, arms, R = _log()
+    names = np.array(["red", "green", "blue"])
+    plain = make_agent("linucb", n_arms=K, dim=D, horizon=T).fit(X, arms, R, rng=0)
+    labelled = make_agent("linucb", n_arms=K, dim=D, horizon=T).fit(
+        X[:30], names[arms[:30]], R[:30], rng=0, arm_labels=names)
+    labelled.partial_fit(X[30:], names[arms[30:]], R[30:])  # the kept labels map these
+    assert labelled.predict(X).tolist() == names[plain.predict(X)].tolist()
+    assert np.array_equal(labelled.decision_function(X), plain.decision_function(X))
+    # string arms with exactly K distinct values: sorted into arm order
+    inferred = make_agent("linucb", n_arms=K, dim=D, horizon=T).fit(X, names[arms], R, rng=0)
+    assert inferred.arm_labels_.tolist() == ["blue", "green", "red"]
+    bad = names[arms].astype(object)
+    bad[17] = "purple"
+    with pytest.raises(ValueError, match=r"arm 'purple' in row 17 is not one of the arm labels"):
+        make_agent("linucb", n_arms=K, dim=D, horizon=T).fit(X, bad, R, arm_labels=names)
+    with pytest.raises(ValueError, match=r"arm_labels must be 3 distinct labels"):
+        make_agent("linucb", n_arms=K, dim=D, horizon=T).fit(X, arms, R, arm_labels=[1, 1, 2])
+    with pytest.raises(ValueError, match=r"2 distinct values .* give arm_labels"):
+        make_agent("linucb", n_arms=K, dim=D, horizon=T).fit(X, names[arms % 2], R)
+    with pytest.raises(ValueError, match=r"differ from the labels the stream started with"):
+        labelled.partial_fit(X[:1], names[:1], R[:1], arm_labels=names[::-1])
+    assert make_agent("linucb", n_arms=K, dim=D, horizon=T).fit(
+        X, arms + 10, R, arm_labels=[10, 11, 12]).predict(X).min() >= 10
+
+
+def _played(name, n, seed=0, **params):
+    """An agent reset for one replication that has played ``n`` rounds of a synthetic log."""
+    rng = np.random.default_rng(seed)
+    x, r = rng.uniform(-1, 1, (n, D)), rng.normal(size=n)
+    agent = make_agent(name, n_arms=K, dim=D, horizon=400, **params)
+    agent.reset(1, np.random.default_rng(seed + 1))
+    for t in range(n):
+        a = agent.act(x[t:t + 1])
+        agent.update(x[t:t + 1], a, r[t:t + 1] * (a == 1) + 0.1 * a)
+    return agent
+
+
+@pytest.mark.parametrize("name, params, rounds", [
+    ("linucb", {}, 60), ("linucb", {"backend": "numpy"}, 60),
+    ("greedy", {}, 1), ("greedy", {}, 60), ("greedy", {"link": "logistic"}, 60),
+    ("dp-hdb", {}, 1), ("dp-hdb", {}, 300), ("dp-hdb", {"backend": "numpy"}, 300),
+    ("dp-screened-ls", {}, 0), ("dp-screened-ls", {}, 300),
+])
+def test_batched_predict_equals_the_row_by_row_acts_bit_for_bit(name, params, rounds):
+    import copy
+
+    agent = _played(name, rounds, **params)
+    x = np.random.default_rng(5).uniform(-1, 1, (400, D))
+    x[1] = x[0]  # a repeated row and exact ties must follow the same path
+    x[2] = 0.0
+    assert agent._batch_act(x) is not None  # the batched path is the one tested
+    twin = copy.deepcopy(agent)
+    loop = np.array([twin.act(x[i:i + 1])[0] for i in range(len(x))])
+    before = copy.deepcopy(agent.__dict__.get("_tie_rng"))
+    assert np.array_equal(agent.predict(x), loop)
+    assert np.array_equal(agent.predict(x), loop)  # the agent's generators did not move
+    if before is not None:
+        assert agent._tie_rng.random() == before.random()
+    scores = agent._batch_scores(x)
+    if scores is not None:
+        rows = np.vstack([copy.deepcopy(agent)._batch_scores(x[i:i + 1]) for i in range(5)])
+        assert np.array_equal(scores[:5], rows)
+
+
+def test_decision_function_is_the_score_act_maximizes():
+    agent = _played("linucb", 60)
+    x = np.random.default_rng(6).uniform(-1, 1, (50, D))
+    scores = agent.decision_function(x)
+    assert scores.shape == (50, K)
+    assert np.array_equal(scores[:1], agent.indices(x[:1]))
+    assert np.array_equal(np.argmax(scores, axis=1), agent.predict(x))
+    with pytest.raises(NotImplementedError, match="DPHDB has no per-arm score"):
+        _played("dp-hdb", 10).decision_function(x)
+    with pytest.raises(NotImplementedError, match="no per-arm score"):
+        _played("greedy", 1).decision_function(x)  # its round-robin start

@@ -126,6 +126,19 @@ class LinUCBState:
         self.xu[:] = x
         return idx
 
+    def broadcast(self, n: int) -> LinUCBState:
+        """Replication 0's statistics seen by ``n`` replications: read-only views of ``P``,
+        ``theta`` and ``logdet`` (no copy), fresh scratch for ``U``; for indices only."""
+        view = object.__new__(LinUCBState)
+        for name in ("P", "theta", "logdet"):
+            arr = getattr(self, name)
+            setattr(view, name, np.broadcast_to(arr[:1], (n, *arr.shape[1:])))
+        view.U = np.empty((n, *self.U.shape[1:]))
+        view.xu = np.full((n, self.xu.shape[1]), np.nan)
+        K, d = self.theta.shape[1:]
+        view._indices = _KERNELS.get("indices", use_parallel(n, 2.0 * (K + 1) * d * d))
+        return view
+
     def add(self, x: np.ndarray, arms: np.ndarray, y: np.ndarray) -> None:
         self._update(self.P, self.theta, self.logdet, x, arms, y, self.U, self.xu)
 

@@ -49,6 +49,11 @@ from dpbandits._validation import (
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 
 
+def _fresh_or(rng: SeedLike | None) -> np.random.Generator:
+    """``rng`` as a Generator; ``None``: one seeded from fresh operating-system entropy."""
+    return np.random.default_rng() if rng is None else as_rng(rng, "rng")
+
+
 class LinkMismatchWarning(UserWarning):
     """An agent runs on an environment whose reward model (link) it was not built for."""
 
@@ -110,6 +115,7 @@ class Agent(Parameterized):
         self.n_reps_ = check_int("n_reps", n_reps, low=1)
         check_rng(rng)
         self.t_ = 0
+        self.arm_labels_: np.ndarray | None = None  # set by fit / partial_fit
         self._reset(self.n_reps_, rng)
         return self
 
@@ -173,32 +179,40 @@ class Agent(Parameterized):
 
     # -- one logged stream, scikit-learn style ---------------------------------------------
     def fit(self, contexts: np.ndarray, arms: np.ndarray, rewards: np.ndarray, *,
-            rng: SeedLike) -> Agent:
+            rng: SeedLike | None = None, arm_labels: Any = None) -> Agent:
         """Learn from one logged stream: ``reset(1, rng)``, then the rows in order through the
         update path ``simulate`` uses (one ``update`` per row, each row a user).
 
-        ``contexts`` (n, d), ``arms`` (n,) integers in [0, n_arms) (the logged actions: any
-        policy's, not necessarily this agent's), ``rewards`` (n,). All rows are checked first,
-        and ``n <= horizon`` is required: the agent's noise, and hence its guarantee
-        ``privacy``, is calibrated for ``horizon`` rounds, each row one neighbouring unit. An
-        agent whose algorithm fixes some arms (DP-HDB's forced sampling) refuses a log that
-        does not follow them. ``rng`` (a Generator or a seed) drives all of the agent's
-        randomness, its privacy noise included: for a real release draw it from fresh entropy
-        (``numpy.random.default_rng()``) and keep it secret. Returns ``self``.
+        ``contexts`` (n, d), ``arms`` (n,) the logged actions (any policy's, not necessarily
+        this agent's), ``rewards`` (n,). Arms are integers in [0, n_arms), or labels: give
+        ``arm_labels`` (the n_arms distinct labels, in arm order), or arms of a non-numeric
+        type (strings) taking exactly n_arms distinct values, which are sorted into arm order.
+        The labels are kept (``arm_labels_``): ``predict`` returns them and later
+        ``partial_fit`` calls map through them. All rows are checked first, and
+        ``n <= horizon`` is required: the agent's noise, and hence its guarantee ``privacy``,
+        is calibrated for ``horizon`` rounds, each row one neighbouring unit. An agent whose
+        algorithm fixes some arms (DP-HDB's forced sampling) refuses a log that does not follow
+        them. ``rng`` (a Generator or a seed) drives all of the agent's randomness, its privacy
+        noise included; omitted, it is drawn from fresh operating-system entropy (the secure
+        default for a private release: nobody, you included, can reproduce the noise). Give a
+        seed to reproduce a run, and keep it secret. Returns ``self``.
         """
-        x, a, r = self._check_log("fit", contexts, arms, rewards, seen=0)
-        self.reset(1, as_rng(rng, "rng"))
+        x, a, r, labels = self._check_log("fit", contexts, arms, rewards, seen=0,
+                                          arm_labels=arm_labels, labels=None)
+        self.reset(1, _fresh_or(rng))
+        self.arm_labels_ = labels
         self._feed(x, a, r)
         return self
 
     def partial_fit(self, contexts: np.ndarray, arms: np.ndarray, rewards: np.ndarray, *,
-                    rng: SeedLike | None = None) -> Agent:
+                    rng: SeedLike | None = None, arm_labels: Any = None) -> Agent:
         """Continue the one-replication stream with more logged rows (same arrays as ``fit``).
 
-        The first call starts the stream (``rng`` required, as in ``fit``); later calls
-        continue it where ``fit``, ``partial_fit`` or ``reset(1, rng)`` left it (``rng`` must
-        then be omitted). ``partial_fit`` on two halves equals ``fit`` on the whole. Refuses,
-        before learning anything, rows beyond the ``horizon`` the noise is calibrated for.
+        The first call starts the stream (``rng`` and ``arm_labels`` as in ``fit``); later
+        calls continue it where ``fit``, ``partial_fit`` or ``reset(1, rng)`` left it (``rng``
+        must then be omitted; arms are mapped through the labels of the first call).
+        ``partial_fit`` on two halves equals ``fit`` on the whole. Refuses, before learning
+        anything, rows beyond the ``horizon`` the noise is calibrated for.
         """
         started = self.n_reps_ is not None
         if started and self.n_reps_ != 1:
@@ -209,13 +223,13 @@ class Agent(Parameterized):
             raise ValueError(f"{type(self).__name__}.partial_fit: the stream has started "
                              f"({self.t_} rows seen), so rng must be omitted (it only seeds the "
                              "first call)")
-        if not started and rng is None:
-            raise ValueError(f"{type(self).__name__}.partial_fit: the first call starts the "
-                             "stream and needs rng (a numpy Generator or a seed)")
-        x, a, r = self._check_log("partial_fit", contexts, arms, rewards,
-                                  seen=self.t_ if started else 0)
+        kept = getattr(self, "arm_labels_", None) if started else None
+        x, a, r, labels = self._check_log("partial_fit", contexts, arms, rewards,
+                                          seen=self.t_ if started else 0,
+                                          arm_labels=arm_labels, labels=kept)
         if not started:
-            self.reset(1, as_rng(rng, "rng"))
+            self.reset(1, _fresh_or(rng))
+        self.arm_labels_ = labels
         self._feed(x, a, r)
         return self
 
@@ -224,39 +238,68 @@ class Agent(Parameterized):
         its current state and without any update in between: row i gets what ``act`` would
         return after acting on rows 0..i-1.
 
-        The agent is left unchanged (its estimates, counters and generators: the calls run on
-        a copy), so ``predict`` learns nothing and spends no privacy budget (each arm is a
-        post-processing of the state the guarantee covers and of that row's own context).
-        Randomized choices (ties, the ``random`` agent) draw from the copy's generators: the
-        same call twice returns the same arms. Needs a one-replication state (``fit``).
+        The agent is left unchanged (its estimates, counters and generators), so ``predict``
+        learns nothing and spends no privacy budget (each arm is a post-processing of the
+        state the guarantee covers and of that row's own context). Randomized choices (ties,
+        the ``random`` agent) draw from a copy of the agent's generators: the same call twice
+        returns the same arms. Agents whose ``act`` only reads their estimate answer all rows
+        in one batched call (``_batch_act``), with the same arms as the row-by-row loop.
+        Needs a one-replication state (``fit``).
         """
+        x = self._predict_rows("predict", contexts)
+        arms = self._batch_act(x)
+        if arms is None:
+            twin = copy.deepcopy(self)
+            arms = np.empty(x.shape[0], dtype=np.int64)
+            for i in range(x.shape[0]):
+                arms[i] = twin.act(x[i:i + 1])[0]
+        labels = getattr(self, "arm_labels_", None)
+        return arms if labels is None else labels[arms]
+
+    def decision_function(self, contexts: np.ndarray) -> np.ndarray:
+        """Per-arm scores (n, K) of the rows of ``contexts`` (n, d) from the current state:
+        the numbers ``act`` maximizes (an index or an estimate: the agent's docstring says
+        which), without any update in between. Column k is arm k (label ``arm_labels_[k]``
+        when ``fit`` was given labels). MABWiser calls this
+        ``predict_expectations``. Agents whose choice is not the argmax of a score (forced or
+        randomized rounds) raise ``NotImplementedError``. Needs a one-replication state.
+        """
+        x = self._predict_rows("decision_function", contexts)
+        scores = self._batch_scores(x)
+        if scores is None:
+            raise NotImplementedError(f"{type(self).__name__} has no per-arm score to return "
+                                      "(its act is not the argmax of one)")
+        return scores
+
+    # hooks of predict and decision_function: one-replication state, n rows
+    def _batch_scores(self, x: np.ndarray) -> np.ndarray | None:
+        """Scores (n, K) of rows ``x`` (n, d), or ``None`` when the agent has none."""
+        return None
+
+    def _batch_act(self, x: np.ndarray) -> np.ndarray | None:
+        """The arms (n,) of ``n`` successive ``act`` calls on the rows of ``x`` without updates
+        (bit for bit, generators included), in one call; ``None``: ``predict`` loops."""
+        return None
+
+    def _predict_rows(self, where: str, contexts: np.ndarray) -> np.ndarray:
         if self.n_reps_ is None:
-            raise RuntimeError(f"{type(self).__name__}.predict: call fit (or partial_fit, or "
+            raise RuntimeError(f"{type(self).__name__}.{where}: call fit (or partial_fit, or "
                                "reset(1, rng)) first")
         if self.n_reps_ != 1:
-            raise ValueError(f"{type(self).__name__}.predict: needs a one-replication agent "
+            raise ValueError(f"{type(self).__name__}.{where}: needs a one-replication agent "
                              f"(fit), but it was reset for n_reps={self.n_reps_}")
-        x = self._checked("predict", check_array, "contexts", contexts, shape=(None, self.dim))
-        twin = copy.deepcopy(self)
-        out = np.empty(x.shape[0], dtype=np.int64)
-        for i in range(x.shape[0]):
-            out[i] = twin.act(x[i:i + 1])[0]
-        return out
+        return self._checked(where, check_array, "contexts", contexts, shape=(None, self.dim))
 
-    def _check_log(self, where: str, contexts, arms, rewards, seen: int
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The logged rows as clean arrays, and no more of them than the horizon allows."""
+    def _check_log(self, where: str, contexts, arms, rewards, seen: int, arm_labels: Any,
+                   labels: np.ndarray | None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+        """The logged rows as clean arrays (arms as indices 0..K-1), no more of them than the
+        horizon allows, and the arm labels in force (``None``: the arms are the indices)."""
         x = self._checked(where, check_array, "contexts", contexts, shape=(None, self.dim))
         n = x.shape[0]
         if n < 1:
             raise ValueError(f"{type(self).__name__}.{where}: contexts has no rows")
-        a = np.asarray(arms)
-        if a.shape != (n,) or a.dtype.kind not in "iu":
-            raise ValueError(f"{type(self).__name__}.{where}: arms must be an integer array "
-                             f"of shape ({n},), got shape {a.shape} dtype {a.dtype}")
-        if a.min() < 0 or a.max() >= self.n_arms:
-            raise ValueError(f"{type(self).__name__}.{where}: arms must lie in "
-                             f"[0, {self.n_arms - 1}], got values in [{a.min()}, {a.max()}]")
+        a, labels = self._arm_indices(where, np.asarray(arms), n, arm_labels, labels)
         r = self._checked(where, check_array, "rewards", rewards, shape=(n,))
         if seen + n > self.horizon:
             raise ValueError(
@@ -264,7 +307,51 @@ class Agent(Parameterized):
                 f"horizon={self.horizon}, the number of rounds its noise and guarantee are "
                 f"calibrated for (at most {self.horizon - seen} more); build the agent with "
                 f"horizon >= {seen + n}")
-        return x.copy(), a.astype(np.int64), r.copy()  # the agent keeps no view of them
+        return x.copy(), a.astype(np.int64), r.copy(), labels  # no views kept
+
+
+    def _arm_indices(self, where: str, a: np.ndarray, n: int, arm_labels: Any,
+                     labels: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
+        """Logged arms ``a`` (n,) as indices in [0, K), through ``arm_labels`` (given now),
+        ``labels`` (kept from the stream's first call) or, for non-numeric arms with exactly
+        K distinct values, their sorted values; returns the indices and the labels."""
+        name = f"{type(self).__name__}.{where}"
+        if arm_labels is not None:
+            given = np.asarray(arm_labels)
+            if given.shape != (self.n_arms,) or np.unique(given).size != self.n_arms:
+                raise ValueError(f"{name}: arm_labels must be {self.n_arms} distinct labels "
+                                 f"(one per arm, in arm order), got {arm_labels!r}")
+            if labels is not None and not np.array_equal(given, labels):
+                raise ValueError(f"{name}: arm_labels {arm_labels!r} differ from the labels "
+                                 f"the stream started with, {labels.tolist()!r}")
+            labels = given
+        elif labels is None and a.shape == (n,) and a.dtype.kind in "OUS":
+            found = np.unique(a)
+            if found.size != self.n_arms:
+                raise ValueError(f"{name}: arms are labels with {found.size} distinct values "
+                                 f"({found.tolist()!r}), but the agent has n_arms="
+                                 f"{self.n_arms}; give arm_labels (all {self.n_arms} labels, "
+                                 "in arm order)")
+            labels = found
+        if labels is None:
+            if a.shape != (n,) or a.dtype.kind not in "iu":
+                raise ValueError(f"{name}: arms must be an integer array of shape ({n},), got "
+                                 f"shape {a.shape} dtype {a.dtype} (or give arm_labels)")
+            if a.min() < 0 or a.max() >= self.n_arms:
+                raise ValueError(f"{name}: arms must lie in [0, {self.n_arms - 1}], got values "
+                                 f"in [{a.min()}, {a.max()}] (or give arm_labels)")
+            return a, None
+        if a.shape != (n,):
+            raise ValueError(f"{name}: arms must have shape ({n},), got shape {a.shape}")
+        order = np.argsort(labels, kind="stable")
+        pos = np.searchsorted(labels[order], a)
+        pos = np.minimum(pos, labels.size - 1)
+        found = labels[order][pos] == a
+        if not found.all():
+            row = int(np.flatnonzero(~found)[0])
+            raise ValueError(f"{name}: arm {a[row]!r} in row {row} is not one of the arm "
+                             f"labels {labels.tolist()!r}")
+        return order[pos], labels
 
     def _feed(self, x: np.ndarray, a: np.ndarray, r: np.ndarray) -> None:
         for t in range(x.shape[0]):

@@ -249,6 +249,24 @@ class DPHDB(PrivateAgent):
         return preselected_greedy(contexts, self._theta_fs, self._theta, self.h_sub,
                                   lambda z: _zeta(z, self.link))
 
+    def _batch_act(self, x):
+        """``act`` for n rows at once: the same greedy step on read-only views of replication
+        0's estimates (a forced round gives its arm to every row)."""
+        n = x.shape[0]
+        if self.t_ < self.forced_steps:
+            return np.full(n, self.t_ // self._t0, dtype=np.int64)
+        theta_fs, theta = (np.broadcast_to(a[:1], (n, *a.shape[1:]))
+                           for a in (self._theta_fs, self._theta))
+        if not self._compiled:
+            return preselected_greedy(x, theta_fs, theta, self.h_sub,
+                                      lambda z: _zeta(z, self.link))
+        greedy = kernels("agents._hdb_kernels").KERNELS.get(
+            "greedy", use_parallel(n, 4.0 * self.n_arms * self.dim))
+        arms = np.empty(n, dtype=self._arms.dtype)
+        greedy(x, theta_fs, theta, self.h_sub / 2.0, LINK_CODES[self.link],
+               np.empty((n, self.n_arms)), np.empty((n, self.n_arms)), arms)
+        return arms.astype(np.int64, copy=False)
+
     def _update(self, contexts, arms, rewards):
         t = self.t_
         if t < self.forced_steps:

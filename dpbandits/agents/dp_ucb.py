@@ -77,6 +77,7 @@ build (the numpy twin agrees up to rounding).
 
 from __future__ import annotations
 
+import copy
 import math
 from functools import partial
 
@@ -466,6 +467,15 @@ class DPUCB(PrivateAgent):
 
     def act(self, contexts):
         return np.argmax(self._indices(contexts), axis=1)
+
+    def _batch_scores(self, x):
+        """UCB indices (n, K) of n rows from the one-replication state (row by row on a copy:
+        the index step keeps per-replication scratch)."""
+        twin = copy.deepcopy(self)
+        return np.vstack([twin._indices(x[i:i + 1]) for i in range(x.shape[0])])
+
+    def _batch_act(self, x):
+        return np.argmax(self._batch_scores(x), axis=1)
 
     def _update(self, contexts, arms, rewards):
         self._advance(contexts, arms, rewards, self.t_ + 1)

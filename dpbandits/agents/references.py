@@ -67,6 +67,14 @@ class _RidgeState:
     def theta(self) -> np.ndarray:
         return np.einsum("rkij,rkj->rki", self.v_inv, self.b)
 
+    def broadcast(self, n: int) -> _RidgeState:
+        """Replication 0's statistics seen by ``n`` replications (read-only views)."""
+        view = object.__new__(_RidgeState)
+        for name in ("v_inv", "b", "logdet"):
+            arr = getattr(self, name)
+            setattr(view, name, np.broadcast_to(arr[:1], (n, *arr.shape[1:])))
+        return view
+
     def quad(self, x: np.ndarray) -> np.ndarray:
         """x^T V_i^{-1} x for every arm, shape (R, K)."""
         return np.einsum("ri,rkij,rj->rk", x, self.v_inv, x)
@@ -152,6 +160,19 @@ class LinUCB(Agent):
     def act(self, contexts):
         return np.argmax(self._indices(contexts), axis=1)
 
+    def _batch_scores(self, x):
+        """UCB indices (n, K) of n rows from the one-replication state: the index kernel run
+        on read-only views of that state, so every row gets exactly ``act``'s numbers."""
+        saved = self._state
+        self._state = saved.broadcast(x.shape[0])
+        try:
+            return self._indices(x)
+        finally:
+            self._state = saved
+
+    def _batch_act(self, x):
+        return np.argmax(self._batch_scores(x), axis=1)
+
     def _update(self, contexts, arms, rewards):
         if self._compiled:
             self._state.add(contexts, arms, rewards)
@@ -197,6 +218,21 @@ class GreedyGLM(Agent):
             return np.full(x.shape[0], self.t_, dtype=np.int64)
         theta = self._state.theta() if self.link == "identity" else self._theta
         return np.argmax(_link(np.einsum("ri,rki->rk", x, theta), self.link), axis=1)
+
+    def _batch_scores(self, x):
+        """Estimated mean rewards (n, K) from replication 0's estimates (none during the
+        round-robin start, where act does not maximize them)."""
+        if self.t_ < self.n_arms:
+            return None
+        n = x.shape[0]
+        theta = (self._state.broadcast(n).theta() if self.link == "identity"
+                 else np.broadcast_to(self._theta[:1], (n, *self._theta.shape[1:])))
+        return _link(np.einsum("ri,rki->rk", x, theta), self.link)
+
+    def _batch_act(self, x):
+        if self.t_ < self.n_arms:
+            return np.full(x.shape[0], self.t_, dtype=np.int64)
+        return np.argmax(self._batch_scores(x), axis=1)
 
     def _update(self, contexts, arms, rewards):
         if self.link == "identity":

@@ -85,6 +85,7 @@ eigenvalue of the noiseless screened Gram against the spectral norm of the Gram 
 
 from __future__ import annotations
 
+import copy
 import math
 
 import dp_accounting
@@ -271,10 +272,30 @@ class ScreenedLS(PrivateAgent):
         return np.take_along_axis(contexts, self._support, axis=1)
 
     def act(self, contexts: np.ndarray) -> np.ndarray:
-        scores = np.einsum("rkj,rj->rk", self._theta, self._rows(contexts))
+        return self._choose(np.einsum("rkj,rj->rk", self._theta, self._rows(contexts)),
+                            self._tie_rng)
+
+    @staticmethod
+    def _choose(scores: np.ndarray, tie_rng: np.random.Generator) -> np.ndarray:
+        """The best arm of each row of ``scores``, ties broken uniformly by ``tie_rng``."""
         top = scores.max(axis=1, keepdims=True)
-        u = self._tie_rng.random(scores.shape)
+        u = tie_rng.random(scores.shape)
         return np.argmax(np.where(scores >= top, u, -1.0), axis=1).astype(np.int64)
+
+    def _batch_scores(self, x: np.ndarray) -> np.ndarray:
+        """Estimated rewards (n, K) of n rows from replication 0's estimate."""
+        n = x.shape[0]
+        theta = np.broadcast_to(self._theta[:1], (n, *self._theta.shape[1:]))
+        support = None if self._support is None else np.broadcast_to(
+            self._support[:1], (n, self._support.shape[1]))
+        # rows laid out as act lays them out (take_along_axis), so einsum sums in its order
+        rows = x if support is None else np.take_along_axis(x, support, axis=1)
+        return np.einsum("rkj,rj->rk", theta, rows)
+
+    def _batch_act(self, x: np.ndarray) -> np.ndarray:
+        # n rows draw their tie-breaking uniforms in one call from a copy of the generator:
+        # the same doubles, in the same order, as n successive acts
+        return self._choose(self._batch_scores(x), copy.deepcopy(self._tie_rng))
 
     def _update(self, contexts: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> None:
         rows = np.arange(contexts.shape[0])
