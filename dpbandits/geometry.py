@@ -61,8 +61,10 @@ from dpbandits._validation import (
 
 __all__ = [
     "NoiseGeometry",
+    "check_factor_range",
     "clip_factors",
     "clip_limits",
+    "clip_row_l2_into",
     "clip_rows",
     "clip_to_norm",
     "dual_exponent",
@@ -87,6 +89,7 @@ _U = 2.0**-53  # unit roundoff of float64
 #: certificate is then checked on rows multiplied by ``_UP`` (a power of two: exact)
 _TINY_BOUND = 2.0**-800
 _UP = 2.0**600
+_TINY_NORMAL = 2.0**-1022  # smallest normal float64
 
 
 # --------------------------------------------------------------------------- helpers
@@ -378,10 +381,11 @@ def norm_error_bound(q: float, d: int) -> float:
 
 
 def _limits(bound: float, q: float, d: int) -> tuple[float, float]:
-    """``(limit, target)`` of :func:`clip_limits`, unvalidated."""
+    """``(limit, target)`` of :func:`clip_limits`, unvalidated; self-contained plain Python
+    so that compiled kernels use the very same constants (they compile this function)."""
     if math.isinf(q) or math.isinf(bound):
         return bound, bound
-    eta = norm_error_bound(q, d)
+    eta = (2.0 * d + 16.0) * 2.0**-53  # norm_error_bound(q, d)
     # 1 - k u is exact for k < 2^52; the products round by at most u (within the slack)
     return bound * (1.0 - eta - 4.0 * _U), bound * (1.0 - 3.0 * eta - 12.0 * _U)
 
@@ -416,6 +420,58 @@ def clip_factors(norms: np.ndarray, limit: float, target: float) -> np.ndarray:
     norm ``<= bound``. Unvalidated (hot loops); callers count ``norms > bound``."""
     over = norms > limit
     return np.where(over, target / np.where(over, norms, 1.0), 1.0)
+
+
+def clip_row_l2_into(xr, bound, limit, target, out):  # pragma: no cover - compiled twin
+    """The compiled kernels' twin of :func:`clip_rows` for one row and ``q = 2``, in plain
+    Python that numba compiles (``xr``, ``out`` 1-d float arrays; ``(limit, target)`` from
+    :func:`clip_limits` with ``bound >= 2^-800``). Writes the row into ``out`` (unchanged
+    when its computed norm is ``<= limit``, else ``(x_i / m) (target / r)`` with ``m`` the
+    largest ``|x_i|`` and ``r = ||x / m||_2``) and returns the computed norm ``m r`` (count
+    ``norm > bound``). The exact norm of ``out`` is ``<= bound`` (by the error bound of
+    :func:`norm_error_bound`, which covers this summation order and rounding; the tests
+    compare it with :func:`clip_rows` on adversarial floats)."""
+    d = xr.shape[0]
+    m = 0.0
+    for j in range(d):
+        v = abs(xr[j])
+        if v > m:
+            m = v
+    if m == 0.0:
+        for j in range(d):
+            out[j] = xr[j]
+        return 0.0
+    ss = 0.0
+    for j in range(d):
+        v = xr[j] / m
+        ss += v * v
+    r = math.sqrt(ss)
+    nrm = m * r
+    if nrm <= limit:
+        for j in range(d):
+            out[j] = xr[j]
+    else:
+        f = target / r
+        for j in range(d):
+            out[j] = (xr[j] / m) * f
+    return nrm
+
+
+def check_factor_range(name: str, row_norms: np.ndarray, bound: float) -> None:
+    """Refuse rows that one factor cannot clip with a certificate: for a gradient ``psi x``
+    scaled by :func:`clip_factors`, the coefficient ``psi f = +-target / ||x||`` must be a
+    normal float, so every ``||x||_q`` must be ``<= bound 2^900`` (``row_norms``: computed
+    norms of the data rows named ``name``). Raises ``ValueError`` naming the row."""
+    if bound == 0.0 or math.isinf(bound):
+        return
+    big = np.asarray(row_norms) > bound * 2.0**900
+    if np.any(big):
+        idx = tuple(int(i) for i in np.argwhere(big)[0])
+        raise ValueError(
+            f"{name} row {idx} has norm {float(np.asarray(row_norms)[idx])!r}, above the "
+            f"clipping bound {bound!r} times 2^900: its clipped gradient would need a "
+            "subnormal coefficient and lose the bound; rescale the data"
+        )
 
 
 def _certified(x: np.ndarray, q: float, bound: float, norms: np.ndarray) -> np.ndarray:
@@ -496,7 +552,11 @@ def clip_rows(x: np.ndarray, q: float, bound: float) -> tuple[np.ndarray, np.nda
         was = norms > bound
         if not np.any(was):
             return x, norms
-        scaled = x * np.where(was, bound / np.where(was, norms, 1.0), 1.0)[..., None]
+        f = np.where(was, bound / np.where(was, norms, 1.0), 1.0)
+        scaled = x * f[..., None]
+        lost = was & (f < _TINY_NORMAL)  # a subnormal factor has no relative precision:
+        if np.any(lost):  # scale by the max entry first there
+            scaled[lost] = x[lost] / norms[lost][:, None] * bound
         return np.clip(scaled, -bound, bound), norms
     move = ~_certified(x, q, bound, norms)
     if not np.any(move):
