@@ -10,6 +10,25 @@ Conventions
 * Inputs are validated with :mod:`dpbandits._validation`: NaN/inf entries, bad exponents,
   non-positive radii and negative bounds raise ``ValueError``/``TypeError`` naming the
   parameter.
+* Row norms are computed as ``m ||x / m||_q`` with ``m = max_i |x_i|``: squares of tiny
+  entries cannot underflow to zero and powers of huge entries cannot overflow.
+
+Rows with a certified norm bound (the one clipping / normalizing primitive)
+-------------------------------------------------------------------------
+:func:`clip_rows` (rows scaled into ``||x||_q <= c``) and :func:`normalize_rows` (every
+non-zero row scaled onto norm ``c``, from inside) are the package's only ways to bound a row's
+norm; their validated forms are :func:`clip_to_norm` and :func:`normalize_to_norm`, and
+:func:`clip_limits` gives the two thresholds to kernels that scale a row by one factor. The
+promise is about the floats returned: the **exact** (real-number) ``l_q`` norm of every
+output row is ``<= c``. A computed norm is accurate to a relative ``eta = (2d + 16) u``
+(:func:`norm_error_bound`, ``u = 2^-53``), so a row is kept when its computed norm is at
+most ``limit = c (1 - eta - 4u)`` and otherwise scaled to ``target = c (1 - 3 eta - 12 u)``,
+then re-checked (a row that fails is shrunk again, and set to zero as the last resort: only
+reachable for bounds below ``2^-800``, checked on an exactly rescaled copy). Rows between
+``limit`` and ``c`` therefore move by at most ``3 eta + 12 u`` relative; callers count a
+row as clipped by their own rule (normally ``norm > c``). ``q = inf`` is exact: no margin, the
+scaled row is clipped coordinate-wise at ``c``. This bounds each row; sums of rows round as
+well (Casacuberta, Shoemate, Vadhan & Wagaman 2022), which is outside this promise.
 
 Regularity (seed 000, Definition 2.2, Lemmas 3.2 and 3.3)
 ---------------------------------------------------------
@@ -42,6 +61,10 @@ from dpbandits._validation import (
 
 __all__ = [
     "NoiseGeometry",
+    "check_factor_range",
+    "clip_factors",
+    "clip_limits",
+    "clip_row_l2_into",
     "clip_rows",
     "clip_to_norm",
     "dual_exponent",
@@ -49,6 +72,9 @@ __all__ = [
     "lmo_lp_ball",
     "lp_norm",
     "noise_geometry",
+    "norm_error_bound",
+    "normalize_rows",
+    "normalize_to_norm",
     "plus_norm",
     "project_l1_ball",
     "project_l2_ball",
@@ -58,12 +84,25 @@ __all__ = [
 ]
 
 _EPS = np.finfo(np.float64).eps
+_U = 2.0**-53  # unit roundoff of float64
+#: below this bound computed norms lose their relative precision (subnormal range): the
+#: certificate is then checked on rows multiplied by ``_UP`` (a power of two: exact)
+_TINY_BOUND = 2.0**-800
+_UP = 2.0**600
+_TINY_NORMAL = 2.0**-1022  # smallest normal float64
 
 
 # --------------------------------------------------------------------------- helpers
 def _check_vectors(name: str, x: ArrayLike) -> np.ndarray:
-    """A finite float array with at least one axis and a non-empty last axis."""
-    arr = check_array(name, x)
+    """A finite float array with at least one axis and a non-empty last axis; the error for
+    a NaN or infinite entry names the parameter, the first such entry and its value."""
+    arr = check_array(name, x, finite=False)
+    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+        bad = tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])
+        raise ValueError(
+            f"{name} must contain only finite values (found NaN or inf): "
+            f"{name}[{', '.join(map(str, bad))}] = {arr[bad]!r}; every finite float is allowed"
+        )
     if arr.ndim < 1 or arr.shape[-1] < 1:
         raise ValueError(
             f"{name} must have shape (..., d) with d >= 1 (vectors on the last axis), "
@@ -73,18 +112,34 @@ def _check_vectors(name: str, x: ArrayLike) -> np.ndarray:
 
 
 def _lp_norm_lastaxis(x: np.ndarray, p: float) -> np.ndarray:
-    """l_p norm over the last axis, unvalidated, overflow-safe (scaled by the max entry)."""
+    """l_p norm over the last axis, unvalidated, scaled by the max entry: no square of a tiny
+    entry underflows to zero and no power of a large one overflows; the result is ``inf``
+    only when the norm itself exceeds the largest float. Relative error at most
+    :func:`norm_error_bound` (for results above ``2^-900``)."""
     a = np.abs(x)
     if p == 1.0:
-        return a.sum(axis=-1)
+        with np.errstate(over="ignore"):
+            s = a.sum(axis=-1)
+        if np.all(np.isfinite(s)):
+            return s
     m = a.max(axis=-1)
     if math.isinf(p):
         return m
-    safe = np.where(m > 0, m, 1.0)
-    u = a / safe[..., None]  # entries in [0, 1]: neither overflow nor underflow to 0
+    u = a / np.where(m > 0, m, 1.0)[..., None]  # entries in [0, 1]
+    with np.errstate(over="ignore"):  # only a norm above the largest float overflows
+        if p == 1.0:  # the plain sum overflowed somewhere: the scaled sum there
+            return np.where(np.isfinite(s), s, m * u.sum(axis=-1))
+        return m * _unit_norm(u, p)
+
+
+def _unit_norm(u: np.ndarray, p: float) -> np.ndarray:
+    """``||u||_p`` over the last axis of non-negative rows scaled to ``max u = 1`` (or zero
+    rows), ``1 <= p < inf``: the factor that multiplies ``m`` in :func:`_lp_norm_lastaxis`."""
+    if p == 1.0:
+        return u.sum(axis=-1)
     if p == 2.0:
-        return m * np.sqrt(np.einsum("...i,...i->...", u, u))
-    return m * np.sum(u**p, axis=-1) ** (1.0 / p)
+        return np.sqrt(np.einsum("...i,...i->...", u, u))
+    return np.sum(u**p, axis=-1) ** (1.0 / p)
 
 
 # --------------------------------------------------------------------------- norms
@@ -308,15 +363,166 @@ def _project_lp_general(x: np.ndarray, p: float, radius: float, tol: float) -> n
 
 
 # --------------------------------------------------------------------------- clipping
+def norm_error_bound(q: float, d: int) -> float:
+    """``eta``: a bound on the relative error of a computed ``l_q`` norm of a ``d``-vector
+    (this module's scaled norm, the kernels' twins, any summation order), for norms above
+    ``2^-900``: ``0`` for ``q = inf`` (a maximum is exact), else ``(2d + 16) u``.
+
+    Derivation (``u = 2^-53``): ``m`` is exact; each ``|x_i| / m`` has relative error ``u``
+    (absolute ``2^-1075`` if subnormal, negligible against the entry 1); its ``q``-th power
+    ``(q + 1) u`` (``pow`` within one ulp); a sum of ``d`` non-negative terms in any order
+    ``(d - 1) u / (1 - (d - 1) u)``; the ``1/q``-th power divides all that by ``q`` and adds
+    ``u``; the product with ``m`` adds ``u``: in all at most ``(d + 5) u`` for ``q >= 1``,
+    doubled for second-order terms and the kernels' extra rounding of ``x_i / m``.
+    """
+    if math.isinf(q):
+        return 0.0
+    return (2.0 * d + 16.0) * _U
+
+
+def _limits(bound: float, q: float, d: int) -> tuple[float, float]:
+    """``(limit, target)`` of :func:`clip_limits`, unvalidated; self-contained plain Python
+    so that compiled kernels use the very same constants (they compile this function)."""
+    if math.isinf(q) or math.isinf(bound):
+        return bound, bound
+    eta = (2.0 * d + 16.0) * 2.0**-53  # norm_error_bound(q, d)
+    # 1 - k u is exact for k < 2^52; the products round by at most u (within the slack)
+    return bound * (1.0 - eta - 4.0 * _U), bound * (1.0 - 3.0 * eta - 12.0 * _U)
+
+
+def clip_limits(bound: float, q: float, d: int) -> tuple[float, float]:
+    """``(limit, target)`` for scaling ``d``-dimensional rows into ``||.||_q <= bound``.
+
+    * a row whose computed norm is ``<= limit`` has exact norm ``<= bound``;
+    * a row scaled by ``target / n`` (``n`` its computed norm, one rounding per entry, or
+      two: a factor times ``x_i / m``) has exact norm ``<= bound``; the check of
+      :func:`clip_rows` confirms it, and :func:`clip_factors` relies on it.
+
+    ``bound`` must be ``0``, ``inf`` or at least ``2^-800`` (about ``1.5e-241``): below
+    that, computed norms have no relative precision left and one factor cannot be certified.
+    """
+    q = check_p("q", q)
+    bound = check_nonnegative("bound", bound, allow_inf=True)
+    d = check_int("d", d, low=1)
+    if 0.0 < bound < _TINY_BOUND:
+        raise ValueError(
+            f"bound must be 0, inf or at least 2^-800 ({_TINY_BOUND:.3g}) to be certified by "
+            f"one scale factor, got {bound!r}"
+        )
+    return _limits(bound, q, d)
+
+
+def clip_factors(norms: np.ndarray, limit: float, target: float) -> np.ndarray:
+    """Per-row factors for vectors of computed norms ``norms`` (any shape) with the
+    ``(limit, target)`` of :func:`clip_limits`: ``target / norm`` where ``norm > limit``,
+    else 1 (``inf`` norms get 0). Multiplying a row by its factor (with at most three
+    roundings per entry, e.g. ``(psi * f) * x_i`` for a gradient ``psi x``) leaves its exact
+    norm ``<= bound``. Unvalidated (hot loops); callers count ``norms > bound``."""
+    over = norms > limit
+    return np.where(over, target / np.where(over, norms, 1.0), 1.0)
+
+
+def clip_row_l2_into(xr, bound, limit, target, out):  # pragma: no cover - compiled twin
+    """The compiled kernels' twin of :func:`clip_rows` for one row and ``q = 2``, in plain
+    Python that numba compiles (``xr``, ``out`` 1-d float arrays; ``(limit, target)`` from
+    :func:`clip_limits` with ``bound >= 2^-800``). Writes the row into ``out`` (unchanged
+    when its computed norm is ``<= limit``, else ``(x_i / m) (target / r)`` with ``m`` the
+    largest ``|x_i|`` and ``r = ||x / m||_2``) and returns the computed norm ``m r`` (count
+    ``norm > bound``). The exact norm of ``out`` is ``<= bound`` (by the error bound of
+    :func:`norm_error_bound`, which covers this summation order and rounding; the tests
+    compare it with :func:`clip_rows` on adversarial floats)."""
+    d = xr.shape[0]
+    m = 0.0
+    for j in range(d):
+        v = abs(xr[j])
+        if v > m:
+            m = v
+    if m == 0.0:
+        for j in range(d):
+            out[j] = xr[j]
+        return 0.0
+    ss = 0.0
+    for j in range(d):
+        v = xr[j] / m
+        ss += v * v
+    r = math.sqrt(ss)
+    nrm = m * r
+    if nrm <= limit:
+        for j in range(d):
+            out[j] = xr[j]
+    else:
+        f = target / r
+        for j in range(d):
+            out[j] = (xr[j] / m) * f
+    return nrm
+
+
+def check_factor_range(name: str, row_norms: np.ndarray, bound: float) -> None:
+    """Refuse rows that one factor cannot clip with a certificate: for a gradient ``psi x``
+    scaled by :func:`clip_factors`, the coefficient ``psi f = +-target / ||x||`` must be a
+    normal float, so every ``||x||_q`` must be ``<= bound 2^900`` (``row_norms``: computed
+    norms of the data rows named ``name``). Raises ``ValueError`` naming the row."""
+    if bound == 0.0 or math.isinf(bound):
+        return
+    big = np.asarray(row_norms) > bound * 2.0**900
+    if np.any(big):
+        idx = tuple(int(i) for i in np.argwhere(big)[0])
+        raise ValueError(
+            f"{name} row {idx} has norm {float(np.asarray(row_norms)[idx])!r}, above the "
+            f"clipping bound {bound!r} times 2^900: its clipped gradient would need a "
+            "subnormal coefficient and lose the bound; rescale the data"
+        )
+
+
+def _certified(x: np.ndarray, q: float, bound: float, norms: np.ndarray) -> np.ndarray:
+    """Rows whose exact ``l_q`` norm is provably ``<= bound`` (``norms``: their computed
+    norms; ``0 < bound < inf``). For tiny bounds the check runs on the rows times ``2^600``
+    (exact), where computed norms have their full relative precision."""
+    d = x.shape[-1]
+    if math.isinf(q):
+        return norms <= bound
+    if bound >= _TINY_BOUND:
+        return norms <= _limits(bound, q, d)[0]
+    small = np.abs(x).max(axis=-1) <= bound  # a larger entry alone breaks the bound
+    up = np.where(small[..., None], x, 0.0) * _UP
+    return small & (_lp_norm_lastaxis(up, q) <= _limits(bound * _UP, q, d)[0])
+
+
+def _onto(x: np.ndarray, q: float, bound: float) -> np.ndarray:
+    """Every row of ``x`` (2-d) scaled to computed norm ``target`` (zero rows stay zero),
+    from the scaled rows ``x / m`` so that nothing overflows or underflows to zero; then
+    certified: rows that still fail :func:`_certified` are shrunk again, and set to zero
+    after three attempts (reachable only for bounds below ``2^-800``)."""
+    d = x.shape[-1]
+    m = np.abs(x).max(axis=-1)
+    safe = np.where(m > 0, m, 1.0)
+    xs = x / safe[:, None]
+    if math.isinf(q):
+        return np.clip(xs * np.where(m > 0, bound, 0.0)[:, None], -bound, bound)
+    target = _limits(bound, q, d)[1]
+    r = _unit_norm(np.abs(xs), q)
+    out = xs * np.where(m > 0, target / np.where(m > 0, r, 1.0), 0.0)[:, None]
+    shrink = 1.0 - 2.0 * norm_error_bound(q, d) - 12.0 * _U
+    for _ in range(3):
+        bad = ~_certified(out, q, bound, _lp_norm_lastaxis(out, q))
+        if not bad.any():
+            return out
+        out[bad] *= shrink
+    bad = ~_certified(out, q, bound, _lp_norm_lastaxis(out, q))
+    out[bad] = 0.0
+    return out
+
+
 def clip_to_norm(x: ArrayLike, q: float, bound: float) -> tuple[np.ndarray, np.ndarray]:
-    """Scale every row with ``||x||_q > bound`` down to norm ``bound``.
+    """Scale every row with ``||x||_q > bound`` down into the ball; validated
+    :func:`clip_rows`.
 
     Returns ``(clipped, was_clipped)`` where ``was_clipped`` (shape ``x.shape[:-1]``) marks
-    the rows that were rescaled, so callers can count clipping (nothing is clipped silently).
-    The clipped rows satisfy ``||clipped||_q <= bound`` as computed by :func:`lp_norm` (a final
-    ulp-level correction guards against rounding; for a subnormal ``bound`` a row that still
-    rounds above it is set to zero). ``bound = inf`` clips nothing; ``bound = 0``
-    maps every non-zero row to zero.
+    the rows whose computed norm exceeds ``bound``, so callers can count clipping (nothing
+    is clipped silently). Every row of ``clipped`` has exact norm ``<= bound`` (module
+    docstring: rows within rounding distance of the bound are pulled inside by a relative
+    ``3 eta + 12 u`` at most). ``bound = inf`` clips nothing; ``bound = 0`` maps every
+    non-zero row to zero. NaN or infinite entries raise ``ValueError`` naming the entry.
     """
     q = check_p("q", q)
     bound = check_nonnegative("bound", bound, allow_inf=True)
@@ -326,25 +532,64 @@ def clip_to_norm(x: ArrayLike, q: float, bound: float) -> tuple[np.ndarray, np.n
 
 
 def clip_rows(x: np.ndarray, q: float, bound: float) -> tuple[np.ndarray, np.ndarray]:
-    """The unvalidated core of :func:`clip_to_norm` for hot loops: ``(clipped, norms)`` with
-    the row norms before clipping; ``clipped`` is ``x`` itself when no row is over ``bound``
-    (``x`` a float array, ``q`` in [1, inf], ``bound >= 0``)."""
+    """The unvalidated core of :func:`clip_to_norm` for hot loops: ``(clipped, norms)``,
+    ``norms`` the computed row norms before clipping (count ``norms > bound``); ``clipped``
+    is ``x`` itself when no row needs to move (``x`` a finite float array, ``q`` in
+    ``[1, inf]``, ``bound >= 0``). Every row of ``clipped`` has exact norm ``<= bound``.
+
+    Rows whose computed norm is at most ``limit`` (:func:`clip_limits`) are returned
+    unchanged, bit for bit. ``q = inf``: over-bound rows are ``x * (bound / max|x|)``,
+    clipped coordinate-wise at ``bound`` (exact, no margin). Other ``q``: rows are scaled
+    to ``target`` from ``x / max|x|`` and certified (:func:`_onto`).
+    """
     norms = _lp_norm_lastaxis(x, q)
-    was = norms > bound
-    if not np.any(was):
+    if math.isinf(bound):
         return x, norms
-    clipped = x * np.where(was, bound / np.where(was, norms, 1.0), 1.0)[..., None]
-    if bound > 0:
-        again = _lp_norm_lastaxis(clipped, q)
-        over = again > bound
-        if np.any(over):
-            fix = np.where(over, bound / np.where(over, again, 1.0) * (1.0 - 4.0 * _EPS), 1.0)
-            clipped = clipped * fix[..., None]
-            # only reachable for subnormal bounds (no relative precision left): the zero
-            # vector is the one representable point guaranteed to respect the bound
-            still = _lp_norm_lastaxis(clipped, q) > bound
-            clipped = np.where(still[..., None], 0.0, clipped)
+    if bound == 0.0:
+        zero = norms > 0.0
+        return (np.where(zero[..., None], 0.0, x) if zero.any() else x), norms
+    if math.isinf(q):
+        was = norms > bound
+        if not np.any(was):
+            return x, norms
+        f = np.where(was, bound / np.where(was, norms, 1.0), 1.0)
+        scaled = x * f[..., None]
+        lost = was & (f < _TINY_NORMAL)  # a subnormal factor has no relative precision:
+        if np.any(lost):  # scale by the max entry first there
+            scaled[lost] = x[lost] / norms[lost][:, None] * bound
+        return np.clip(scaled, -bound, bound), norms
+    move = ~_certified(x, q, bound, norms)
+    if not np.any(move):
+        return x, norms
+    clipped = np.array(x, dtype=np.float64, copy=True)
+    clipped[move] = _onto(x[move], q, bound)
     return clipped, norms
+
+
+def normalize_rows(x: np.ndarray, q: float = 2.0, bound: float = 1.0
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Every non-zero row scaled onto norm ``bound`` from inside (``u = bound x / ||x||_q``
+    up to a relative ``3 eta + 12 u``, :func:`norm_error_bound`), zero rows (also ``-0.0``) to
+    zero; the unvalidated core of :func:`normalize_to_norm`. Returns ``(u, norms)`` with
+    ``norms`` the computed norms of ``x`` (``inf`` when a norm exceeds the largest float;
+    ``u`` is still the right direction). Every row of ``u`` has exact norm ``<= bound``,
+    for every finite input: tiny rows (squares that underflow) and huge ones (squares that
+    overflow) included. ``0 < bound < inf``."""
+    norms = _lp_norm_lastaxis(x, q)
+    flat = x.reshape(-1, x.shape[-1])
+    return _onto(flat, q, bound).reshape(x.shape), norms
+
+
+def normalize_to_norm(x: ArrayLike, q: float = 2.0, bound: float = 1.0
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """Validated :func:`normalize_rows`: ``(u, zero)`` with ``zero`` marking the all-zero
+    rows (mapped to zero). ``bound`` positive and finite; NaN or infinite entries of ``x``
+    raise ``ValueError`` naming the entry."""
+    q = check_p("q", q)
+    bound = check_positive("bound", bound)
+    x = _check_vectors("x", x)
+    u, norms = normalize_rows(x, q, bound)
+    return u, norms == 0.0
 
 
 # --------------------------------------------------------------------------- regularity

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from dp_accounting.rdp import rdp_privacy_accountant as rdp
 
-from dpbandits.geometry import lp_norm
+from dpbandits.geometry import clip_limits, lp_norm
 from dpbandits.losses import HuberLoss, LogisticLoss, SquaredLoss
 from dpbandits.optim import LocalMD, NoisySFW, NoisySGD
 from dpbandits.optim import base as optim_base
@@ -308,8 +308,8 @@ def test_kernel_python_reference_equals_compiled():
     outs = []
     for fn in (kernel.sgd_chunk, kernel.sgd_chunk_python):
         th, acc, nc = np.zeros((R, d)), np.zeros((R, d)), np.zeros(R, dtype=np.int64)
-        fn(th, acc, X, y, xn, idx, noise, True, 0.3, 0.05, 0.7, 1.0, kernel.PROJ_LINF,
-           kernel.LOSS_SQUARED, 1.0, nc)
+        fn(th, acc, X, y, xn, idx, noise, True, 0.3, 0.05, 0.7, *clip_limits(0.7, 1.0, d),
+           1.0, kernel.PROJ_LINF, kernel.LOSS_SQUARED, 1.0, nc)
         outs.append((th, acc, nc))
     np.testing.assert_array_equal(outs[0][0], outs[1][0])
     np.testing.assert_array_equal(outs[0][1], outs[1][1])

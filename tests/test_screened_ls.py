@@ -168,6 +168,70 @@ def test_one_user_changes_only_its_own_release_by_at_most_the_sensitivity(canary
     assert 0 < whitened <= (1.0 / a.multiplier) * (1 + 1e-9)
 
 
+def _adversarial_context(kind: str, d: int) -> np.ndarray:
+    """Finite contexts on which a plain ``sqrt(sum x_i^2)`` is wrong (issue 25)."""
+    x = np.full(d, 0.7071)
+    x[0] = math.sqrt(1.4999)
+    if kind == "underflowing squares":  # the reported violation: ||u|| was sqrt(d/2 + 1)
+        return x * 2.0**-537
+    if kind == "near overflow":  # the squares overflow to inf
+        return x / math.sqrt(1.4999) * 1.7e308
+    if kind == "single subnormal":
+        out = np.zeros(d)
+        out[3] = -5e-324
+        return out
+    if kind == "mixed scales":  # one huge entry among subnormals and signed zeros
+        out = np.full(d, 2.0**-1070)
+        out[1], out[2], out[5] = -1e300, -0.0, 3e-310
+        return out
+    raise ValueError(kind)
+
+
+@pytest.mark.parametrize("kind", ["underflowing squares", "near overflow", "single subnormal",
+                                  "mixed scales"])
+@pytest.mark.parametrize("canary_round", [0, 20])
+def test_one_user_stays_within_the_sensitivity_on_adversarial_floats(kind, canary_round):
+    """Regression test (issue 25): with ``x = 2^-537 (sqrt(1.4999), 0.7071, ...)`` at
+    d = 64 the old ``_normalize`` gave ``||u|| = 5.74``, moving the screening release 5.7
+    times its sensitivity. Every finite context now keeps the canary within the calibrated
+    sensitivity, in the screening (round 0) and the fitting (round 20) releases."""
+    K, d, T = 2, 64, 40
+    a = agent(n_arms=K, dim=d, horizon=T, first_episode=2, screen_size=16)
+    xs, rs = np.zeros((T, 1, d)), np.zeros((T, 1))
+    xs2, rs2 = xs.copy(), rs.copy()
+    xs[canary_round, 0], rs[canary_round, 0] = _adversarial_context(kind, d), 1.0
+    xs2[canary_round, 0], rs2[canary_round, 0] = _adversarial_context(kind, d), -1.0
+    if canary_round < 2:
+        w1, w2 = (_run_stream(a.clone(), x[:2], r[:2]) for x, r in ((xs, rs), (xs2, rs2)))
+        diff = np.linalg.norm(w1._released - w2._released)
+        assert diff <= a.sensitivities["screen"]
+        return
+    w1, w2 = _run_stream(a.clone(), xs, rs), _run_stream(a.clone(), xs2, rs2)
+    assert np.array_equal(w1.screened_, w2.screened_)
+    dg = w1._gram_released - w2._gram_released
+    db = w1._b_released - w2._b_released
+    iu = np.triu_indices(dg.shape[-1])
+    scale = np.where(iu[0] == iu[1], 1.0, math.sqrt(2.0))
+    whitened = math.sqrt(((dg[..., iu[0], iu[1]] * scale / a.sigmas["gram"]) ** 2).sum()
+                         + ((db / a.sigmas["target"]) ** 2).sum())
+    assert whitened <= (1.0 / a.multiplier) * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("kind", ["underflowing squares", "near overflow", "single subnormal",
+                                  "mixed scales"])
+def test_normalized_rows_have_exact_norm_at_most_one(kind):
+    """``||u||_2 <= 1`` in exact rational arithmetic on the floats the agent sums."""
+    from fractions import Fraction
+
+    from dpbandits.agents.screened_ls import _normalize
+
+    x = _adversarial_context(kind, 64)[None, :]
+    u, y, _, zero = _normalize(x, np.array([1.0]), 0.5)
+    assert sum(Fraction(float(v)) ** 2 for v in u[0]) <= 1
+    assert not zero[0] and abs(y[0]) <= 0.5
+    assert np.linalg.norm(u) > 1 - 1e-12  # and it is a unit vector, not a zeroed one
+
+
 def test_clipping_is_enforced_and_counted():
     a = agent(dim=3, horizon=50, first_episode=5)
     xs = np.ones((50, 2, 3))

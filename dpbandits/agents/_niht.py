@@ -53,7 +53,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpbandits._backends import HAVE_NUMBA, kernels
-from dpbandits.geometry import project_l1_ball
+from dpbandits.geometry import clip_rows, project_l1_ball
 from dpbandits.privacy.peeling import peel
 
 #: rows buffered before they are folded into the Gram matrix with one matrix product
@@ -62,20 +62,13 @@ _NO_ARMS = np.zeros(0, dtype=np.int64)
 
 
 def clip_features(phi: np.ndarray, x_max: float) -> tuple[np.ndarray, np.ndarray]:
-    """Rows rescaled to ``||phi||_inf <= x_max``; returns ``(clipped, was_clipped)``.
-
-    Same result as :func:`dpbandits.geometry.clip_to_norm` with ``q = inf`` (inputs are
-    already validated here, so the per-round checks are skipped); a final coordinate clip
-    removes any rounding excess, so the bound holds exactly.
-    """
+    """Rows rescaled to ``||phi||_inf <= x_max``; returns ``(clipped, was_clipped)``:
+    :func:`dpbandits.geometry.clip_rows` with ``q = inf`` (scale by ``x_max / max|phi|``,
+    then clip each entry at ``x_max``: the bound holds exactly), inputs already validated."""
     if math.isinf(x_max):
         return phi, np.zeros(phi.shape[:-1], dtype=bool)
-    norms = np.abs(phi).max(axis=-1)
-    was = norms > x_max
-    if not was.any():
-        return phi, was
-    scaled = phi * np.where(was, x_max / np.where(was, norms, 1.0), 1.0)[..., None]
-    return np.clip(scaled, -x_max, x_max), was
+    clipped, norms = clip_rows(phi, math.inf, x_max)
+    return clipped, norms > x_max
 
 
 def truncate_responses(y: np.ndarray, r_max: float) -> tuple[np.ndarray, np.ndarray]:

@@ -19,10 +19,12 @@ from dpbandits.geometry import clip_rows
 
 
 def unit_rows(x: np.ndarray, context_bound: float) -> tuple[np.ndarray, np.ndarray]:
-    """``(u, clipped)``: rows clipped to ``||x||_2 <= L`` and scaled by ``1/L`` (so
-    ``||u||_2 <= 1``), and the boolean (R,) marks of the rows that were clipped."""
+    """``(u, clipped)``: rows clipped to ``||x||_2 <= L`` and scaled by ``1/L``, and the
+    boolean (R,) marks of the rows over ``L``. ``||u||_2 <= 1`` holds exactly for the floats
+    returned (:func:`dpbandits.geometry.clip_rows` on ``x``, and once more on ``x / L``, whose
+    rounding could otherwise leave a row an ulp above 1; rows inside are untouched)."""
     clipped, norms = clip_rows(x, 2.0, context_bound)
-    return clipped / context_bound, norms > context_bound
+    return clip_rows(clipped / context_bound, 2.0, 1.0)[0], norms > context_bound
 
 
 def normalized_rows(x: np.ndarray, r: np.ndarray, context_bound: float, reward_bound: float

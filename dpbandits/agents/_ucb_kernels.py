@@ -8,10 +8,20 @@ from __future__ import annotations
 
 import math
 
+import numba
+import numpy as np
+
+from dpbandits import geometry
 from dpbandits._lapack import chol_solve_upper, chol_upper, lauum_upper, sym_solve_upper
 from dpbandits._numba import KernelSet, prange
 
 __all__ = ["KERNELS"]
+
+#: the clipping primitive's compiled twin (:func:`dpbandits.geometry.clip_row_l2_into`, the
+#: same rule as :func:`dpbandits.geometry.clip_rows`; tests compare them) and its thresholds
+_jit = numba.njit(cache=True, nogil=True, inline="always")
+_clip_row = _jit(geometry.clip_row_l2_into)
+_limits = _jit(geometry._limits)
 
 
 # --------------------------------------------------------------------------------------------
@@ -57,14 +67,10 @@ def _ucb_update(M, x, arms, y, bounds, counts, stack, push, hi, z, scales, node,
     D = n - 1
     d = x.shape[1]
     gauss = z.shape[1] > 0
+    limit, target = _limits(bounds[0], 2.0, d)
     for r in prange(R):
-        ss = 0.0
-        for a in range(d):
-            ss += x[r, a] * x[r, a]
-        nrm = math.sqrt(ss)
-        f = 1.0
-        if nrm > bounds[0]:
-            f = bounds[0] / nrm
+        xc = np.empty(d)
+        if _clip_row(x[r], bounds[0], limit, target, xc) > bounds[0]:
             counts[r, 0] += 1
         yr = y[r]
         if abs(yr) > bounds[1]:
@@ -73,9 +79,9 @@ def _ucb_update(M, x, arms, y, bounds, counts, stack, push, hi, z, scales, node,
         base = arms[r] * d
         m = M[r]
         for a in range(d):
-            xa = x[r, a] * f
+            xa = xc[a]
             for b in range(a, d):
-                m[base + a, base + b] += xa * (x[r, b] * f)
+                m[base + a, base + b] += xa * xc[b]
             m[base + a, D] += xa * yr
         m[D, D] += yr * yr
         if push >= 0:
@@ -130,14 +136,12 @@ def _ucb_act(F, ok, u, logdet, x, bound, beta_c, rhs, beta, idx):
     0)) + c_s + c_g`` with ``beta_c = (c_a, c_b, c_sig, c_s, c_g)`` (Proposition 4)."""
     R, d = x.shape
     nb, per, bs = rhs.shape[1], rhs.shape[2] - 1, rhs.shape[3]
+    limit, target = _limits(bound, 2.0, d)
     for r in prange(R):
         if not ok[r]:
             continue
-        ss = 0.0
-        for a in range(d):
-            ss += x[r, a] * x[r, a]
-        nrm = math.sqrt(ss)
-        f = bound / nrm if nrm > bound else 1.0
+        xc = np.empty(d)
+        _clip_row(x[r], bound, limit, target, xc)
         inner = beta_c[0] + logdet[r] - beta_c[1]
         br = beta_c[2] * math.sqrt(max(inner, 0.0)) + beta_c[3] + beta_c[4]
         beta[r] = br
@@ -148,14 +152,14 @@ def _ucb_act(F, ok, u, logdet, x, bound, beta_c, rhs, beta, idx):
                 b[0, i] = u[r, blk * bs + i]
             for k in range(per):
                 for a in range(d):
-                    b[1 + k, k * d + a] = x[r, a] * f
+                    b[1 + k, k * d + a] = xc[a]
             chol_solve_upper(F[r, blk], b)
             for k in range(per):
                 m = 0.0
                 q = 0.0
                 for a in range(d):
-                    m += x[r, a] * f * b[0, k * d + a]
-                    q += x[r, a] * f * b[1 + k, k * d + a]
+                    m += xc[a] * b[0, k * d + a]
+                    q += xc[a] * b[1 + k, k * d + a]
                 idx[r, blk * per + k] = m + br * math.sqrt(max(q, 0.0))
 
 

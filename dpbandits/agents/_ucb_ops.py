@@ -32,6 +32,7 @@ from scipy.linalg.lapack import dpotrs as _sp_potrs
 from scipy.linalg.lapack import dsysv as _sp_sysv
 
 from dpbandits._backends import BACKENDS, compiled, kernels, use_parallel
+from dpbandits.geometry import clip_rows
 
 __all__ = ["BACKENDS", "np_terms", "symmetric_nodes", "ucb_ops"]
 
@@ -52,9 +53,10 @@ def _np_wishart_into(out, z, chi, scale):
 
 
 def _np_clip_rows(x, bound):
-    nrm = np.sqrt(np.einsum("rd,rd->r", x, x))
-    over = nrm > bound
-    return x * np.where(over, bound / np.where(over, nrm, 1.0), 1.0)[:, None], over
+    """Contexts clipped to ``||x||_2 <= bound`` by :func:`dpbandits.geometry.clip_rows` (the
+    kernels' twin is :func:`dpbandits.geometry.clip_row_l2_into`), and the rows over it."""
+    clipped, nrm = clip_rows(x, 2.0, bound)
+    return clipped, nrm > bound
 
 
 @functools.cache

@@ -1,5 +1,6 @@
 """Screened private least squares (``dp-screened-ls``): a jointly differentially private
-linear contextual bandit that releases every user's data exactly once.
+linear contextual bandit that releases every user's data at most once (the last episode is
+never released).
 
 Model: contexts ``x`` (R, d) shared by the ``K`` arms, one parameter ``theta_k`` per arm
 (the disjoint model of the Figure 5.1 instance), rewards ``r = <x, theta_a> + noise``.
@@ -15,8 +16,12 @@ first episode, with a zero estimate, is uniform play).
 
 Every statistic uses *row-normalized* data, ``u = x / ||x||_2`` and ``y = r / ||x||_2``
 clipped to ``[-y_max, y_max]``: ``y = <u, theta> + noise/||x||`` is again a linear model in
-``u`` with the same ``theta``, and ``||u||_2 <= 1`` holds by construction, so no context
-bound is assumed and the Gram sensitivity is a constant.
+``u`` with the same ``theta``, and ``||u||_2 <= 1``, so no context bound is assumed and the
+Gram sensitivity is a constant. The bound holds for the floats actually used, for every
+finite context: ``u`` comes from :func:`dpbandits.geometry.normalize_rows`, which computes
+``||x||`` scaled by the largest entry (a plain ``sqrt(sum x_i^2)`` underflows for entries
+below about ``1.5e-154`` and gave ``||u||`` up to ``sqrt(d/2 + 1)``) and certifies the exact
+norm of every row it returns (``||u|| = 1`` up to a relative ``(6d + 60) 2^-53``).
 
 * **Screening (phase A).** Per episode, release the arm contrasts
   ``c_k = sum_{a=k} y u - (1/K) sum_all y u`` (R, K, d) plus Gaussian noise in the contrast
@@ -93,6 +98,7 @@ import numpy as np
 
 from dpbandits._validation import check_int, check_positive, check_real
 from dpbandits.agents.base import PrivateAgent, register_agent
+from dpbandits.geometry import normalize_rows
 from dpbandits.privacy.accounting import calibrate, gaussian_event
 from dpbandits.privacy.accounting import gaussian_multiplier as _gdp_multiplier
 from dpbandits.privacy.guarantee import PrivacyGuarantee
@@ -134,14 +140,15 @@ def fit_sensitivity(k_gram: float, k_target: float) -> float:
 
 
 def _normalize(x: np.ndarray, r: np.ndarray, y_max: float):
-    """Rows ``u = x/||x||``, targets ``clip(r/||x||, y_max)``; zero rows give ``u = y = 0``.
-    Returns ``(u, y, clipped, zero)`` (the last two boolean, per row)."""
-    norm = np.sqrt(np.einsum("rj,rj->r", x, x))
+    """Rows ``u = x/||x||`` with exact ``||u||_2 <= 1`` for every finite ``x``
+    (:func:`dpbandits.geometry.normalize_rows`), targets ``clip(r/||x||, y_max)``; zero rows
+    give ``u = y = 0``. Returns ``(u, y, clipped, zero)`` (the last two boolean, per row)."""
+    u, norm = normalize_rows(x, 2.0, 1.0)
     zero = norm == 0.0
-    inv = np.where(zero, 0.0, 1.0 / np.where(zero, 1.0, norm))
-    y_raw = r * inv
+    with np.errstate(over="ignore"):  # r / (subnormal norm) may be inf: clipped below
+        y_raw = np.where(zero, 0.0, r / np.where(zero, 1.0, norm))
     y = np.clip(y_raw, -y_max, y_max)
-    return x * inv[:, None], y, y != y_raw, zero
+    return u, y, y != y_raw, zero
 
 
 @register_agent("dp-screened-ls")
@@ -218,8 +225,9 @@ class ScreenedLS(PrivateAgent):
             return PrivacyGuarantee.non_private("screened least squares with noise off")
         return PrivacyGuarantee(
             self._eps, self._delta, notion="JDP", neighbouring="replace-one",
-            basis=("Gaussian mechanisms on row-normalized statistics (||u|| <= 1 by "
-                   "construction, targets clipped), one release per user: every episode's "
+            basis=("Gaussian mechanisms on row-normalized statistics (||u|| <= 1 "
+                   "certified for every finite context, targets clipped), at most one release "
+                   "per user: every episode's "
                    "release (screening contrasts; or the screened Gram and targets, one "
                    "Gaussian mechanism with its exact joint sensitivity) is 1/k-GDP with k "
                    "certified at (epsilon, delta) by the dp_accounting PLD accountant; episodes "

@@ -33,13 +33,10 @@ def clip_and_average(per_individual: np.ndarray, clip_bound: float):
     ``(n,)`` mask of rescaled rows. Every clipped row has l2 norm ``<= B``, so replacing one
     individual moves the mean by at most ``2 B / n`` in l2 (proof of Theorem 3.1).
 
-    Rows are clipped to ``B (1 - 8 u)`` (``u`` the unit roundoff) so that ``||g_i|| <= B``
-    holds however the norm is rounded (``geometry.clip_to_norm`` guarantees it for its own
-    norm routine; ``numpy.linalg.norm`` can differ by one ulp).
+    Every clipped row has exact l2 norm ``<= B`` however the norm is rounded
+    (:func:`dpbandits.geometry.clip_to_norm` certifies it on the floats returned).
     """
-    bound = clip_bound * (1.0 - 8.0 * np.finfo(float).eps) if math.isfinite(clip_bound) \
-        else clip_bound
-    clipped, was = clip_to_norm(per_individual, 2.0, bound)
+    clipped, was = clip_to_norm(per_individual, 2.0, clip_bound)
     return clipped.mean(axis=0), was
 
 

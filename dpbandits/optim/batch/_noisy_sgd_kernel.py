@@ -41,7 +41,8 @@ PROJ_LINF = 1  # Euclidean projection onto {||v||_inf <= radius} (coordinate cli
 
 
 def sgd_chunk_python(theta, acc, X, y, xnorm, idx, noise, use_noise, noise_scale, eta,
-                     clip_bound, radius, proj_code, loss_code, huber_delta, n_clipped):
+                     clip_bound, clip_limit, clip_target, radius, proj_code, loss_code,
+                     huber_delta, n_clipped):
     """Run ``idx.shape[1]`` NoisySGD steps for each of the ``R = theta.shape[0]`` rows.
 
     In-place on ``theta`` (R, d) (current iterate), ``acc`` (R, d) (running sum of iterates)
@@ -50,7 +51,11 @@ def sgd_chunk_python(theta, acc, X, y, xnorm, idx, noise, use_noise, noise_scale
     (R, c, d) standard normals (used, times ``noise_scale``, only if ``use_noise``).
 
     One step: ``g = psi(<theta, x_i>, y_i) x_i`` clipped to ``||g||_q <= clip_bound``
-    (``||g||_q = |psi| ||x_i||_q``; clipping counted), ``theta <- Proj(theta - eta (g + noise))``,
+    (``||g||_q = |psi| ||x_i||_q``, ``xnorm`` computed by :func:`dpbandits.geometry.lp_norm`):
+    the compiled twin of :func:`dpbandits.geometry.clip_factors` with ``(clip_limit,
+    clip_target) = clip_limits(clip_bound, q, d)``, so the exact norm of ``(psi f) x_i`` is
+    ``<= clip_bound``; counted when ``|psi| ||x_i||_q > clip_bound``),
+    ``theta <- Proj(theta - eta (g + noise))``,
     ``acc += theta``. Written in plain Python so numba can compile it; slow uncompiled.
     """
     R, c = idx.shape
@@ -74,8 +79,9 @@ def sgd_chunk_python(theta, acc, X, y, xnorm, idx, noise, use_noise, noise_scale
                 elif psi < -huber_delta:
                     psi = -huber_delta
             gnorm = abs(psi) * xnorm[rx, i]
+            if gnorm > clip_limit:
+                psi = psi * (clip_target / gnorm)
             if gnorm > clip_bound:
-                psi = psi * (clip_bound / gnorm)
                 n_clipped[r] += 1
             if proj_code == PROJ_LINF:
                 for j in range(d):
@@ -138,5 +144,5 @@ def warm_up() -> None:
     idx = np.zeros((1, 2), dtype=np.int64)
     noise = np.zeros((1, 2, 2))
     nc = np.zeros(1, dtype=np.int64)
-    sgd_chunk(theta, acc, X, y, xn, idx, noise, True, 1.0, 0.1, 1.0, 1.0, PROJ_LINF,
-              LOSS_SQUARED, 1.0, nc)
+    sgd_chunk(theta, acc, X, y, xn, idx, noise, True, 1.0, 0.1, 1.0, 0.9, 0.8, 1.0,
+              PROJ_LINF, LOSS_SQUARED, 1.0, nc)

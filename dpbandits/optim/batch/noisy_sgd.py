@@ -33,7 +33,13 @@ from dpbandits._validation import (
     check_epsilon,
     check_int,
 )
-from dpbandits.geometry import lp_norm, project_l2_ball, project_lp_ball
+from dpbandits.geometry import (
+    check_factor_range,
+    clip_limits,
+    lp_norm,
+    project_l2_ball,
+    project_lp_ball,
+)
 from dpbandits.losses import GLMLoss, HuberLoss, LogisticLoss, LossLike, SquaredLoss
 from dpbandits.optim.base import (
     CHUNK_ENTRIES,
@@ -230,6 +236,8 @@ class NoisySGD(LpBallOptimizer):
             code, hdelta = _loss_code(loss)
             proj = _kernel.PROJ_LINF if math.isinf(self._p) else _kernel.PROJ_L2
             xnorm = np.ascontiguousarray(lp_norm(data.Xs, q))
+            limits = clip_limits(L0, q, d)
+            check_factor_range("X", xnorm, L0)
             dummy = np.zeros((1, 1, 1))
 
         # One reusable buffer for the standard normals (filled in place: no page faults);
@@ -247,7 +255,8 @@ class NoisySGD(LpBallOptimizer):
                 if backend == "numba":
                     _kernel.sgd_chunk(theta, acc, data.Xs, data.ys, xnorm, idx,
                                       dummy if noise is None else noise, use_noise, sigma, eta,
-                                      L0, self._radius, proj, code, hdelta, n_clipped)
+                                      L0, *limits, self._radius, proj, code, hdelta,
+                                      n_clipped)
                 else:
                     theta = self._numpy_chunk(loss, data, theta, acc, idx, noise, sigma, eta,
                                               n_clipped)

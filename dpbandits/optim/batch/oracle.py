@@ -19,14 +19,13 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpbandits._validation import check_array, check_choice, check_nonnegative
-from dpbandits.geometry import lp_norm
+from dpbandits.geometry import check_factor_range, clip_factors, clip_limits, lp_norm
 from dpbandits.losses import Loss, LossLike
 from dpbandits.optim.base import clipped_gradient_sum, clipped_gradients
 from dpbandits.optim.batch.data import Data
 
 __all__ = ["GradientOracle", "Regularizer", "Snapshot", "objective"]
 
-_EPS = np.finfo(np.float64).eps
 
 
 class GradientOracle:
@@ -45,9 +44,11 @@ class GradientOracle:
         self.clip = float(clip)
         self.q = float(q)
         self.linear = isinstance(loss, Loss)
+        self._limits = clip_limits(self.clip, self.q, np.shape(data.X)[-1])
         self._hook = None
         if self.linear:
             self._xnorm = lp_norm(data.X, self.q)  # (n,) or (R, n)
+            check_factor_range("X", self._xnorm, self.clip)
             hook = getattr(loss, "_psi", None)
             self._hook = hook if callable(hook) else None
             # The hook skips the loss's own input checks (e.g. hinge labels in {-1, +1}):
@@ -65,9 +66,10 @@ class GradientOracle:
         return self.loss.gradient(z[..., None], np.ones(z.shape + (1,)), y)[..., 0]
 
     def _scale(self, norms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        was = norms > self.clip
-        scale = np.where(was, self.clip / np.where(was, norms, 1.0) * (1.0 - 4.0 * _EPS), 1.0)
-        return scale, was
+        """Factors for per-sample gradients ``psi x`` of computed norms ``|psi| ||x||_q``
+        (:func:`dpbandits.geometry.clip_factors`: exact norm ``<= clip`` after scaling) and
+        the mask of the clipped ones (``norm > clip``)."""
+        return clip_factors(norms, *self._limits), norms > self.clip
 
     # ------------------------------------------------------------------ full gradient
     def mean(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -36,6 +36,7 @@ __all__ = ["KERNELS", "dot2", "finish", "select_row_compiled"]
 
 _EPS = float(np.finfo(np.float64).eps)
 _COUNT_RTOL = 1e-9
+_TINY_NORMAL = 2.0**-1022
 
 
 def _absmax(a):
@@ -48,21 +49,24 @@ def _absmax(a):
 
 
 def _clip_into(xr, nrm, x_bound, out):
-    """``xr`` scaled into ``||.||_inf <= x_bound`` in ``out`` (the rule of
-    :func:`dpbandits.geometry.clip_rows`: scale, rescale once more if rounding overshoots,
-    zero as the last resort); returns ``out``."""
+    """``xr`` (with ``nrm = max|xr_j| > x_bound``) scaled into ``||.||_inf <= x_bound`` in
+    ``out``, the rule of :func:`dpbandits.geometry.clip_rows` for ``q = inf``: times
+    ``x_bound / nrm`` (from ``xr / nrm`` when that factor is subnormal), then each entry
+    clipped at ``x_bound``, so the bound holds exactly; returns ``out``."""
     d = xr.shape[0]
     f = x_bound / nrm
-    for j in range(d):
-        out[j] = xr[j] * f
-    again = _absmax(out)
-    if again > x_bound:
-        f = x_bound / again * (1.0 - 4.0 * _EPS)
+    if f < _TINY_NORMAL:
         for j in range(d):
-            out[j] = out[j] * f
-        if _absmax(out) > x_bound:
-            for j in range(d):
-                out[j] = 0.0
+            out[j] = xr[j] / nrm * x_bound
+    else:
+        for j in range(d):
+            out[j] = xr[j] * f
+    for j in range(d):
+        v = out[j]
+        if v > x_bound:
+            out[j] = x_bound
+        elif v < -x_bound:
+            out[j] = -x_bound
     return out
 
 

@@ -436,10 +436,9 @@ class StreamingFrankWolfe(StreamingOptimizer):
     def _clip(self, x: np.ndarray, y: np.ndarray, st) -> tuple[np.ndarray, np.ndarray]:
         """Clip ``x`` to ``||x||_q <= x_bound`` and ``y`` to ``[-y_bound, y_bound]``; count.
 
-        Rows over the bound are rescaled to it exactly as
-        :func:`dpbandits.geometry.clip_to_norm` does (scale, re-check, ulp-level shrink if
-        rounding left a row above the bound, zero as the last resort), inlined because this
-        runs every step (the tests check it agrees with ``clip_to_norm``). A row counts as
+        Rows over the bound are rescaled by :func:`dpbandits.geometry.clip_rows` (the
+        exact norm of every row returned is at most the bound; the tests check it agrees
+        with ``clip_to_norm``). A row counts as
         clipped when its norm exceeds the bound by more than a relative ``1e-9``: data the
         caller normalised to the bound is rescaled by at most an ulp, which is not counted.
         A ``y`` counts when ``|y| > y_bound``.
