@@ -21,6 +21,8 @@ import tomllib
 import traceback
 from pathlib import Path
 
+from dpbandits.errors import UserError
+
 EXIT_USAGE = 2
 EXIT_BUG = 1
 EXIT_INTERRUPTED = 130
@@ -34,11 +36,14 @@ class _State:
     resumable = False
 
 
-def _usage_error_types() -> tuple:
-    from dpbandits.harness.config import ConfigError
-    from dpbandits.plugins import PluginError
+def _written(out: Path | None) -> bool:
+    """Whether ``out`` holds anything besides the marker claiming it (some result)."""
+    from dpbandits.harness.outdir import MARKER
 
-    return ConfigError, PluginError
+    try:
+        return out is not None and any(p.name != MARKER for p in out.iterdir())
+    except OSError:
+        return False
 
 
 # -- parsing flags into a configuration ------------------------------------------------------
@@ -385,7 +390,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _bug(exc: BaseException, command: str) -> int:
     traceback.print_exception(exc)
-    where = f"; results written so far are in {_State.out}" if _State.out else ""
+    where = f"; results written so far are in {_State.out}" if _written(_State.out) else ""
     print(f"dpbandits {command}: internal error ({type(exc).__name__}) -- this is a bug in "
           f"dpbandits, please report it with the command line above{where}", file=sys.stderr)
     return EXIT_BUG
@@ -409,7 +414,7 @@ def main(argv: list[str] | None = None) -> int:
                     if _State.resumable else f"; nothing complete was written to {_State.out}")
         print(f"dpbandits {args.command}: interrupted{kept}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except _usage_error_types() as exc:
+    except UserError as exc:
         if args.debug:
             raise
         print(f"dpbandits {args.command}: error: {exc}", file=sys.stderr)

@@ -32,8 +32,10 @@ import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 
+from dpbandits.errors import MissingExtraError, UserError
 
-class ConfigError(ValueError):
+
+class ConfigError(UserError, ValueError):
     """An invalid configuration: the message names the key, the value and what is allowed."""
 
 
@@ -192,7 +194,7 @@ def check_agents(cfg: dict) -> int:
         env_params = {**cfg.get("env_params", {}), **env_combo}
         try:
             venv = make_env(cfg["env"], 1, env_params)
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, MissingExtraError) as exc:
             raise ConfigError(f"environment {cfg['env']!r} with parameters {env_params}: "
                               f"{exc}") from None
         n_arms, dim, env_horizon = env_sizes(venv)

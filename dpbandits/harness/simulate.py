@@ -40,12 +40,14 @@ def agent_rng(seed: int) -> np.random.Generator:
 def make_env(env, n_reps: int, env_params: Mapping | None = None):
     """A vector environment with ``n_reps`` replications from an id or an instance. A
     ``log`` parameter given as a path or ``"obd:CAMPAIGN"`` (a replay environment's log, e.g.
-    from ``--env-param``) is read with ``dpbandits.datasets.load_log``."""
+    from ``--env-param``) is read with ``dpbandits.datasets.load_log``, with the
+    ``n_arms`` and ``action_labels`` parameters given beside it."""
     env_params = dict(env_params or {})
     if isinstance(env_params.get("log"), str | os.PathLike):
         from dpbandits.datasets import load_log  # pandas and pyarrow: only to read a log
 
-        env_params["log"] = load_log(env_params["log"])
+        env_params["log"] = load_log(env_params["log"], n_arms=env_params.pop("n_arms", None),
+                                     action_labels=env_params.pop("action_labels", None))
     if isinstance(env, str):
         try:
             return gymnasium.make_vec(env, num_envs=n_reps, vectorization_mode="vector_entry_point",

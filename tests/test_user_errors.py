@@ -1,0 +1,236 @@
+"""A user's mistake is reported as the user's: one line on stderr naming the culprit, exit
+status 2, no traceback and no "this is a bug" (issue 24)."""
+
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from dpbandits.cli import EXIT_BUG, EXIT_USAGE, main
+
+ENV = ["--env", "dpbandits/GLMBandit-v0", "--env-param", "n_arms=2", "--env-param", "dim=4",
+       "--env-param", "horizon=20"]
+
+
+def _one_line(capsys) -> str:
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert "Traceback" not in err and "this is a bug" not in err, err
+    return err
+
+
+def _plugin(tmp_path, name: str, body: str):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+# -- logged data ------------------------------------------------------------------------------
+def test_a_log_with_only_a_header_row_is_one_line(tmp_path, capsys):
+    log = tmp_path / "empty.csv"
+    log.write_text("x0,x1,action,reward,propensity\n")
+    code = main(["run", "--env", "dpbandits/Replay-v0", "--env-param", f'log="{log}"',
+                 "--agent", "random", "--out", str(tmp_path / "o")])
+    assert code == EXIT_USAGE
+    err = _one_line(capsys)
+    assert "empty.csv" in err and "no data rows" in err
+
+
+def test_a_non_numeric_value_is_quoted_from_its_own_row(tmp_path):
+    from dpbandits.datasets import read_logged
+
+    log = tmp_path / "bad.csv"
+    log.write_text("x0,action,reward,propensity\n0.5,0,1,0.5\n0.1,1,oops,0.5\n0.2,0,1,0.5\n")
+    with pytest.raises(ValueError, match=r"'reward'.*row 1.*'oops'") as info:
+        read_logged(log)
+    assert "'1'" not in str(info.value)
+
+
+# -- plugins ---------------------------------------------------------------------------------
+def test_a_plugin_that_raises_on_import_is_named_with_its_error(tmp_path, capsys):
+    path = _plugin(tmp_path, "broken_plugin.py", "x = 1\nraise RuntimeError('no licence')\n")
+    assert main(["run", *ENV, "--plugin", str(path), "--agent", "random"]) == EXIT_USAGE
+    err = _one_line(capsys)
+    assert "broken_plugin.py" in err and "RuntimeError: no licence" in err and "line 2" in err
+
+
+def test_a_plugin_module_that_raises_on_import_is_named(tmp_path, capsys, monkeypatch):
+    _plugin(tmp_path, "broken_module_xyz.py", "import no_such_dependency_xyz\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["run", *ENV, "--plugin", "broken_module_xyz", "--agent", "random"]) == 2
+    err = _one_line(capsys)
+    assert "broken_module_xyz" in err and "no_such_dependency_xyz" in err
+
+
+def test_a_plugin_file_can_import_its_neighbours(tmp_path, capsys):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    _plugin(folder, "helpers_for_neighbour_test.py", "ARM = 0\n")
+    path = _plugin(folder, "neighbour_agents.py", """
+        import numpy as np
+        from helpers_for_neighbour_test import ARM
+
+        from dpbandits.agents import Agent, register_agent
+
+
+        @register_agent("neighbour-zero")
+        class NeighbourZero(Agent):
+            def _reset(self, n_reps, rng):
+                pass
+
+            def act(self, contexts):
+                return np.full(len(contexts), ARM, dtype=np.int64)
+
+            def _update(self, contexts, arms, rewards):
+                pass
+
+            @property
+            def privacy(self):
+                return None
+        """)
+    out = tmp_path / "o"
+    assert main(["run", *ENV, "--plugin", str(path), "--agent", "neighbour-zero", "--reps",
+                 "2", "--out", str(out), "--no-plot"]) == 0, capsys.readouterr().err
+
+
+FAULTY = """
+    import numpy as np
+
+    from dpbandits.agents import Agent, register_agent
+
+
+    @register_agent("{name}")
+    class Faulty(Agent):
+        def _reset(self, n_reps, rng):
+            self.calls = 0
+
+        def act(self, contexts):
+            self.calls += 1
+            arm = {arm}
+            return np.full(len(contexts), arm, dtype=np.int64)
+
+        def _update(self, contexts, arms, rewards):
+            if self.t_ == {fail_at}:
+                raise ZeroDivisionError("my own bug")
+
+        @property
+        def privacy(self):
+            return None
+    """
+
+
+@pytest.mark.parametrize("arm,fail_at,needles", [
+    ("0 if self.calls < 4 else 7", -1, ["act", "round 4", "[0, 1]", "7"]),
+    ("0", 5, ["update", "round 6", "ZeroDivisionError: my own bug"]),
+])
+def test_a_plugin_agent_fault_names_the_agent_and_the_round(tmp_path, capsys, arm, fail_at,
+                                                            needles):
+    name = f"faulty-{abs(hash((arm, fail_at))) % 10**6}"
+    path = _plugin(tmp_path, "faulty.py", FAULTY.format(name=name, arm=arm, fail_at=fail_at))
+    code = main(["run", *ENV, "--plugin", str(path), "--agent", f"mine={name}", "--reps", "2",
+                 "--out", str(tmp_path / "o"), "--no-plot"])
+    assert code == EXIT_USAGE
+    err = _one_line(capsys)
+    assert "'mine'" in err and "faulty.py" in err, err
+    for needle in needles:
+        assert needle in err, (needle, err)
+
+
+def test_a_fault_in_a_builtin_agent_is_still_a_bug(tmp_path, capsys, monkeypatch):
+    from dpbandits.agents import agent_class
+
+    def broken(self, contexts, arms, rewards):
+        raise ZeroDivisionError("ours")
+
+    monkeypatch.setattr(agent_class("random"), "_update", broken)
+    code = main(["run", *ENV, "--agent", "random", "--reps", "2",
+                 "--out", str(tmp_path / "o"), "--no-plot"])
+    assert code == EXIT_BUG
+    assert "bug in dpbandits" in capsys.readouterr().err
+
+
+# -- optional extras -------------------------------------------------------------------------
+def test_a_dataset_environment_without_the_extra_is_one_line(tmp_path, capsys, monkeypatch):
+    from dpbandits.envs import _datasets
+
+    _datasets._load.cache_clear()
+    monkeypatch.setitem(sys.modules, "sklearn", None)
+    monkeypatch.setitem(sys.modules, "sklearn.datasets", None)
+    try:
+        code = main(["run", "--env", "dpbandits/WineBandit-v0", "--agent", "random",
+                     "--horizon", "10", "--out", str(tmp_path / "o")])
+    finally:
+        _datasets._load.cache_clear()
+    assert code == EXIT_USAGE
+    err = _one_line(capsys)
+    assert "dpbandits[datasets]" in err and "WineBandit" in err
+
+
+# -- the bug line ------------------------------------------------------------------------------
+def _break(monkeypatch, module: str, attr: str):
+    import importlib
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(importlib.import_module(module), attr, broken)
+
+
+def test_the_bug_line_names_results_only_when_some_were_written(tmp_path, capsys,
+                                                                 monkeypatch):
+    _break(monkeypatch, "dpbandits.harness.compare", "compare")
+    out = tmp_path / "o"
+    assert main(["run", *ENV, "--agent", "random", "--out", str(out)]) == EXIT_BUG
+    err = capsys.readouterr().err
+    assert "bug in dpbandits" in err and "written so far" not in err
+    monkeypatch.undo()
+    _break(monkeypatch, "dpbandits.cli", "_plot_compare")
+    out = tmp_path / "o2"
+    assert main(["run", *ENV, "--agent", "random", "--reps", "2", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"results written so far are in {out}" in err
+
+
+def test_replay_accepts_n_arms_and_names_an_action_outside_them(tmp_path, capsys):
+    rows = ["x0,action,reward,propensity"]
+    rows += [f"{i / 10},{i % 3},1,{1 / 3!r}" for i in range(9)]
+    rows[6] = "0.5,7,1,0.3333333333333333"
+    log = tmp_path / "log.csv"
+    log.write_text("\n".join(rows) + "\n")
+    argv = ["run", "--env", "dpbandits/Replay-v0", "--env-param", f'log="{log}"', "--agent",
+            "random", "--out", str(tmp_path / "o")]
+    # inferred arm count: the propensities say 3 arms, the action 7 is named with its row
+    assert main(argv) == EXIT_USAGE
+    err = _one_line(capsys)
+    assert "'action' row 5 is 7" in err and "n_arms" in err and "unbiased" not in err
+    assert main([*argv, "--env-param", "n_arms=3"]) == EXIT_USAGE
+    err = _one_line(capsys)
+    assert "row 5 is 7" in err and "n_arms=3" in err
+
+
+def test_replay_accepts_action_labels(tmp_path):
+    from dpbandits.datasets import read_logged
+
+    log = tmp_path / "labelled.csv"
+    log.write_text("x0,action,reward,propensity\n0.1,news,1,0.5\n0.2,sport,0,0.5\n"
+                   "0.3,news,0,0.5\n")
+    got = read_logged(log, action_labels=["news", "sport"])
+    assert got.n_arms == 2 and got.actions.tolist() == [0, 1, 0]
+    log.write_text("x0,action,reward,propensity\n0.1,news,1,0.5\n0.2,weather,0,0.5\n")
+    with pytest.raises(ValueError, match=r"row 1.*'weather'.*action_labels"):
+        read_logged(log, action_labels=["news", "sport"])
+
+
+def test_replay_env_takes_n_arms_and_action_labels(tmp_path):
+    from dpbandits.harness.simulate import env_sizes, make_env
+
+    log = tmp_path / "labelled.csv"
+    log.write_text("x0,action,reward,propensity\n" + "".join(
+        f"{i / 10},{'ab'[i % 2]},1,0.25\n" for i in range(40)))
+    venv = make_env("dpbandits/Replay-v0", 1, {"log": str(log), "action_labels": list("abcd")})
+    assert env_sizes(venv)[0] == 4
+    venv = make_env("dpbandits/Replay-v0", 1, {"log": str(log), "n_arms": 4,
+                                               "action_labels": {"a": 0, "b": 3}})
+    assert env_sizes(venv)[0] == 4
+    assert np.array_equal(np.unique(venv.unwrapped.config.log.actions), [0, 3])
