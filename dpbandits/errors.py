@@ -2,7 +2,7 @@
 line and exits with status 2 (anything else raised after validation is reported as a bug).
 
 Every subclass also derives from the built-in exception a Python caller would expect
-(``ValueError``, ``ModuleNotFoundError``, ``RuntimeError``), so ``except ValueError`` keeps working.
+(``ValueError``, ``ModuleNotFoundError``), so ``except ValueError`` keeps working.
 The message names the culprit (file, parameter, agent, round), the value and the way out.
 """
 
@@ -20,6 +20,7 @@ class MissingExtraError(UserError, ModuleNotFoundError):
     names it (``pip install 'dpbandits[<extra>]'``)."""
 
 
-class AgentFault(UserError, RuntimeError):
-    """A user's agent (a plugin, not a built-in) failed inside ``act`` or ``update``: the
-    message names the agent, where it is defined, the round and the error."""
+class AgentFault(UserError, ValueError):
+    """A user's agent (a plugin, not a built-in) failed inside ``reset``, ``act`` or
+    ``update``: the message names the agent, where it is defined, the round and the error
+    (chained as the cause). A ``ValueError``: the agent given is not a working agent."""

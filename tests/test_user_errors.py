@@ -137,6 +137,17 @@ def test_a_plugin_agent_fault_names_the_agent_and_the_round(tmp_path, capsys, ar
         assert needle in err, (needle, err)
 
 
+def test_a_plugin_agent_that_fails_to_build_is_named(tmp_path, capsys):
+    path = _plugin(tmp_path, "unbuildable.py", FAULTY.format(
+        name="unbuildable", arm="0", fail_at=-1).replace(
+        "        def _reset(", "        def __init__(self, **kw):\n"
+        "            raise KeyError('licence')\n\n        def _reset("))
+    code = main(["run", *ENV, "--plugin", str(path), "--agent", "unbuildable"])
+    assert code == EXIT_USAGE
+    err = _one_line(capsys)
+    assert "'unbuildable'" in err and "unbuildable.py" in err and "KeyError" in err
+
+
 def test_a_fault_in_a_builtin_agent_is_still_a_bug(tmp_path, capsys, monkeypatch):
     from dpbandits.agents import agent_class
 

@@ -187,6 +187,8 @@ def check_agents(cfg: dict) -> int:
     combination of its grid and of the env grid on the environment it will face. Returns the
     number of agent configurations checked; raises ``ConfigError`` naming the agent label,
     the parameter and the value."""
+    from dpbandits.agents import agent_class
+    from dpbandits.harness.faults import defined_in, is_builtin
     from dpbandits.harness.simulate import build_agent, env_sizes, make_env
 
     checked = 0
@@ -222,6 +224,13 @@ def check_agents(cfg: dict) -> int:
                 except (ValueError, TypeError) as exc:
                     raise ConfigError(f"agent '{label}' ({spec['name']}) with {params}: "
                                       f"{exc}") from None
+                except Exception as exc:
+                    cls = agent_class(spec["name"])
+                    if is_builtin(cls):
+                        raise
+                    raise ConfigError(f"agent '{label}' ({spec['name']}, {defined_in(cls)}) "
+                                      f"with {params} failed to build: "
+                                      f"{type(exc).__name__}: {exc}") from exc
                 checked += 1
     return checked
 
