@@ -264,7 +264,9 @@ def _cmd_reproduce(args) -> int:
 
 def _cmd_list(args) -> int:
     from dpbandits.harness.catalogue import agent_rows, env_rows
+    from dpbandits.plugins import load_plugins
 
+    load_plugins(args.plugin)
     print("environments (K arms, d dimensions, T horizon, link, reward noise):")
     for row in env_rows():
         print(f"  {row['id']:34s} K={row['K']:<3} d={row['d']:<4} T={row['T']:<7} "
@@ -286,6 +288,16 @@ def _cmd_describe(args) -> int:
 
 
 # -- parser --------------------------------------------------------------------------------------
+def _positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1 (argparse turns the error into one usage line)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value}")
+    return value
+
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows defaults, but not the ``(default: None)`` of flags that have none."""
 
@@ -351,7 +363,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sw = command("sweep", _cmd_sweep, "parallel, resumable grid of runs (TOML config)")
     sw.add_argument("config", help="TOML configuration file")
-    sw.add_argument("--jobs", type=int, help="local worker processes (default 1)")
+    sw.add_argument("--jobs", type=_positive_int, help="local worker processes (default 1)")
     sw.add_argument("--scheduler", help="Dask scheduler address (tcp://host:port)")
     _add_output(sw, plots=False)
 
@@ -362,7 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="preset of horizon and replications")
     rep.add_argument("--reps", type=int, help="replications (overrides the size preset)")
     rep.add_argument("--horizon", type=int, help="horizon (overrides the size preset)")
-    rep.add_argument("--jobs", type=int, default=1, help="worker processes")
+    rep.add_argument("--jobs", type=_positive_int, default=1, help="worker processes")
     _add_output(rep)
 
     aud = sub.add_parser(
@@ -370,7 +382,10 @@ def build_parser() -> argparse.ArgumentParser:
         "[--thorough] [--power] [--list]", add_help=False)
     aud.add_argument("rest", nargs=argparse.REMAINDER)
 
-    command("list", _cmd_list, "registered environments and agents")
+    lst = command("list", _cmd_list, "registered environments and agents")
+    lst.add_argument("--plugin", action="append", metavar="PATH_OR_MODULE",
+                     help="import a module or .py file that registers agents/envs first "
+                     "(repeatable)")
     desc = command("describe", _cmd_describe,
                    "an agent's description, parameters with defaults and privacy guarantee")
     desc.add_argument("agent", help="registered agent name")

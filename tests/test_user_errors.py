@@ -245,3 +245,96 @@ def test_replay_env_takes_n_arms_and_action_labels(tmp_path):
                                                "action_labels": {"a": 0, "b": 3}})
     assert env_sizes(venv)[0] == 4
     assert np.array_equal(np.unique(venv.unwrapped.config.log.actions), [0, 3])
+
+
+# -- small ones ------------------------------------------------------------------------------
+def test_a_gdp_guarantee_converted_to_epsilon_delta_is_labelled_dp():
+    from dpbandits.harness.plots import privacy_label
+    from dpbandits.privacy.audit import AuditResult, format_table
+    from dpbandits.privacy.guarantee import PrivacyGuarantee
+
+    g = PrivacyGuarantee(epsilon=4.377, delta=1e-5, notion="GDP", mu=1.0, basis="Thm 3.1")
+    assert str(g).startswith("1-GDP => (4.377, 1e-05)-DP [")
+    assert "DP ε=4.38, δ=1e-05 (of 1-GDP)" in privacy_label(g.to_dict(), None)
+    res = AuditResult(component="dp-gibo", epsilon=4.377, delta=1e-5, eps_lb=0.5,
+                      confidence=0.95, runs=10, verdict="consistent", notion="GDP",
+                      mu_claim=1.0, mu_lb=0.5)
+    assert "(4.377, 1e-05)-DP of 1-GDP" in format_table([res])
+    assert "-GDP |" not in format_table([res]).replace("1-GDP", "")
+
+
+def test_check_agent_reports_a_contract_breach_as_contract_error():
+    from dpbandits.agents import Agent
+    from dpbandits.testing import ContractError, check_agent
+
+    class OutOfRange(Agent):
+        def _reset(self, n_reps, rng):
+            pass
+
+        def act(self, contexts):
+            return np.full(len(contexts), self.n_arms, dtype=np.int64)
+
+        def _update(self, contexts, arms, rewards):
+            pass
+
+        @property
+        def privacy(self):
+            return None
+
+    with pytest.raises(ContractError, match=r"OutOfRange.*returned arms must lie in \[0, 1\]"):
+        check_agent(OutOfRange(n_arms=2, dim=3, horizon=5))
+
+
+def test_make_agent_suggests_the_closest_parameter():
+    from dpbandits.agents import make_agent
+
+    with pytest.raises(TypeError, match=r"'epslion' \(did you mean 'epsilon'\?\)"):
+        make_agent("dp-ucb", n_arms=2, dim=3, horizon=10, epslion=1.0)
+    with pytest.raises(ValueError, match=r"'dp-ucbb' \(did you mean 'dp-ucb'\?\)"):
+        make_agent("dp-ucbb", n_arms=2, dim=3, horizon=10)
+
+
+@pytest.mark.parametrize("jobs", ["0", "-3"])
+def test_jobs_below_one_are_refused(tmp_path, capsys, jobs):
+    cfg = tmp_path / "s.toml"
+    cfg.write_text('env = "dpbandits/GLMBandit-v0"\nhorizon = 5\n[agents.a]\nname = "random"\n')
+    for argv in (["sweep", str(cfg)], ["reproduce", "fig5.1"]):
+        with pytest.raises(SystemExit) as info:
+            main([*argv, "--jobs", jobs, "--out", str(tmp_path / "o")])
+        assert info.value.code == EXIT_USAGE
+        assert f"--jobs: must be an integer >= 1, got {jobs}" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_seed_beside_seeds_is_refused(tmp_path, capsys):
+    cfg = tmp_path / "s.toml"
+    cfg.write_text('env = "dpbandits/GLMBandit-v0"\nhorizon = 5\nseed = 3\nseeds = [0, 1]\n'
+                   '[agents.a]\nname = "random"\n')
+    assert main(["sweep", str(cfg), "--out", str(tmp_path / "o")]) == EXIT_USAGE
+    err = _one_line(capsys)
+    assert "'seed' = 3" in err and "'seeds' = [0, 1]" in err
+
+
+def test_audit_list_applies_the_pattern(capsys):
+    assert main(["audit", "--list", "dp-ucb*"]) == 0
+    names = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert names and all(n.startswith("dp-ucb") for n in names)
+
+
+def test_list_shows_plugin_agents(tmp_path, capsys):
+    path = _plugin(tmp_path, "listed.py", FAULTY.format(name="listed-agent", arm="0",
+                                                        fail_at=-1))
+    assert main(["list", "--plugin", str(path)]) == 0
+    assert "listed-agent" in capsys.readouterr().out
+
+
+def test_plugin_paths_in_a_config_are_relative_to_its_folder(tmp_path, monkeypatch):
+    folder = tmp_path / "project"
+    folder.mkdir()
+    _plugin(folder, "beside.py", FAULTY.format(name="beside-agent", arm="0", fail_at=-1))
+    cfg = folder / "run.toml"
+    cfg.write_text('env = "dpbandits/GLMBandit-v0"\nplugins = ["beside.py"]\nn_reps = 2\n'
+                   '[env_params]\nn_arms = 2\ndim = 4\nhorizon = 20\n'
+                   '[agents.b]\nname = "beside-agent"\n')
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--config", str(cfg), "--out", str(tmp_path / "o"), "--no-plot"]) == 0

@@ -70,14 +70,27 @@ def _expect(key: str, value, kind, what: str):
 
 
 def read_config(path: str | os.PathLike[str]) -> dict:
-    """The raw table of a TOML file (not yet validated)."""
+    """The raw table of a TOML file (not yet validated). Relative ``.py`` paths in its
+    ``plugins`` are made relative to the file's folder (module names are left as they are)."""
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"config file '{p}' does not exist")
     try:
-        return tomllib.loads(p.read_text())
+        raw = tomllib.loads(p.read_text())
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file '{p}' is not valid TOML: {exc}") from None
+    if isinstance(raw.get("plugins"), list):
+        raw["plugins"] = [_beside(p, spec) for spec in raw["plugins"]]
+    return raw
+
+
+def _beside(config: Path, spec):
+    """A relative plugin file path of ``config`` as a path from its folder."""
+    if not isinstance(spec, str) or not (spec.strip().endswith(".py") or "/" in spec
+                                         or os.sep in spec):
+        return spec
+    path = Path(spec.strip()).expanduser()
+    return spec if path.is_absolute() else str(config.parent / path)
 
 
 def load_config(path: str | os.PathLike[str]) -> dict:
@@ -116,6 +129,10 @@ def validate_config(raw: dict) -> dict:
 
         load_plugins(cfg["plugins"])
     if "seeds" in cfg:
+        if "seed" in cfg:
+            raise ConfigError(f"config keys 'seed' = {cfg['seed']!r} and 'seeds' = "
+                              f"{cfg['seeds']!r} are both given; keep one ('seeds' for a "
+                              "sweep over several)")
         _expect("seeds", cfg["seeds"], list, "a list of non-negative integers")
         if not cfg["seeds"]:
             raise ConfigError("config key 'seeds' is an empty list; give at least one seed")

@@ -69,6 +69,10 @@ def privacy_label(privacy: dict | None, certified: dict | None) -> str:
         return "non-private"
     delta = f"{entry['delta']:.0e}" if entry["delta"] else "0"
     text = f"{entry['notion']} ε={entry['epsilon']:.3g}, δ={delta}"
+    if entry["notion"] == "GDP":  # the (ε, δ) of μ-GDP is its conversion to (ε, δ)-DP
+        mu = (privacy or {}).get("mu")
+        text = f"DP ε={entry['epsilon']:.3g}, δ={delta}" + (
+            f" (of {mu:.3g}-GDP)" if mu is not None else " (of GDP)")
     if entry["certified"]:
         return f"{text}, certified"
     return f"claimed {text}, NOT certified"
