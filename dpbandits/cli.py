@@ -19,6 +19,7 @@ import argparse
 import sys
 import tomllib
 import traceback
+import warnings
 from pathlib import Path
 
 from dpbandits.errors import UserError
@@ -34,6 +35,8 @@ class _State:
     validated = False
     out: Path | None = None
     resumable = False
+    #: what an interrupted run keeps and what re-running it recomputes (resumable commands)
+    kept = "finished cells are kept in {out} and the same command resumes"
 
 
 def _written(out: Path | None) -> bool:
@@ -420,13 +423,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _State.validated, _State.out, _State.resumable = False, None, False
+    _State.kept = "finished cells are kept in {out} and the same command resumes"
+    shown = warnings.showwarning
+    warnings.showwarning = _one_line_warning(args.command)
     try:
         return args.func(args)
     except KeyboardInterrupt:
         kept = ""
         if _State.out is not None:
-            kept = (f"; finished cells are kept in {_State.out} and the same command resumes"
-                    if _State.resumable else f"; nothing complete was written to {_State.out}")
+            kept = ("; " + _State.kept.format(out=_State.out) if _State.resumable
+                    else f"; nothing complete was written to {_State.out}")
         print(f"dpbandits {args.command}: interrupted{kept}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except UserError as exc:
@@ -443,6 +449,25 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     except Exception as exc:  # noqa: BLE001 - anything else is a bug: say so, show it
         return _bug(exc, args.command)
+    finally:
+        warnings.showwarning = shown
+
+
+def _one_line_warning(command: str):
+    """A ``warnings.showwarning`` printing each distinct warning once, as one line on stderr
+    without the source line (validation and the run may both raise the same warning)."""
+    seen: set[tuple] = set()
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        key = (category, str(message))
+        if key in seen:
+            return
+        seen.add(key)
+        text = " ".join(str(message).split())
+        print(f"dpbandits {command}: warning: {text} ({category.__name__})",
+              file=file or sys.stderr)
+
+    return show
 
 
 if __name__ == "__main__":

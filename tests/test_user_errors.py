@@ -338,3 +338,42 @@ def test_plugin_paths_in_a_config_are_relative_to_its_folder(tmp_path, monkeypat
                    '[agents.b]\nname = "beside-agent"\n')
     monkeypatch.chdir(tmp_path)
     assert main(["run", "--config", str(cfg), "--out", str(tmp_path / "o"), "--no-plot"]) == 0
+
+
+def test_the_non_uniform_log_warning_is_one_line_once(tmp_path, capsys):
+    from dpbandits.datasets import write_logged
+    from dpbandits.envs import synthetic_log
+
+    log = tmp_path / "softmax.csv"
+    write_logged(synthetic_log(600, logging="softmax")[0], log)
+    assert main(["run", "--env", "dpbandits/Replay-v0", "--env-param", f'log="{log}"',
+                 "--env-param", "allow_nonuniform=true", "--agent", "random", "--reps", "2",
+                 "--horizon", "20", "--out", str(tmp_path / "o"), "--no-plot"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "warning: replay is unbiased only" in err[0], err
+    assert "NonUniformLoggingWarning" in err[0]
+
+
+def test_dp_hdb_fit_on_a_log_without_forced_sampling_names_the_agent_and_a_way_out():
+    from dpbandits.agents import make_agent
+
+    agent = make_agent("dp-hdb", n_arms=2, dim=3, horizon=40, t0=4)
+    x = np.random.default_rng(0).uniform(-1, 1, (10, 3))
+    arms = np.array([0, 1] * 5)
+    with pytest.raises(ValueError, match=r"DPHDB \(dp-hdb\): round 2 .*must pull arm 0.*"
+                                         r"4 rows of each arm first"):
+        agent.fit(x, arms, np.zeros(10), rng=0)
+
+
+def test_an_interrupted_reproduce_says_what_is_recomputed(tmp_path, capsys, monkeypatch):
+    import importlib
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(importlib.import_module("dpbandits.harness.reproduce"), "panel_a",
+                        interrupted)
+    assert main(["reproduce", "fig5.1", "--size", "tiny", "--out", str(tmp_path / "o"),
+                 "--quiet"]) == 130
+    err = _one_line(capsys)
+    assert "panel C's finished cells are kept" in err and "panels A and B are recomputed" in err
