@@ -377,3 +377,19 @@ def test_an_interrupted_reproduce_says_what_is_recomputed(tmp_path, capsys, monk
                  "--quiet"]) == 130
     err = _one_line(capsys)
     assert "panel C's finished cells are kept" in err and "panels A and B are recomputed" in err
+
+
+def test_a_long_caveat_is_kept_whole_on_indented_lines():
+    import pandas as pd
+
+    from dpbandits.harness.report import WIDTH, privacy_notes
+
+    caveat = ("reconstruction of the authors' code: " + "a long explanation " * 12
+              + "ends here")
+    table = pd.DataFrame({"agent": ["claims"], "epsilon": [1.0],
+                          "certified_epsilon": [float("nan")]})
+    notes = privacy_notes(table, [{"agent": "claims", "caveat": caveat}])[2:]
+    assert len(notes) > 1 and all(len(n) <= WIDTH for n in notes)
+    assert notes[0].startswith("claims: claims epsilon=1, NOT certified: reconstruction")
+    assert all(n.startswith("    ") for n in notes[1:])
+    assert " ".join(n.strip() for n in notes).endswith("ends here")
