@@ -393,3 +393,24 @@ def test_a_long_caveat_is_kept_whole_on_indented_lines():
     assert notes[0].startswith("claims: claims epsilon=1, NOT certified: reconstruction")
     assert all(n.startswith("    ") for n in notes[1:])
     assert " ".join(n.strip() for n in notes).endswith("ends here")
+
+
+def test_the_first_install_says_what_it_is_doing(tmp_path):
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(root / "scripts" / "_env.sh", tmp_path / "scripts")
+    shutil.copy(root / "pyproject.toml", tmp_path)
+    fake = tmp_path / ".venv" / "bin" / "python"  # stands in for the venv's python and pip
+    fake.parent.mkdir(parents=True)
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    run = subprocess.run(["bash", "-c", "source scripts/_env.sh test"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60, check=True)
+    assert "installing dpbandits[test]" in run.stderr and "minutes" in run.stderr
+    again = subprocess.run(["bash", "-c", "source scripts/_env.sh test"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=60, check=True)
+    assert again.stderr == ""  # installed: nothing to say
