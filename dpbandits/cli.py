@@ -19,7 +19,10 @@ import argparse
 import sys
 import tomllib
 import traceback
+import warnings
 from pathlib import Path
+
+from dpbandits.errors import UserError
 
 EXIT_USAGE = 2
 EXIT_BUG = 1
@@ -32,13 +35,18 @@ class _State:
     validated = False
     out: Path | None = None
     resumable = False
+    #: what an interrupted run keeps and what re-running it recomputes (resumable commands)
+    kept = "finished cells are kept in {out} and the same command resumes"
 
 
-def _usage_error_types() -> tuple:
-    from dpbandits.harness.config import ConfigError
-    from dpbandits.plugins import PluginError
+def _written(out: Path | None) -> bool:
+    """Whether ``out`` holds anything besides the marker claiming it (some result)."""
+    from dpbandits.harness.outdir import MARKER
 
-    return ConfigError, PluginError
+    try:
+        return out is not None and any(p.name != MARKER for p in out.iterdir())
+    except OSError:
+        return False
 
 
 # -- parsing flags into a configuration ------------------------------------------------------
@@ -259,7 +267,9 @@ def _cmd_reproduce(args) -> int:
 
 def _cmd_list(args) -> int:
     from dpbandits.harness.catalogue import agent_rows, env_rows
+    from dpbandits.plugins import load_plugins
 
+    load_plugins(args.plugin)
     print("environments (K arms, d dimensions, T horizon, link, reward noise):")
     for row in env_rows():
         print(f"  {row['id']:34s} K={row['K']:<3} d={row['d']:<4} T={row['T']:<7} "
@@ -281,6 +291,16 @@ def _cmd_describe(args) -> int:
 
 
 # -- parser --------------------------------------------------------------------------------------
+def _positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1 (argparse turns the error into one usage line)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value}")
+    return value
+
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows defaults, but not the ``(default: None)`` of flags that have none."""
 
@@ -346,7 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sw = command("sweep", _cmd_sweep, "parallel, resumable grid of runs (TOML config)")
     sw.add_argument("config", help="TOML configuration file")
-    sw.add_argument("--jobs", type=int, help="local worker processes (default 1)")
+    sw.add_argument("--jobs", type=_positive_int, help="local worker processes (default 1)")
     sw.add_argument("--scheduler", help="Dask scheduler address (tcp://host:port)")
     _add_output(sw, plots=False)
 
@@ -357,7 +377,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="preset of horizon and replications")
     rep.add_argument("--reps", type=int, help="replications (overrides the size preset)")
     rep.add_argument("--horizon", type=int, help="horizon (overrides the size preset)")
-    rep.add_argument("--jobs", type=int, default=1, help="worker processes")
+    rep.add_argument("--jobs", type=_positive_int, default=1, help="worker processes")
     _add_output(rep)
 
     aud = sub.add_parser(
@@ -365,7 +385,10 @@ def build_parser() -> argparse.ArgumentParser:
         "[--thorough] [--power] [--list]", add_help=False)
     aud.add_argument("rest", nargs=argparse.REMAINDER)
 
-    command("list", _cmd_list, "registered environments and agents")
+    lst = command("list", _cmd_list, "registered environments and agents")
+    lst.add_argument("--plugin", action="append", metavar="PATH_OR_MODULE",
+                     help="import a module or .py file that registers agents/envs first "
+                     "(repeatable)")
     desc = command("describe", _cmd_describe,
                    "an agent's description, parameters with defaults and privacy guarantee")
     desc.add_argument("agent", help="registered agent name")
@@ -385,7 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _bug(exc: BaseException, command: str) -> int:
     traceback.print_exception(exc)
-    where = f"; results written so far are in {_State.out}" if _State.out else ""
+    where = f"; results written so far are in {_State.out}" if _written(_State.out) else ""
     print(f"dpbandits {command}: internal error ({type(exc).__name__}) -- this is a bug in "
           f"dpbandits, please report it with the command line above{where}", file=sys.stderr)
     return EXIT_BUG
@@ -400,16 +423,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _State.validated, _State.out, _State.resumable = False, None, False
+    _State.kept = "finished cells are kept in {out} and the same command resumes"
+    shown = warnings.showwarning
+    warnings.showwarning = _one_line_warning(args.command)
     try:
         return args.func(args)
     except KeyboardInterrupt:
         kept = ""
         if _State.out is not None:
-            kept = (f"; finished cells are kept in {_State.out} and the same command resumes"
-                    if _State.resumable else f"; nothing complete was written to {_State.out}")
+            kept = ("; " + _State.kept.format(out=_State.out) if _State.resumable
+                    else f"; nothing complete was written to {_State.out}")
         print(f"dpbandits {args.command}: interrupted{kept}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except _usage_error_types() as exc:
+    except UserError as exc:
         if args.debug:
             raise
         print(f"dpbandits {args.command}: error: {exc}", file=sys.stderr)
@@ -423,6 +449,25 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     except Exception as exc:  # noqa: BLE001 - anything else is a bug: say so, show it
         return _bug(exc, args.command)
+    finally:
+        warnings.showwarning = shown
+
+
+def _one_line_warning(command: str):
+    """A ``warnings.showwarning`` printing each distinct warning once, as one line on stderr
+    without the source line (validation and the run may both raise the same warning)."""
+    seen: set[tuple] = set()
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        key = (category, str(message))
+        if key in seen:
+            return
+        seen.add(key)
+        text = " ".join(str(message).split())
+        print(f"dpbandits {command}: warning: {text} ({category.__name__})",
+              file=file or sys.stderr)
+
+    return show
 
 
 if __name__ == "__main__":

@@ -14,6 +14,10 @@ Three ways in, all idempotent (a plugin is imported at most once per process):
 
   are imported by :func:`load_entry_point_plugins`, which ``import dpbandits`` calls once.
 * parallel sweep workers import the sweep's plugin list before their first cell.
+
+A plugin file's folder is appended to ``sys.path`` before it runs, so it can import the
+modules beside it. A plugin that raises while being imported raises :class:`PluginError`
+naming it, the line and the exception (the original is chained as its cause).
 """
 
 from __future__ import annotations
@@ -22,11 +26,14 @@ import hashlib
 import importlib
 import importlib.util
 import sys
+import traceback
 import warnings
 from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
+
+from dpbandits.errors import UserError
 
 ENTRY_POINT_GROUP = "dpbandits.plugins"
 
@@ -34,7 +41,7 @@ _LOADED: dict[str, ModuleType] = {}
 _ENTRY_POINTS_LOADED = False
 
 
-class PluginError(ValueError):
+class PluginError(UserError, ValueError):
     """A plugin could not be found or imported: the message names it and why."""
 
 
@@ -65,7 +72,22 @@ def _import_module(name: str):
         if exc.name and name.startswith(exc.name):
             raise PluginError(f"plugin {name!r}: no module named {exc.name!r} (give an "
                               "importable module name or a path to a .py file)") from None
-        raise
+        raise _failed(f"plugin {name!r}", exc, None) from exc
+    except Exception as exc:  # noqa: BLE001 - the plugin's own error, named as such
+        raise _failed(f"plugin {name!r}", exc, None) from exc
+
+
+def _failed(what: str, exc: BaseException, source: Path | None) -> PluginError:
+    """One line for a plugin that raised while being imported: the plugin, where (the last
+    line of ``source`` in the traceback) and the exception."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if source is not None:
+        frames = [f for f in frames if f.filename == str(source)] or frames
+    where = f", line {frames[-1].lineno}" if source is not None and frames else ""
+    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return PluginError(f"{what}{where} raised {type(exc).__name__}"
+                       f"{': ' + detail if detail else ''} while being imported (run with "
+                       "--debug for the traceback)")
 
 
 def _import_file(path: Path):
@@ -82,8 +104,14 @@ def _import_file(path: Path):
         raise PluginError(f"plugin file '{path}' cannot be imported as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
+    folder = str(resolved.parent)
+    if folder not in sys.path:  # so the plugin can import the modules beside it
+        sys.path.append(folder)
     try:
         spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 - the plugin's own error, named as such
+        del sys.modules[name]
+        raise _failed(f"plugin file '{path}'", exc, resolved) from exc
     except BaseException:
         del sys.modules[name]
         raise

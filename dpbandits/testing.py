@@ -138,10 +138,21 @@ def _play(agent: Agent, n_reps: int, seed: int, stream) -> tuple[np.ndarray]:
 
 def check_agent(agent: Agent, *, n_reps: int = 3, seed: int = 0) -> None:
     """Run ``agent`` (an unreset ``Agent``, small ``horizon`` recommended) through the
-    contract on a fixed stream of contexts and rewards; raises ``ContractError``."""
+    contract on a fixed stream of contexts and rewards; raises ``ContractError`` (an error
+    the agent raises where the contract expects none is reported as one, naming it)."""
     if not isinstance(agent, Agent):
         raise TypeError(f"check_agent needs an Agent subclass instance, got "
                         f"{type(agent).__name__}")
+    try:
+        _check_agent(agent, n_reps, seed)
+    except ContractError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the agent broke the contract: say so
+        raise ContractError(f"{type(agent).__name__}: raised {type(exc).__name__} where the "
+                            f"contract expects none: {exc}") from exc
+
+
+def _check_agent(agent: Agent, n_reps: int, seed: int) -> None:
     _expect_error(agent, lambda: agent.clone().act(np.zeros((n_reps, agent.dim))),
                   RuntimeError, ["reset"], "act before reset must ask for reset")
     stream = _agent_stream(agent, n_reps, seed)

@@ -5,12 +5,18 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 PY="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then
+  echo "dpbandits: creating the virtual environment .venv ..." >&2
   "$PY" -m venv .venv
 fi
 STAMP=.venv/.dpbandits-installed
 WANT="$(sha256sum pyproject.toml | cut -d' ' -f1)-$1"
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
+  # pip is quiet (-q): say what the next minutes are spent on
+  echo "dpbandits: installing dpbandits[$1] and its dependencies into .venv" \
+       "(numpy, scipy, numba, pandas, matplotlib, ...; the first time takes about 2 minutes," \
+       "later runs reuse it) ..." >&2
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -e ".[$1]"
   echo "$WANT" > "$STAMP"
+  echo "dpbandits: .venv is ready" >&2
 fi

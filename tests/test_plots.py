@@ -162,3 +162,17 @@ def test_thinning_keeps_first_last_and_exact_statistics():
     np.testing.assert_allclose(merged["high"], merged["high_full"])
     log_kept = np.unique(plots.thin_rounds(frame, log=True, max_points=50)["t"])
     assert (log_kept < 10).sum() > (kept < 10).sum()  # geometric spacing keeps early rounds
+
+
+def test_the_legend_sits_outside_the_axes_and_inside_the_saved_image(tmp_path):
+    from matplotlib.transforms import Bbox
+
+    fig, ax = plt.subplots(figsize=(7.2, 4.6))
+    long = {a: f"{a} — claimed ε=1, δ=1e-04, NOT certified, a long privacy label"
+            for a in ("good", "uniform random")}
+    plot_regret_curves(_frame(), ax=ax, labels=long, normalize="uniform random")
+    fig.canvas.draw()
+    legend = ax.get_legend().get_window_extent()
+    assert not Bbox.intersection(legend, ax.get_window_extent())  # covers no curve
+    assert not Bbox.intersection(legend, ax.xaxis.label.get_window_extent())
+    plt.close(fig)

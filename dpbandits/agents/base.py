@@ -23,7 +23,9 @@ The base class enforces the contract for every subclass, built-in or user-writte
 from __future__ import annotations
 
 import copy
+import difflib
 import functools
+import inspect
 import math
 import sys
 import warnings
@@ -456,11 +458,26 @@ def _definition(cls: type) -> tuple[str, str]:
     return cls.__qualname__, str(Path(source).resolve()) if source else cls.__module__
 
 
+def _did_you_mean(word: str, choices) -> str:
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def make_agent(name: str, **params: Any) -> Agent:
-    """Build a registered agent by name."""
+    """Build a registered agent by name; an unknown name or parameter raises an error with
+    the closest match and the accepted ones."""
     if name not in _REGISTRY:
-        raise ValueError(f"unknown agent {name!r}; registered agents: {sorted(_REGISTRY)}")
-    return _REGISTRY[name](**params)
+        raise ValueError(f"unknown agent {name!r}{_did_you_mean(name, _REGISTRY)}; registered "
+                         f"agents: {sorted(_REGISTRY)}")
+    cls = _REGISTRY[name]
+    accepted = inspect.signature(cls.__init__).parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in accepted.values()):
+        names = [k for k, p in accepted.items() if k != "self" and p.kind is not p.VAR_POSITIONAL]
+        for key in params:
+            if key not in names:
+                raise TypeError(f"agent {name!r} has no parameter {key!r}"
+                                f"{_did_you_mean(key, names)}; its parameters: {names}")
+    return cls(**params)
 
 
 def available_agents() -> list[str]:

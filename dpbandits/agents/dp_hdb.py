@@ -272,8 +272,13 @@ class DPHDB(PrivateAgent):
         if t < self.forced_steps:
             arm = t // self._t0
             if np.any(arms != arm):
-                raise ValueError(f"during forced sampling every replication must pull arm "
-                                 f"{arm} at round {t + 1}, got arms {np.unique(arms)}")
+                raise ValueError(
+                    f"{type(self).__name__} ({self.name or 'dp-hdb'}): round {t + 1} is in "
+                    f"forced sampling (rounds 1..{self.forced_steps}: t0={self._t0} rounds of "
+                    f"arm 0, then of arm 1, ...), so it must pull arm {arm}, got arms "
+                    f"{np.unique(arms).tolist()}. To fit a log from another policy, put "
+                    f"{self._t0} rows of each arm first, in arm order, or choose t0, or use "
+                    "an agent without forced sampling (e.g. dp-ucb)")
             self._theta[:, arm] = self._opts[arm].step(contexts, rewards)
             if (t + 1) % self._t0 == 0:
                 self._theta_fs[:, arm] = self._theta[:, arm]

@@ -39,17 +39,18 @@ def main(argv=None, prog: str = "python -m dpbandits.audits") -> int:
     parser.add_argument("--markdown", action="store_true",
                         help="print the audits' sections of docs/privacy-audit.md and exit")
     args = parser.parse_args(argv)
-    if args.list:
-        for name, spec in AUDITS.items():
-            print(f"{name:30s} {spec.component}")
-        for name, reason in MISSING.items():
-            print(f"{name:30s} MISSING: {reason}")
-        return 0
     try:
-        select(args.components or None)
+        chosen = select(args.components or None)
     except ValueError as exc:  # an unknown name: one line, not a traceback
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 2
+    if args.list:  # the selected audits (all by default)
+        for name in chosen:
+            print(f"{name:30s} {AUDITS[name].component}")
+        for name, reason in MISSING.items():
+            if not args.components:
+                print(f"{name:30s} MISSING: {reason}")
+        return 0
     if args.markdown:
         print("\n\n".join(AUDITS[n].markdown() for n in select(args.components or None)))
         return 0

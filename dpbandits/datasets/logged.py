@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from dpbandits._validation import check_int
-from dpbandits.envs.logged import LoggedBandit
+from dpbandits.envs.logged import UNIFORM_RTOL, LoggedBandit
 
 __all__ = ["LOG_COLUMNS", "load_log", "log_frame", "read_logged", "write_logged"]
 
@@ -64,16 +64,24 @@ def _read_table(path: Path) -> tuple[pd.DataFrame, int | None]:
 def read_logged(path: str | os.PathLike[str], *, n_arms: int | None = None,
                 context_columns: list[str] | None = None, action: str = "action",
                 reward: str = "reward", propensity: str = "propensity",
-                name: str | None = None) -> LoggedBandit:
+                name: str | None = None,
+                action_labels: list | dict | None = None) -> LoggedBandit:
     """Read a log file (format in the module docstring) into a validated ``LoggedBandit``.
 
-    Raises ``ValueError`` naming the column for a missing column, a non-numeric or
-    non-finite value, a propensity outside (0, 1] or an action outside ``{0, ...,
-    n_arms - 1}``; ``FileNotFoundError`` for a missing file.
+    ``action_labels`` maps the action column's values to arms: a list (the label of arm
+    ``i`` at position ``i``) or a dict ``{label: arm}``; ``n_arms`` defaults to the list's
+    length or 1 + the dict's largest arm. Raises ``ValueError`` naming the column, the row
+    and the value for a file without data rows, a missing column, a non-numeric or
+    non-finite value, a propensity outside (0, 1], an action outside ``{0, ...,
+    n_arms - 1}`` or a label missing from ``action_labels``; ``FileNotFoundError`` for a
+    missing file.
     """
     path = Path(path)
     frame, declared = _read_table(path)
     where = f"log file {str(path)!r}"
+    if frame.shape[0] == 0:
+        raise ValueError(f"{where}: no data rows (only a header row, columns "
+                         f"{list(frame.columns)}); a log needs at least one logged round")
     roles = {"action": action, "reward": reward, "propensity": propensity}
     for role, column in roles.items():
         if not isinstance(column, str):
@@ -93,24 +101,88 @@ def read_logged(path: str | os.PathLike[str], *, n_arms: int | None = None,
     if not context_columns:
         raise ValueError(f"{where}: no context columns (every column other than "
                          f"{list(roles.values())} is a context feature, and there is none)")
+    actions = frame[action]
+    if action_labels is not None:
+        actions, n_labelled = _label_arms(where, action, actions, action_labels)
+        n_arms = n_labelled if n_arms is None else n_arms
     for column in [*context_columns, *roles.values()]:
-        if not pd.api.types.is_numeric_dtype(frame[column]):
-            raise ValueError(f"{where}: column {column!r} must be numeric, got dtype "
-                             f"{frame[column].dtype} (e.g. {frame[column].iloc[0]!r}); encode "
-                             "categorical features as numbers first")
+        values = actions if column == action else frame[column]
+        if not pd.api.types.is_numeric_dtype(values):
+            raise ValueError(f"{where}: column {column!r} must be numeric, but "
+                             f"{_first_non_numeric(values)}"
+                             + ("; map labels to arms with action_labels=[...]"
+                                if column == action else
+                                "; encode categorical features as numbers first"))
     if n_arms is None:
         n_arms = declared
     if n_arms is None:
-        top = frame[action].max()
-        n_arms = int(top) + 1 if np.isfinite(top) and top == int(top) else 2
+        n_arms = _inferred_arms(where, action, actions, frame[propensity])
     else:
         n_arms = check_int("n_arms", n_arms, low=2)
     return LoggedBandit(
-        frame[context_columns].to_numpy(dtype=np.float64), frame[action].to_numpy(),
+        frame[context_columns].to_numpy(dtype=np.float64), actions.to_numpy(),
         frame[reward].to_numpy(), frame[propensity].to_numpy(), n_arms,
         name=name or path.name,
         columns={"contexts": context_columns, "actions": action, "rewards": reward,
                  "propensities": propensity})
+
+
+def _first_non_numeric(values: pd.Series) -> str:
+    """``row i is 'x'`` for the first value of ``values`` that is not a number."""
+    numbers = pd.to_numeric(values, errors="coerce")
+    bad = np.flatnonzero((numbers.isna() & values.notna()).to_numpy())
+    if bad.size == 0:
+        return f"its dtype is {values.dtype}"
+    i = int(bad[0])
+    return f"row {i} is {values.iloc[i]!r}"
+
+
+def _label_arms(where: str, column: str, values: pd.Series,
+                labels: list | dict) -> tuple[pd.Series, int]:
+    """The arms of the labels in ``values`` and the arm count the labels declare."""
+    if isinstance(labels, dict):
+        mapping = dict(labels)
+        for label, arm in mapping.items():
+            check_int(f"action_labels[{label!r}]", arm, low=0)
+    elif isinstance(labels, list | tuple):
+        if len(set(labels)) != len(labels):
+            dup = next(x for i, x in enumerate(labels) if x in labels[:i])
+            raise ValueError(f"action_labels lists {dup!r} twice; each label names one arm")
+        mapping = {label: i for i, label in enumerate(labels)}
+    else:
+        raise TypeError(f"action_labels must be a list (arm i = the i-th label) or a dict "
+                        f"{{label: arm}}, got {type(labels).__name__}")
+    if not mapping:
+        raise ValueError("action_labels is empty; give the label of every arm")
+    arms = values.map(mapping)
+    missing = np.flatnonzero(arms.isna().to_numpy())
+    if missing.size:
+        i = int(missing[0])
+        raise ValueError(f"{where}: column {column!r} row {i} is {values.iloc[i]!r}, which is "
+                         f"not one of action_labels {list(mapping)}")
+    return arms.astype(np.int64), max(mapping.values()) + 1
+
+
+def _inferred_arms(where: str, column: str, actions: pd.Series, props: pd.Series) -> int:
+    """``1 + max(action)``, unless constant propensities ``1/k`` say there are ``k`` arms
+    and an action lies outside them: that action is named rather than replayed as a
+    non-uniform log of ``1 + max(action)`` arms."""
+    top = actions.max()
+    n_arms = int(top) + 1 if np.isfinite(top) and top == int(top) else 2
+    p = props.to_numpy(dtype=np.float64)
+    if not (np.isfinite(p).all() and p.size and (p > 0).all()):
+        return n_arms
+    k = round(1.0 / p[0])
+    constant = np.all(np.abs(p * k - 1.0) <= UNIFORM_RTOL)
+    if constant and 2 <= k < n_arms:
+        a = actions.to_numpy(dtype=np.float64)
+        i = int(np.flatnonzero(a >= k)[0])
+        raise ValueError(f"{where}: column {column!r} row {i} is {actions.iloc[i]}, outside "
+                         f"the {k} arms {{0, ..., {k - 1}}} that the propensities imply "
+                         f"(every one is 1/{k}); declare the arm set with n_arms (e.g. "
+                         f"--env-param n_arms={n_arms} if the log really has {n_arms} arms) "
+                         "or map labels to arms with action_labels")
+    return n_arms
 
 
 def log_frame(log: LoggedBandit, context_names: list[str] | None = None) -> pd.DataFrame:
@@ -144,10 +216,17 @@ def write_logged(log: LoggedBandit, path: str | os.PathLike[str]) -> Path:
     return path
 
 
-def load_log(spec: str | os.PathLike[str] | LoggedBandit) -> LoggedBandit:
+def load_log(spec: str | os.PathLike[str] | LoggedBandit, *, n_arms: int | None = None,
+             action_labels: list | dict | None = None) -> LoggedBandit:
     """A log from a ``LoggedBandit`` (returned as is), a file path (:func:`read_logged` with
-    the default column names) or ``"obd:CAMPAIGN"`` / ``"obd:POLICY/CAMPAIGN"`` (the Open
-    Bandit Dataset sample of an installed ``obp``, :func:`dpbandits.datasets.load_obd`)."""
+    the default column names, ``n_arms`` and ``action_labels``) or ``"obd:CAMPAIGN"`` /
+    ``"obd:POLICY/CAMPAIGN"`` (the Open Bandit Dataset sample of an installed ``obp``,
+    :func:`dpbandits.datasets.load_obd`)."""
+    if n_arms is not None or action_labels is not None:
+        if not isinstance(spec, str | os.PathLike) or str(spec).startswith("obd:"):
+            raise ValueError("n_arms and action_labels apply to a log read from a file "
+                             f"(log='path/to/log.csv'), not to {spec!r}")
+        return read_logged(spec, n_arms=n_arms, action_labels=action_labels)
     if isinstance(spec, LoggedBandit):
         return spec
     if isinstance(spec, str) and spec.startswith("obd:"):

@@ -33,6 +33,7 @@ import pandas as pd
 
 from dpbandits._validation import check_choice
 from dpbandits.envs.logged import LoggedBandit
+from dpbandits.errors import MissingExtraError
 
 __all__ = ["OBD_CAMPAIGNS", "OBD_POLICIES", "load_obd", "obp_data_dir"]
 
@@ -46,7 +47,7 @@ def obp_data_dir() -> Path:
     """``obp/dataset/obd`` of the installed ``obp`` package (found without importing it)."""
     spec = importlib.util.find_spec("obp")
     if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError(
+        raise MissingExtraError(
             "the Open Bandit Dataset sample ships with the obp package, which is not "
             "installed: pip install 'dpbandits[obd]', or pass path= to a copy of its "
             "obp/dataset/obd directory (or to one CAMPAIGN.csv)")

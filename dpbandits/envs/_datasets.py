@@ -30,6 +30,7 @@ import numpy as np
 
 from dpbandits._validation import check_choice
 from dpbandits.envs._iris import load_iris
+from dpbandits.errors import MissingExtraError
 
 __all__ = ["DATASETS", "STANDARDIZE", "load_dataset"]
 
@@ -55,7 +56,7 @@ def _load(name: str) -> tuple[np.ndarray, np.ndarray]:
         try:
             import sklearn.datasets
         except ImportError as exc:
-            raise ImportError(
+            raise MissingExtraError(
                 f"dataset {name!r} is read from scikit-learn's bundled copy, and scikit-learn "
                 "is not installed: install the optional extra with "
                 "pip install 'dpbandits[datasets]' (or pass your own X and y)") from exc

@@ -73,6 +73,7 @@ def env_rows() -> list[dict]:
 def agent_rows() -> list[dict]:
     """One row per registered agent: its privacy notion at the defaults and a description."""
     from dpbandits.agents import agent_class, available_agents, make_agent
+    from dpbandits.harness.faults import is_builtin
 
     rows = []
     for name in available_agents():
@@ -81,6 +82,10 @@ def agent_rows() -> list[dict]:
             privacy = make_agent(name, **_PROBE_SIZES).privacy
         except (ValueError, TypeError):
             privacy = "?"
+        except Exception:
+            if is_builtin(cls):
+                raise
+            privacy = "?"  # a user's agent that cannot be built at the probe sizes
         if privacy is None or privacy == "?":
             notion = "not private" if privacy is None else "?"
         elif privacy.notion == "none":

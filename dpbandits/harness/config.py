@@ -32,8 +32,10 @@ import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 
+from dpbandits.errors import MissingExtraError, UserError
 
-class ConfigError(ValueError):
+
+class ConfigError(UserError, ValueError):
     """An invalid configuration: the message names the key, the value and what is allowed."""
 
 
@@ -68,14 +70,27 @@ def _expect(key: str, value, kind, what: str):
 
 
 def read_config(path: str | os.PathLike[str]) -> dict:
-    """The raw table of a TOML file (not yet validated)."""
+    """The raw table of a TOML file (not yet validated). Relative ``.py`` paths in its
+    ``plugins`` are made relative to the file's folder (module names are left as they are)."""
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"config file '{p}' does not exist")
     try:
-        return tomllib.loads(p.read_text())
+        raw = tomllib.loads(p.read_text())
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file '{p}' is not valid TOML: {exc}") from None
+    if isinstance(raw.get("plugins"), list):
+        raw["plugins"] = [_beside(p, spec) for spec in raw["plugins"]]
+    return raw
+
+
+def _beside(config: Path, spec):
+    """A relative plugin file path of ``config`` as a path from its folder."""
+    if not isinstance(spec, str) or not (spec.strip().endswith(".py") or "/" in spec
+                                         or os.sep in spec):
+        return spec
+    path = Path(spec.strip()).expanduser()
+    return spec if path.is_absolute() else str(config.parent / path)
 
 
 def load_config(path: str | os.PathLike[str]) -> dict:
@@ -114,6 +129,10 @@ def validate_config(raw: dict) -> dict:
 
         load_plugins(cfg["plugins"])
     if "seeds" in cfg:
+        if "seed" in cfg:
+            raise ConfigError(f"config keys 'seed' = {cfg['seed']!r} and 'seeds' = "
+                              f"{cfg['seeds']!r} are both given; keep one ('seeds' for a "
+                              "sweep over several)")
         _expect("seeds", cfg["seeds"], list, "a list of non-negative integers")
         if not cfg["seeds"]:
             raise ConfigError("config key 'seeds' is an empty list; give at least one seed")
@@ -185,6 +204,8 @@ def check_agents(cfg: dict) -> int:
     combination of its grid and of the env grid on the environment it will face. Returns the
     number of agent configurations checked; raises ``ConfigError`` naming the agent label,
     the parameter and the value."""
+    from dpbandits.agents import agent_class
+    from dpbandits.harness.faults import defined_in, is_builtin
     from dpbandits.harness.simulate import build_agent, env_sizes, make_env
 
     checked = 0
@@ -192,7 +213,7 @@ def check_agents(cfg: dict) -> int:
         env_params = {**cfg.get("env_params", {}), **env_combo}
         try:
             venv = make_env(cfg["env"], 1, env_params)
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, MissingExtraError) as exc:
             raise ConfigError(f"environment {cfg['env']!r} with parameters {env_params}: "
                               f"{exc}") from None
         n_arms, dim, env_horizon = env_sizes(venv)
@@ -220,6 +241,13 @@ def check_agents(cfg: dict) -> int:
                 except (ValueError, TypeError) as exc:
                     raise ConfigError(f"agent '{label}' ({spec['name']}) with {params}: "
                                       f"{exc}") from None
+                except Exception as exc:
+                    cls = agent_class(spec["name"])
+                    if is_builtin(cls):
+                        raise
+                    raise ConfigError(f"agent '{label}' ({spec['name']}, {defined_in(cls)}) "
+                                      f"with {params} failed to build: "
+                                      f"{type(exc).__name__}: {exc}") from exc
                 checked += 1
     return checked
 

@@ -41,13 +41,24 @@ def _save(fig, path, svg: bool) -> list[Path]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path.with_suffix(".png"), dpi=100)
+    # the image grows to hold the legends placed outside the axes (``_legend_below``)
+    extra = {"bbox_inches": "tight", "bbox_extra_artists": [
+        *fig.get_default_bbox_extra_artists(),
+        *(ax.get_legend() for ax in fig.axes if ax.get_legend() is not None)]}
+    fig.savefig(path.with_suffix(".png"), dpi=100, **extra)
     out = [path.with_suffix(".png")]
     if svg:
-        fig.savefig(path.with_suffix(".svg"))
+        fig.savefig(path.with_suffix(".svg"), **extra)
         out.append(path.with_suffix(".svg"))
     plt.close(fig)
     return out
+
+
+def _legend_below(ax: Axes) -> None:
+    """The legend under the axes, outside them: long privacy labels cover no curve."""
+    legend = ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.2),
+                       borderaxespad=0.0, frameon=False)
+    legend.set_in_layout(False)  # tight_layout keeps the axes' size; _save adds the legend
 
 
 def _in_order(column: pd.Series) -> list:
@@ -69,6 +80,10 @@ def privacy_label(privacy: dict | None, certified: dict | None) -> str:
         return "non-private"
     delta = f"{entry['delta']:.0e}" if entry["delta"] else "0"
     text = f"{entry['notion']} ε={entry['epsilon']:.3g}, δ={delta}"
+    if entry["notion"] == "GDP":  # the (ε, δ) of μ-GDP is its conversion to (ε, δ)-DP
+        mu = (privacy or {}).get("mu")
+        text = f"DP ε={entry['epsilon']:.3g}, δ={delta}" + (
+            f" (of {mu:.3g}-GDP)" if mu is not None else " (of GDP)")
     if entry["certified"]:
         return f"{text}, certified"
     return f"claimed {text}, NOT certified"
@@ -187,8 +202,7 @@ def plot_regret_curves(frame: pd.DataFrame, path: str | os.PathLike[str] | None 
                  "bootstrap": f"mean, bootstrap 95% CI over {n} replications",
                  "none": f"mean over {n} replications"}[band]
     ax.set_title(f"{title}\n{band_text}" if title else band_text, fontsize=10)
-    # cumulative curves start at the origin: the upper left is free (and "best" is slow)
-    ax.legend(fontsize=8, loc="upper left")
+    _legend_below(ax)
     return _save(ax.figure, path, svg) if own else []
 
 
@@ -221,7 +235,7 @@ def plot_reward_curves(frame: pd.DataFrame, path: str | os.PathLike[str] | None 
     text = (f"{accepted} accepted rounds, {events:.0f} logged rounds read on average "
             f"(acceptance {accepted / events:.3g})\n{spread}")
     ax.set_title(f"{title}\n{text}" if title else text, fontsize=9)
-    ax.legend(fontsize=8, loc="upper left")
+    _legend_below(ax)
     return _save(ax.figure, path, svg) if own else []
 
 

@@ -22,11 +22,12 @@ from typing import Any
 import numpy as np
 
 from dpbandits.envs.replay import ReplayCore
+from dpbandits.harness.faults import blame_agent
 
 
 def replay_rounds(core: ReplayCore, agent: Any, horizon: int, contexts: np.ndarray, *,
-                  trusted: bool = False, bar: Any = None, every: int = 1
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                  trusted: bool = False, bar: Any = None, every: int = 1,
+                  label: str | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Play ``horizon`` accepted rounds; returns ``(arms, rewards, log_events)``, each
     ``(horizon, R)``: the accepted arm and logged reward of round ``t`` and the logged rounds
     each replication had read up to and including it. ``contexts`` are the reset's contexts;
@@ -37,6 +38,7 @@ def replay_rounds(core: ReplayCore, agent: Any, horizon: int, contexts: np.ndarr
     rewards_hist = np.empty((horizon, R))
     events = np.empty((horizon, R), dtype=np.int64)
     update = agent._update_trusted if trusted else agent.update
+    label = label or getattr(agent, "name", "") or type(agent).__name__
     for t in range(horizon):
         arms = np.empty(R, dtype=np.int64)
         pending = np.ones(R, dtype=np.bool_)
@@ -45,11 +47,16 @@ def replay_rounds(core: ReplayCore, agent: Any, horizon: int, contexts: np.ndarr
             try:
                 proposed = np.asarray(agent.act(x))
             except IndexError as exc:  # a per-round stream of `horizon` rounds ran out
-                raise ValueError(
-                    f"agent {getattr(agent, 'name', '') or type(agent).__name__!r} cannot be "
+                err = ValueError(
+                    f"agent {label!r} cannot be "
                     "replayed: its act() draws from a stream of one entry per round "
                     f"({exc}), but replay calls act() on every logged round offered (about "
-                    f"K = {core.n_arms} per accepted round)") from None
+                    f"K = {core.n_arms} per accepted round)")
+                blame_agent(agent, label, "act", t, horizon, err)
+                raise err from None
+            except Exception as exc:
+                blame_agent(agent, label, "act", t, horizon, exc)
+                raise
             hit = core.offer(proposed, pending)
             arms[hit] = proposed[hit]
             pending &= ~hit
@@ -57,7 +64,11 @@ def replay_rounds(core: ReplayCore, agent: Any, horizon: int, contexts: np.ndarr
                 break
             x = core.contexts()
         rewards = core.accept()
-        update(x, arms, rewards)
+        try:
+            update(x, arms, rewards)
+        except Exception as exc:
+            blame_agent(agent, label, "update", t, horizon, exc)
+            raise
         arms_hist[t] = arms
         rewards_hist[t] = rewards
         events[t] = core.pos

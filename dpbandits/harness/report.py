@@ -4,6 +4,7 @@ the table for every agent whose recomputed epsilon differs from the epsilon it c
 from __future__ import annotations
 
 import math
+import textwrap
 
 import numpy as np
 import pandas as pd
@@ -41,7 +42,8 @@ def format_summary(table: pd.DataFrame, *, width: int = WIDTH) -> str:
 
 
 def privacy_notes(table: pd.DataFrame, privacy: list[dict] | None = None) -> list[str]:
-    """One line per agent whose ``certified_epsilon`` is not its claimed ``epsilon``.
+    """One line per agent whose ``certified_epsilon`` is not its claimed ``epsilon`` (a
+    claim that is not certified is followed by its whole caveat, on indented lines).
 
     ``privacy`` (the privacy record entries) adds the reason when a claim is not certified.
     """
@@ -58,7 +60,10 @@ def privacy_notes(table: pd.DataFrame, privacy: list[dict] | None = None) -> lis
             continue
         if math.isnan(cert):
             why = caveats.get(row["agent"]) or "the agent exposes no ledger to recompute"
-            notes.append(_fit(f"{name}: claims epsilon={eps:.4g}, NOT certified: {why}"))
+            # the caveat is the reason: kept whole, continued on indented lines
+            notes.extend(textwrap.wrap(f"{name}: claims epsilon={eps:.4g}, NOT certified: "
+                                       f"{why}", WIDTH, subsequent_indent="    ",
+                                       break_on_hyphens=False))
         elif cert > eps * (1 + 1e-6):
             notes.append(_fit(f"{name}: recomputed {cert:.4g} > claimed {eps:.4g}: the claim "
                               "is NOT certified"))

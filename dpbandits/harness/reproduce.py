@@ -167,6 +167,8 @@ def fig5_1(args: argparse.Namespace, state: Any = None) -> int:
                           resumable=True)
     if state is not None:
         state.out, state.validated, state.resumable = out, True, True
+        state.kept = ("panel C's finished cells are kept in {out} and the same command "
+                      "resumes them; panels A and B are recomputed in full")
     progress = getattr(args, "progress", False)
     plots = not getattr(args, "no_plot", False)
     timings = {}

@@ -23,6 +23,7 @@ from dpbandits._validation import check_int
 from dpbandits.agents.base import Agent, make_agent
 from dpbandits.envs._core import BanditVectorEnvBase
 from dpbandits.envs.replay import ReplayBanditVectorEnv
+from dpbandits.harness.faults import blame_agent
 from dpbandits.harness.memory import PeakRSS
 from dpbandits.harness.replay_loop import replay_rounds
 from dpbandits.harness.results import SimulationResult
@@ -40,12 +41,14 @@ def agent_rng(seed: int) -> np.random.Generator:
 def make_env(env, n_reps: int, env_params: Mapping | None = None):
     """A vector environment with ``n_reps`` replications from an id or an instance. A
     ``log`` parameter given as a path or ``"obd:CAMPAIGN"`` (a replay environment's log, e.g.
-    from ``--env-param``) is read with ``dpbandits.datasets.load_log``."""
+    from ``--env-param``) is read with ``dpbandits.datasets.load_log``, with the
+    ``n_arms`` and ``action_labels`` parameters given beside it."""
     env_params = dict(env_params or {})
     if isinstance(env_params.get("log"), str | os.PathLike):
         from dpbandits.datasets import load_log  # pandas and pyarrow: only to read a log
 
-        env_params["log"] = load_log(env_params["log"])
+        env_params["log"] = load_log(env_params["log"], n_arms=env_params.pop("n_arms", None),
+                                     action_labels=env_params.pop("action_labels", None))
     if isinstance(env, str):
         try:
             return gymnasium.make_vec(env, num_envs=n_reps, vectorization_mode="vector_entry_point",
@@ -114,7 +117,8 @@ def simulate(env, agent, *, horizon: int | None = None, n_reps: int = 1, seed: i
 
     An agent that declares the reward models it supports (``check_link``) is checked against
     the environment's link before the run: a mismatch warns once or raises, as the agent
-    decides.
+    decides. An agent defined outside dpbandits that raises in ``reset``, ``act`` or
+    ``update`` raises ``dpbandits.errors.AgentFault`` naming it and the round.
 
     On a replay environment (``dpbandits/Replay-v0``) a round is an *accepted* logged round
     (``harness.replay_loop``): ``horizon`` counts accepted rounds, the result has no regret
@@ -159,20 +163,33 @@ def simulate(env, agent, *, horizon: int | None = None, n_reps: int = 1, seed: i
     log_events = None
     with threadpool_limits(blas_threads), rss, (bar or nullcontext()):
         contexts, _ = venv.reset(seed=seed if env_seeds is None else env_seeds)
-        ag.reset(n_reps, agent_rng(seed))
+        try:
+            ag.reset(n_reps, agent_rng(seed))
+        except Exception as exc:
+            blame_agent(ag, name, "reset", None, horizon, exc)
+            raise
         if replay is not None:
             arms_hist, rewards_hist, log_events = replay_rounds(
                 replay._core, ag, horizon, contexts, trusted=isinstance(ag, Agent), bar=bar,
-                every=every)
+                every=every, label=name)
         for t in range(0 if replay is not None else horizon):
-            arms = np.asarray(ag._act_trusted(contexts) if fast else ag.act(contexts))
+            try:
+                arms = np.asarray(ag._act_trusted(contexts) if fast else ag.act(contexts))
+            except Exception as exc:
+                blame_agent(ag, name, "act", t, horizon, exc)
+                raise
             if fast:
                 next_contexts, rewards, pseudo_regret = core.play(arms)
-                ag._update_trusted(contexts, arms, rewards)
+                update = ag._update_trusted
             else:
                 next_contexts, rewards, _, _, info = venv.step(arms)
-                ag.update(contexts, arms, rewards)
+                update = ag.update
                 pseudo_regret = info["pseudo_regret"]
+            try:
+                update(contexts, arms, rewards)
+            except Exception as exc:
+                blame_agent(ag, name, "update", t, horizon, exc)
+                raise
             regret[t] = pseudo_regret
             arms_hist[t] = arms
             rewards_hist[t] = rewards

@@ -254,6 +254,9 @@ def format_table(results: Sequence[AuditResult]) -> str:
     rows = []
     for r in results:
         claim = f"({_fmt(r.epsilon, '.4g')}, {_fmt(r.delta, '.2g')})-{r.notion}"
+        if r.notion == "GDP":  # the (epsilon, delta) of mu-GDP is its (epsilon, delta)-DP
+            claim = (f"({_fmt(r.epsilon, '.4g')}, {_fmt(r.delta, '.2g')})-DP"
+                     + (f" of {_fmt(r.mu_claim, '.4g')}-GDP" if r.mu_claim is not None else ""))
         mu = "-" if r.mu_lb is None else f"{r.mu_lb:.3f} / {_fmt(r.mu_claim, '.3f')}"
         runs = f"{r.runs}" + (f" (+{r.selection_runs})" if r.selection_runs else "")
         flag = r.expected if r.ok else f"{r.expected} (MISMATCH)"

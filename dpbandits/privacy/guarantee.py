@@ -74,7 +74,9 @@ class PrivacyGuarantee:
     def __str__(self) -> str:
         if self.notion == "none":
             return f"not private ({self.basis})"
-        head = f"({self.epsilon:.4g}, {self.delta:.3g})-{self.notion}"
+        # a mu-GDP guarantee's (epsilon, delta) is its conversion: (epsilon, delta)-DP
+        notion = "DP" if self.notion == "GDP" else self.notion
+        head = f"({self.epsilon:.4g}, {self.delta:.3g})-{notion}"
         if self.mu is not None:
             head = f"{self.mu:.4g}-GDP => " + head
         tail = "" if self.certified else f"; NOT CERTIFIED: {self.caveat}"

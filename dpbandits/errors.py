@@ -1,0 +1,26 @@
+"""Errors that are the user's, not dpbandits': the command line prints their message as one
+line and exits with status 2 (anything else raised after validation is reported as a bug).
+
+Every subclass also derives from the built-in exception a Python caller would expect
+(``ValueError``, ``ModuleNotFoundError``), so ``except ValueError`` keeps working.
+The message names the culprit (file, parameter, agent, round), the value and the way out.
+"""
+
+from __future__ import annotations
+
+__all__ = ["AgentFault", "MissingExtraError", "UserError"]
+
+
+class UserError(Exception):
+    """Base of the errors caused by what the user gave (a file, a plugin, a setting)."""
+
+
+class MissingExtraError(UserError, ModuleNotFoundError):
+    """A feature needs an optional dependency group that is not installed; the message
+    names it (``pip install 'dpbandits[<extra>]'``)."""
+
+
+class AgentFault(UserError, ValueError):
+    """A user's agent (a plugin, not a built-in) failed inside ``reset``, ``act`` or
+    ``update``: the message names the agent, where it is defined, the round and the error
+    (chained as the cause). A ``ValueError``: the agent given is not a working agent."""
