@@ -86,6 +86,9 @@ class Agent(Parameterized):
     name: str = ""
     #: reward models (GLM links of the environment) the agent is built for; None: any
     supported_links: tuple[str, ...] | None = None
+    #: True when ``act`` is a function of the state and the context alone (no draw, ties to
+    #: a fixed arm): its action probabilities are then the one-hot rows of ``act``
+    deterministic_policy: bool = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -241,6 +244,44 @@ class Agent(Parameterized):
         out = np.empty(x.shape[0], dtype=np.int64)
         for i in range(x.shape[0]):
             out[i] = twin.act(x[i:i + 1])[0]
+        return out
+
+    def action_probabilities(self, contexts: np.ndarray) -> np.ndarray:
+        """``pi(k | x_i)``, shape (n, K): the probability that ``act`` plays each arm on each
+        row of ``contexts`` (n, d), from the current state (no update in between, nothing
+        learnt, no generator advanced), for a one-replication agent (``fit``). Defined for
+        deterministic agents (``deterministic_policy``: one-hot rows) and agents that
+        override ``_action_probabilities`` (``random``: uniform); others raise
+        ``NotImplementedError`` (evaluate the arms of ``predict`` instead). The off-policy
+        estimators accept the agent itself as the target and call this."""
+        if self.n_reps_ is None:
+            raise RuntimeError(f"{type(self).__name__}.action_probabilities: call fit (or "
+                               "partial_fit, or reset(1, rng)) first")
+        if self.n_reps_ != 1:
+            raise ValueError(f"{type(self).__name__}.action_probabilities: needs a "
+                             f"one-replication agent (fit), but it was reset for "
+                             f"n_reps={self.n_reps_}; see "
+                             "dpbandits.offpolicy.policy_probabilities")
+        x = self._checked("action_probabilities", check_array, "contexts", contexts,
+                          shape=(None, self.dim))
+        twin = copy.deepcopy(self)
+        out = np.empty((x.shape[0], self.n_arms))
+        for i in range(x.shape[0]):
+            out[i] = twin._action_probabilities(x[i:i + 1])[0]
+        return out
+
+    def _action_probabilities(self, contexts: np.ndarray) -> np.ndarray:
+        """Probabilities (R, K) of ``act`` on clean contexts (R, d): one-hot rows of ``act``
+        for a deterministic agent. Called on a copy: may advance its state freely."""
+        if not self.deterministic_policy:
+            raise NotImplementedError(
+                f"{type(self).__name__}: action probabilities are not available for this "
+                "agent (its act is not declared deterministic and it defines no "
+                "_action_probabilities); evaluate the arms of predict (or "
+                "dpbandits.offpolicy.policy_actions) instead")
+        arms = self.act(contexts)
+        out = np.zeros((contexts.shape[0], self.n_arms))
+        out[np.arange(contexts.shape[0]), arms] = 1.0
         return out
 
     def _check_log(self, where: str, contexts, arms, rewards, seen: int
