@@ -5,17 +5,16 @@ CI downloads (.ci/run) and a developer fetches with OBD_DOWNLOAD."""
 
 import importlib
 import importlib.util
-import os
 import tarfile
 import zipfile
 
 import numpy as np
 import pandas as pd
 import pytest
+from _obd_sample import real_sample
 
 from dpbandits.datasets import (
     OBD_CAMPAIGNS,
-    OBD_DOWNLOAD,
     OBD_ENV,
     load_log,
     load_obd,
@@ -23,18 +22,6 @@ from dpbandits.datasets import (
     obp_data_dir,
 )
 from dpbandits.envs.replay import default_replay_horizon
-
-
-def real_sample():
-    """The real sample's source; skips (fails on CI, whose .ci/run downloads it) without it."""
-    try:
-        return obd_source()
-    except (ModuleNotFoundError, FileNotFoundError) as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must provide the Open Bandit Dataset sample (.ci/run downloads it "
-                        f"and sets {OBD_ENV}): {exc}")
-        pytest.skip(f"no Open Bandit Dataset sample: fetch it with `{OBD_DOWNLOAD}` and set "
-                    f"{OBD_ENV}=DIR")
 
 
 def _obd_frame(campaign="men", n=300, seed=0, policy="random"):
