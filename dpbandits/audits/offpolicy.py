@@ -72,7 +72,7 @@ _add = register_variants(
     label="sensitivity without the weight clip (noise / M)",
     broken_variant="the sensitivity forgets the weight clip M = 10 (noise M times too small)",
     shows="the Gaussian noise hides one replaced logged round within the ledger's Gaussian "
-          "event (mu = 1/k), on a canary that attains the sensitivity bound",
+          "event (mu = 1/k), on a canary at the sensitivity bound (DR: 20/21 of it)",
     cannot_show="whether the target policy or the reward model were fit on the same log "
                 "(the guarantee assumes they were not); neighbouring logs of other sizes")
 _add("dp-ope-ips", component="offpolicy.PrivateEstimator('ips'): one release of clipped IPS",
