@@ -31,7 +31,7 @@ optionally followed by the affinity scores and a one-hot position.
 
 With K = 34-80 arms, replay accepts only about one logged round in K (~125-300 accepted
 rounds from 10,000): too few to learn from. The sample is for off-policy estimates of fixed
-policies (:mod:`dpbandits.datasets.offpolicy`); the ``"random"`` logs also replay unbiasedly.
+policies (:mod:`dpbandits.offpolicy`); the ``"random"`` logs also replay unbiasedly.
 """
 
 from __future__ import annotations
