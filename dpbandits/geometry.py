@@ -422,7 +422,8 @@ def clip_factors(norms: np.ndarray, limit: float, target: float) -> np.ndarray:
     return np.where(over, target / np.where(over, norms, 1.0), 1.0)
 
 
-def clip_row_l2_into(xr, bound, limit, target, out):  # pragma: no cover - compiled twin
+def clip_row_l2_into(xr: np.ndarray, bound: float, limit: float, target: float,
+                     out: np.ndarray) -> float:  # pragma: no cover - compiled twin
     """The compiled kernels' twin of :func:`clip_rows` for one row and ``q = 2``, in plain
     Python that numba compiles (``xr``, ``out`` 1-d float arrays; ``(limit, target)`` from
     :func:`clip_limits` with ``bound >= 2^-800``). Writes the row into ``out`` (unchanged

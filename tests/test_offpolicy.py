@@ -118,3 +118,40 @@ def test_an_agent_snapshot_learnt_on_one_log_is_evaluated_on_another():
         assert est.value > test.mean_reward  # it learnt something from the replay
     with pytest.raises(ValueError, match="reset"):
         policy_actions(make_agent("linucb", n_arms=3, dim=5, horizon=10), test.contexts)
+
+
+def test_action_probabilities_of_deterministic_and_random_agents_feed_the_estimators():
+    from dpbandits.offpolicy import doubly_robust, policy_probabilities
+
+    log, mu = synthetic_log(3000, n_arms=3, dim=5, seed=4)
+    train, test = log.subset(slice(0, 1000)), log.subset(slice(1000, None))
+    for name in ("linucb", "greedy"):
+        agent = make_agent(name, n_arms=3, dim=5, horizon=1000).fit(
+            train.contexts, train.actions, train.rewards, rng=0)
+        t_before = agent.t_
+        probs = agent.action_probabilities(test.contexts)
+        arms = agent.predict(test.contexts)
+        np.testing.assert_array_equal(probs, np.eye(3)[arms])  # one-hot rows of its choices
+        assert agent.t_ == t_before
+        # the agent itself is a target: the same estimate as its arms or its probabilities
+        assert ips(test, agent).value == ips(test, arms).value == ips(test, probs).value
+        assert doubly_robust(test, agent, estimated_rewards=mu[1000:]).value == pytest.approx(
+            doubly_robust(test, arms, estimated_rewards=mu[1000:]).value, rel=1e-15)
+    rand = make_agent("random", n_arms=3, dim=5, horizon=10).fit(
+        train.contexts[:10], train.actions[:10], train.rewards[:10], rng=0)
+    np.testing.assert_array_equal(rand.action_probabilities(test.contexts[:5]),
+                                  np.full((5, 3), 1 / 3))
+    assert snips(test, rand).value == pytest.approx(test.mean_reward, rel=1e-12)
+    # dp-screened-ls breaks ties at random: no declared deterministic policy
+    sls = make_agent("dp-screened-ls", n_arms=3, dim=5, horizon=10).fit(
+        train.contexts[:10], train.actions[:10], train.rewards[:10], rng=0)
+    with pytest.raises(NotImplementedError, match="action probabilities are not available"):
+        sls.action_probabilities(test.contexts[:5])
+    # R replications: (R, n, K), one-hot rows of policy_actions for a deterministic agent
+    agent = make_agent("linucb", n_arms=3, dim=5, horizon=300)
+    simulate("dpbandits/Replay-v0", agent, n_reps=2, seed=0, horizon=200,
+             env_params={"log": train})
+    many = policy_probabilities(agent, test.contexts[:50])
+    np.testing.assert_array_equal(many, np.eye(3)[policy_actions(agent, test.contexts[:50])])
+    with pytest.raises(ValueError, match="needs a one-replication agent"):
+        agent.action_probabilities(test.contexts[:5])

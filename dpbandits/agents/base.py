@@ -93,6 +93,9 @@ class Agent(Parameterized):
     name: str = ""
     #: reward models (GLM links of the environment) the agent is built for; None: any
     supported_links: tuple[str, ...] | None = None
+    #: True when ``act`` is a function of the state and the context alone (no draw, ties to
+    #: a fixed arm): its action probabilities are then the one-hot rows of ``act``
+    deterministic_policy: bool = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -291,6 +294,45 @@ class Agent(Parameterized):
             raise ValueError(f"{type(self).__name__}.{where}: needs a one-replication agent "
                              f"(fit), but it was reset for n_reps={self.n_reps_}")
         return self._checked(where, check_array, "contexts", contexts, shape=(None, self.dim))
+
+    def action_probabilities(self, contexts: np.ndarray) -> np.ndarray:
+        """``pi(k | x_i)``, shape (n, K): the probability that ``act`` plays each arm on each
+        row of ``contexts`` (n, d), from the current state (no update in between, nothing
+        learnt, no generator advanced), for a one-replication agent (``fit``). Defined for
+        deterministic agents (``deterministic_policy``: one-hot rows) and agents that
+        override ``_action_probabilities`` (``random``: uniform); others raise
+        ``NotImplementedError`` (evaluate the arms of ``predict`` instead). The off-policy
+        estimators accept the agent itself as the target and call this."""
+        if self.n_reps_ is not None and self.n_reps_ != 1:
+            raise ValueError(f"{type(self).__name__}.action_probabilities: needs a "
+                             f"one-replication agent (fit), but it was reset for "
+                             f"n_reps={self.n_reps_}; see "
+                             "dpbandits.offpolicy.policy_probabilities")
+        x = self._predict_rows("action_probabilities", contexts)
+        arms = self._batch_act(x) if self.deterministic_policy else None
+        if arms is not None:  # one batched call, the arms of the row-by-row acts
+            out = np.zeros((x.shape[0], self.n_arms))
+            out[np.arange(x.shape[0]), arms] = 1.0
+            return out
+        twin = copy.deepcopy(self)
+        out = np.empty((x.shape[0], self.n_arms))
+        for i in range(x.shape[0]):
+            out[i] = twin._action_probabilities(x[i:i + 1])[0]
+        return out
+
+    def _action_probabilities(self, contexts: np.ndarray) -> np.ndarray:
+        """Probabilities (R, K) of ``act`` on clean contexts (R, d): one-hot rows of ``act``
+        for a deterministic agent. Called on a copy: may advance its state freely."""
+        if not self.deterministic_policy:
+            raise NotImplementedError(
+                f"{type(self).__name__}: action probabilities are not available for this "
+                "agent (its act is not declared deterministic and it defines no "
+                "_action_probabilities); evaluate the arms of predict (or "
+                "dpbandits.offpolicy.policy_actions) instead")
+        arms = self.act(contexts)
+        out = np.zeros((contexts.shape[0], self.n_arms))
+        out[np.arange(contexts.shape[0]), arms] = 1.0
+        return out
 
     def _check_log(self, where: str, contexts, arms, rewards, seen: int, arm_labels: Any,
                    labels: np.ndarray | None

@@ -107,6 +107,8 @@ class DPHDB(PrivateAgent):
     to the rounding of dot products).
     """
 
+    deterministic_policy = True  # forced arm, else pre-selected argmax (ties to the lowest)
+
     @property
     def supported_links(self) -> tuple[str, ...]:
         """The link the agent was built with (``link``)."""

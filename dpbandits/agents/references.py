@@ -47,6 +47,9 @@ class UniformRandom(Agent):
     def _update(self, contexts, arms, rewards):
         pass
 
+    def _action_probabilities(self, contexts: np.ndarray) -> np.ndarray:
+        return np.full((contexts.shape[0], self.n_arms), 1.0 / self.n_arms)
+
     @property
     def privacy(self):
         return None
@@ -106,6 +109,7 @@ class LinUCB(Agent):
     """
 
     supported_links = ("identity",)
+    deterministic_policy = True  # argmax, ties to the lowest index
 
     def __init__(self, *, n_arms: int, dim: int, horizon: int, reg: float = 1.0,
                  noise_std: float = 0.05, theta_bound: float = 1.0,
@@ -194,6 +198,8 @@ class GreedyGLM(Agent):
     approximation of the MLE; documented because there is no finite sufficient statistic).
     The first ``K`` rounds pull each arm once (round-robin) so every estimate has data.
     """
+
+    deterministic_policy = True  # round-robin, then argmax with ties to the lowest index
 
     @property
     def supported_links(self) -> tuple[str, ...]:

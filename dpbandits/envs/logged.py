@@ -5,7 +5,7 @@ Round ``i`` of a log saw context ``contexts[i]`` (d floats), the logging policy 
 given that context, and the reward ``rewards[i]`` was observed for that arm only.
 :class:`LoggedBandit` holds such a log (validated once, read-only) for the replay
 environment (:mod:`dpbandits.envs.replay`) and the off-policy estimators
-(:mod:`dpbandits.datasets.offpolicy`); the file formats and loaders live in
+(:mod:`dpbandits.offpolicy`); the file formats and loaders live in
 :mod:`dpbandits.datasets` (this layer depends on numpy only).
 
 :func:`synthetic_log` draws a log whose true policy values are known (the expected reward of
