@@ -176,7 +176,7 @@ class NoisePlan:
         """The plan of a component run without noise (``epsilon = inf``): calibration
         ``"none"``, ``scales`` (default none) all 0, no ledger unless ``events`` is given
         (e.g. ``NonPrivateDpEvent``)."""
-        zeros = {k: 0.0 for k in (scales or {})}
+        zeros = Scales({k: 0.0 for k in (scales or {})})
         return cls("none", zeros, PrivacyGuarantee.non_private(basis), events, **kwargs)
 
     @property
