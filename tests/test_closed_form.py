@@ -75,10 +75,11 @@ def test_dp_tofw_lq_claim_is_recomputed_from_its_ledger(calibration, n, eps, del
 class _ThinTOFW(DPTOFW):
     """DP-TOFW with half the node noise of its calibration (its ledger says so too)."""
 
-    def _compute_calibration(self):
-        cal = super()._compute_calibration()
-        return dataclasses.replace(cal, sigma_plus=cal.sigma_plus / 2, ledger=attr.evolve(
-            cal.ledger, sigma_plus=cal.ledger.sigma_plus / 2))
+    def _make_plan(self):
+        plan = super()._make_plan()
+        scales = {**plan.scales, "sigma_plus": plan.scales["sigma_plus"] / 2}
+        return dataclasses.replace(plan, scales=scales, events=attr.evolve(
+            plan.ledger, sigma_plus=plan.ledger.sigma_plus / 2))
 
 
 def test_the_contract_check_catches_too_little_lq_noise():

@@ -62,9 +62,7 @@ def test_non_private_twin_has_no_ledger_and_no_noise():
 def _messages(a, x, arms, r):
     """The noiseless messages of users ``x`` (n, d) with ``arms`` (n,) and rewards ``r`` (n,):
     (packed Gram blocks, targets), all arms."""
-    b = a.clone()
-    b.sigmas = {"gram": 0.0, "target": 0.0}
-    b._private = False
+    b = a.clone(epsilon=math.inf)  # the noiseless randomizer: same clipping, no noise
     x = np.atleast_2d(np.asarray(x, float))
     b.reset(x.shape[0], np.random.default_rng(0))
     return b.message(x, np.atleast_1d(arms), np.atleast_1d(np.asarray(r, float)))
@@ -162,7 +160,7 @@ def test_clipping_is_enforced_and_counted():
 
 
 @pytest.mark.parametrize("kw, words", [
-    (dict(calibration="theorem"), "calibration"), (dict(context_bound=-1.0), "context_bound"),
+    (dict(calibration="pdl"), "calibration"), (dict(context_bound=-1.0), "context_bound"),
     (dict(reward_bound=0.0), "reward_bound"), (dict(noise_std=0.0), "noise_std"),
     (dict(theta_bound=0.0), "theta_bound"), (dict(alpha=0.0), "alpha"), (dict(reg=-1.0), "reg"),
     (dict(delta=1.0), "delta"),

@@ -55,12 +55,19 @@ Prop. 1.4, and the composition of zCDP), hence ``(epsilon, delta)``-DP of the re
 RDP conversion
 (:func:`~dpbandits.privacy.accounting.zcdp_epsilon`), and ``(epsilon, delta)``-JDP of the
 actions (billboard lemma: each action is a function of its user's context, the releases and
-the agent's own randomness). ``calibration="zcdp"`` (the paper's) sets
-``rho = zcdp_rho(epsilon, delta)``, spends ``trigger_share`` of it on the trigger and
-``sigma = Delta/sqrt(2 rho_G)`` on the release; ``"pld"`` keeps ``eps_1`` and takes the
-smallest ``k`` for which the PLD accountant certifies the composed pair. ``ledger`` is that
-pair of mechanisms (``pure_dp_event(eps_1)`` + ``gaussian_event(k)``), so the harness
-recomputes the certified epsilon from the noise actually added.
+the agent's own randomness). ``calibration="theorem"`` (the paper's zCDP calibration,
+formerly ``"zcdp"``) sets ``rho = zcdp_rho(epsilon, delta)``, spends ``trigger_share`` of it
+on the trigger and ``sigma = Delta/sqrt(2 rho_G)`` on the release; ``"accountant"``
+(formerly ``"pld"``) keeps ``eps_1`` and takes the smallest ``k`` for which the PLD
+accountant certifies the composed pair. ``ledger`` is that pair of mechanisms
+(``pure_dp_event(eps_1)`` + ``gaussian_event(k)``), so the harness recomputes the certified
+epsilon from the noise actually added.
+
+The plan (:func:`adac_oful_plan`) has the scales ``eps_trigger`` (``eps_1``, 0 without a
+private trigger), ``multiplier`` (``k``, dimensionless), ``gram`` and ``target``
+(``sigma_G``, ``sigma_b``: standard deviations in the units of ``u u^T`` and ``y u``) and
+``trigger_threshold``, ``trigger_query`` (the Laplace scales ``2 Delta/eps_1`` and
+``4 Delta/eps_1``, in units of ``ln det``); its sensitivity ``trigger`` is ``Delta``.
 
 Confidence radius (both readings): Shariff & Sheffet (2018) Proposition 4, data-dependent form,
 ``beta = sigma_eta sqrt(2 ln(2/alpha) + ln det V - D ln rho_min) + S sqrt(rho_max) + gamma``
@@ -77,7 +84,12 @@ import dp_accounting
 import numpy as np
 
 from dpbandits._validation import check_choice, check_int, check_real
-from dpbandits.agents._private_ridge import PrivateRidgeUCB, ridge_params, ridge_parts
+from dpbandits.agents._private_ridge import (
+    PrivateRidgeUCB,
+    noise_norm_bound,
+    ridge_params,
+    ridge_parts,
+)
 from dpbandits.agents.base import register_agent
 from dpbandits.agents.screened_ls import _goe, episode_ends, fit_sensitivity
 from dpbandits.privacy.accounting import (
@@ -89,12 +101,76 @@ from dpbandits.privacy.accounting import (
 )
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 from dpbandits.privacy.mechanisms import standard_laplace
+from dpbandits.privacy.plan import NoisePlan, PlanView, check_calibration
 
 PUBLISHED_CAVEAT = (
     "the published AdaC-OFUL protects rewards only: its design matrix and its determinant "
     "trigger are exact functions of the users' contexts, so (epsilon, delta)-JDP over users "
     "(x_t, r_t) does not hold (audit adac-oful-published); the Gaussian noise on the targets "
     "is rho-zCDP for reward-only neighbours")
+
+
+def _events(eps_trigger: float, k: float) -> dp_accounting.DpEvent:
+    gauss = gaussian_event(k)
+    return compose([pure_dp_event(eps_trigger), gauss]) if eps_trigger > 0 else gauss
+
+
+def adac_oful_plan(epsilon: float, delta: float, *, calibration: str, protect: str,
+                   schedule: str, trigger_share: float, gram_share: float,
+                   reward_bound: float, n_arms: int, dim: int, horizon: int,
+                   alpha: float) -> NoisePlan:
+    """The noise plan of AdaC-OFUL (module docstring) for validated parameters
+    (``epsilon = inf``: no noise; ``calibration`` ``"theorem"`` or ``"accountant"``;
+    ``alpha`` the failure probability of the confidence radius)."""
+    names = ("eps_trigger", "multiplier", "gram", "target", "trigger_threshold",
+             "trigger_query")
+    if not math.isfinite(epsilon):
+        return NoisePlan.non_private("AdaC-OFUL with noise off (rarely switching OFUL)",
+                                     dict.fromkeys(names, 0.0))
+    user = protect == "user"
+    svt = user and schedule == "determinant"
+    eps_trigger = 0.0
+    rho = zcdp_rho(epsilon, delta)
+    if svt:
+        eps_trigger = math.sqrt(2.0 * trigger_share * rho)
+        rho *= 1.0 - trigger_share
+    if calibration == "theorem":
+        k = 1.0 / math.sqrt(2.0 * rho)
+    else:
+        k = calibrate(lambda z: _events(eps_trigger, z), epsilon, delta,
+                      start=1.0 / math.sqrt(2.0 * rho), rtol=1e-4)
+    how = ("rho-zCDP converted by the RDP accountant (calibration 'theorem', the paper's zCDP)"
+           if calibration == "theorem" else "PLD accountant (calibration 'accountant')")
+    scales = dict.fromkeys(names, 0.0)
+    scales.update(eps_trigger=eps_trigger, multiplier=k)
+    sensitivities = {}
+    if not user:  # rewards only: sum y u changes by at most 2B
+        scales["target"] = k * 2.0 * reward_bound
+        guarantee = PrivacyGuarantee(
+            epsilon, delta, notion="JDP", certified=False, caveat=PUBLISHED_CAVEAT,
+            basis=f"Azize & Basu 2023 (AdaC-OFUL, Gaussian mechanism on each episode's "
+                  f"sum of y u, one release per reward); {how}")
+        return NoisePlan(calibration, scales, guarantee, _events(eps_trigger, k))
+    g = gram_share
+    unit = fit_sensitivity(1.0 / math.sqrt(g), 1.0 / math.sqrt(1.0 - g))
+    scales["gram"] = unit * k / math.sqrt(g) * math.sqrt(2.0)
+    scales["target"] = unit * k / math.sqrt(1.0 - g) * 2.0 * reward_bound
+    # the first episode's shift 2 Upsilon_1 bounds the determinant trigger's sensitivity
+    floor = 2.0 * float(noise_norm_bound(scales["gram"], 1, dim, horizon, alpha / n_arms))
+    sensitivities["trigger"] = math.log1p(1.0 / floor)
+    if svt:
+        b = sensitivities["trigger"] / eps_trigger
+        scales.update(trigger_threshold=2.0 * b, trigger_query=4.0 * b)
+    trig = ("an AboveThreshold determinant trigger (eps_1-DP per episode) and "
+            if svt else "episodes fixed in advance and ")
+    guarantee = PrivacyGuarantee(
+        epsilon, delta, notion="JDP", neighbouring="replace-one",
+        basis=(f"Azize & Basu 2023 blueprint with contexts protected: {trig}one Gaussian "
+               "release per episode of the episode's Gram and targets (exact joint "
+               "sensitivity, contexts clipped to L, rewards to B); each user is read by one "
+               "episode (parallel composition), actions post-process the releases "
+               f"(billboard lemma); {how}"))
+    return NoisePlan(calibration, scales, guarantee, _events(eps_trigger, k), sensitivities)
 
 
 @register_agent("adac-oful")
@@ -111,8 +187,9 @@ class AdaCOFUL(PrivateRidgeUCB):
         lengths ``first_episode * 2^j``, fixed in advance).
     det_factor : the determinant growth that ends an episode, default 2 (the paper's).
     first_episode : first episode length of ``schedule="doubling"``, default 1.
-    calibration : ``"zcdp"`` (default, the paper's: ``sigma = Delta/sqrt(2 rho)``) or
-        ``"pld"`` (the smallest noise the PLD accountant certifies).
+    calibration : ``"theorem"`` (default, the paper's zCDP calibration:
+        ``sigma = Delta/sqrt(2 rho)``; formerly ``"zcdp"``) or ``"accountant"`` (the smallest
+        noise the PLD accountant certifies; formerly ``"pld"``).
     trigger_share : fraction of ``rho`` spent on the private trigger (``"user"`` with the
         determinant schedule), default 0.1.
     gram_share : fraction of the release's ``mu^2`` spent on the Gram (``"user"``),
@@ -125,7 +202,7 @@ class AdaCOFUL(PrivateRidgeUCB):
     def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,
                  delta: float | None = None, protect: str = "user",
                  schedule: str = "determinant", det_factor: float = 2.0,
-                 first_episode: int = 1, calibration: str = "zcdp",
+                 first_episode: int = 1, calibration: str = "theorem",
                  trigger_share: float = 0.1, gram_share: float = 0.5,
                  context_bound: float | None = None, reward_bound: float = 1.0,
                  noise_std: float = 0.05, theta_bound: float | None = None,
@@ -136,7 +213,7 @@ class AdaCOFUL(PrivateRidgeUCB):
                           trigger_share=trigger_share, gram_share=gram_share)
         check_choice("protect", protect, {"user", "reward"})
         check_choice("schedule", schedule, {"determinant", "doubling"})
-        check_choice("calibration", calibration, {"zcdp", "pld"})
+        cal = check_calibration(calibration, ("theorem", "accountant"), "AdaCOFUL")
         self._log_c = math.log(check_real("det_factor", det_factor, low=1.0, low_open=True))
         self._ends = episode_ends(horizon, check_int("first_episode", first_episode, low=1))[0]
         self._tshare = check_real("trigger_share", trigger_share, low=0.0, high=1.0,
@@ -145,88 +222,54 @@ class AdaCOFUL(PrivateRidgeUCB):
                                   high_open=True)
         self._user = self._private and protect == "user"
         self._svt = self._user and schedule == "determinant"
-        self._calibrate()
+        self._plan = adac_oful_plan(
+            self._eps, self._delta, calibration=cal, protect=protect, schedule=schedule,
+            trigger_share=self._tshare, gram_share=self._gshare, reward_bound=self._B,
+            n_arms=n_arms, dim=dim, horizon=horizon, alpha=self._alpha)
 
-    # -- calibration -------------------------------------------------------------------------
-    def _calibrate(self) -> None:
-        """Noise scales: ``eps_trigger`` (AboveThreshold), ``multiplier`` k of the release,
-        ``sigmas`` of the Gram and the targets, and the trigger's ``lambda_T`` and
-        sensitivity (module docstring)."""
-        self.eps_trigger = 0.0
-        self.multiplier = 0.0
-        self.sigmas = {"gram": 0.0, "target": 0.0}
+    # -- the plan's noise, read-only ------------------------------------------------------
+    @PlanView
+    def eps_trigger(self) -> float:
+        """``eps_1`` of the AboveThreshold trigger (0 without a private trigger)."""
+        return self._plan.scales["eps_trigger"]
+
+    @PlanView
+    def multiplier(self) -> float:
+        """``k``: each release is ``1/k``-GDP (0 without noise)."""
+        return self._plan.scales["multiplier"]
+
+    @PlanView
+    def sigmas(self) -> dict:
+        """Standard deviations of the release noise on the Gram and on the targets."""
+        return {"gram": self._plan.scales["gram"], "target": self._plan.scales["target"]}
+
+    @PlanView
+    def rho(self) -> float:
+        """zCDP of one user's trigger and release, ``eps_1^2/2 + 1/(2k^2)`` (inf: no noise)."""
         if not self._private:
-            self.rho = math.inf
-            return
-        rho = zcdp_rho(self._eps, self._delta)
-        if self._svt:
-            self.eps_trigger = math.sqrt(2.0 * self._tshare * rho)
-            rho *= 1.0 - self._tshare
-        if self.calibration == "zcdp":
-            k = 1.0 / math.sqrt(2.0 * rho)
-        else:
-            eps1 = self.eps_trigger
-            k = calibrate(lambda z: self._events(eps1, z), self._eps, self._delta,
-                          start=1.0 / math.sqrt(2.0 * rho), rtol=1e-4)
-        self.multiplier = k
-        self.rho = self.eps_trigger**2 / 2.0 + 1.0 / (2.0 * k * k)
-        if not self._user:  # rewards only: sum y u changes by at most 2B
-            self.sigmas["target"] = k * 2.0 * self._B
-            return
-        g = self._gshare
-        unit = fit_sensitivity(1.0 / math.sqrt(g), 1.0 / math.sqrt(1.0 - g))
-        self.sigmas = {"gram": unit * k / math.sqrt(g) * math.sqrt(2.0),
-                       "target": unit * k / math.sqrt(1.0 - g) * 2.0 * self._B}
-        self.trigger_floor = 2.0 * float(self._upsilon(1))  # the first episode's shift
-        self.trigger_sensitivity = math.log1p(1.0 / self.trigger_floor)
+            return math.inf
+        return self.eps_trigger**2 / 2.0 + 1.0 / (2.0 * self.multiplier * self.multiplier)
 
-    @property
+    @PlanView
+    def trigger_sensitivity(self) -> float:
+        """``Delta = ln(1 + 1/lambda_T)`` of the determinant trigger (private trigger only)."""
+        return self._plan.sensitivities["trigger"]
+
+    @PlanView
+    def trigger_floor(self) -> float:
+        """``lambda_T = 2 Upsilon_1``, the first episode's shift (``protect="user"``)."""
+        return 2.0 * float(self._upsilon(1))
+
+    @PlanView
     def trigger_scales(self) -> tuple[float, float]:
         """Laplace scales of AboveThreshold: ``(2 Delta/eps_1, 4 Delta/eps_1)`` for the
         threshold and for each query (``(0, 0)`` without a private trigger)."""
-        if not self._svt:
-            return 0.0, 0.0
-        b = self.trigger_sensitivity / self.eps_trigger
-        return 2.0 * b, 4.0 * b
-
-    @staticmethod
-    def _events(eps_trigger: float, k: float) -> dp_accounting.DpEvent:
-        gauss = gaussian_event(k)
-        return compose([pure_dp_event(eps_trigger), gauss]) if eps_trigger > 0 else gauss
+        return self._plan.scales["trigger_threshold"], self._plan.scales["trigger_query"]
 
     def _upsilon(self, m):
         """``Upsilon_m``: bound on the spectral norm of one arm's Gram noise after ``m``
         releases (``D = d`` per block, ``alpha/K`` for the union over the K blocks)."""
-        return self._gram_noise_bound(self.sigmas["gram"], m)
-
-    # -- privacy -----------------------------------------------------------------------------
-    @property
-    def privacy(self) -> PrivacyGuarantee:
-        if not self._private:
-            return PrivacyGuarantee.non_private("AdaC-OFUL with noise off (rarely switching "
-                                                "OFUL)")
-        how = ("rho-zCDP converted by the RDP accountant (calibration 'zcdp')"
-               if self.calibration == "zcdp" else "PLD accountant (calibration 'pld')")
-        if not self._user:
-            return PrivacyGuarantee(
-                self._eps, self._delta, notion="JDP", certified=False, caveat=PUBLISHED_CAVEAT,
-                basis=f"Azize & Basu 2023 (AdaC-OFUL, Gaussian mechanism on each episode's "
-                      f"sum of y u, one release per reward); {how}")
-        trig = ("an AboveThreshold determinant trigger (eps_1-DP per episode) and "
-                if self._svt else "episodes fixed in advance and ")
-        return PrivacyGuarantee(
-            self._eps, self._delta, notion="JDP", neighbouring="replace-one",
-            basis=(f"Azize & Basu 2023 blueprint with contexts protected: {trig}one Gaussian "
-                   "release per episode of the episode's Gram and targets (exact joint "
-                   "sensitivity, contexts clipped to L, rewards to B); each user is read by one "
-                   "episode (parallel composition), actions post-process the releases "
-                   f"(billboard lemma); {how}"))
-
-    @property
-    def ledger(self) -> dp_accounting.DpEvent | None:
-        """What one user's data goes through: the trigger (``pure_dp_event(eps_trigger)``,
-        determinant schedule) and one Gaussian release (``gaussian_event(multiplier)``)."""
-        return self._events(self.eps_trigger, self.multiplier) if self._private else None
+        return self._gram_noise_bound(self._plan.scales["gram"], m)
 
     # -- state -------------------------------------------------------------------------------
     def _reset(self, n_reps: int, rng: np.random.Generator) -> None:
@@ -254,7 +297,7 @@ class AdaCOFUL(PrivateRidgeUCB):
             shift, rho_min, rho_max = 2.0 * ups, ups, 3.0 * ups
         else:
             shift = rho_min = rho_max = np.full(m.shape, self._reg)
-        gamma = self._target_noise(self.sigmas["target"], m, rho_min)
+        gamma = self._target_noise(self._plan.scales["target"], m, rho_min)
         return shift, rho_min, rho_max, gamma
 
     def _refit(self, reps: np.ndarray) -> None:
@@ -313,9 +356,9 @@ class AdaCOFUL(PrivateRidgeUCB):
         gram, target = self._cur_gram[reps], self._cur_target[reps]
         rng = self._noise_rng
         if self._user:
-            gram = gram + _goe(rng, gram.shape, self.sigmas["gram"])
+            gram = gram + _goe(rng, gram.shape, self._plan.scales["gram"])
         if self._private:
-            target = target + rng.standard_normal(target.shape) * self.sigmas["target"]
+            target = target + rng.standard_normal(target.shape) * self._plan.scales["target"]
         self._gram[reps] += gram
         self._target[reps] += target
         self._cur_gram[reps] = 0.0

@@ -24,6 +24,12 @@ accountant.
   numbers up to rounding). The symmetrized noise is drawn from its ``D(D+1)/2`` independent
   entries (:func:`dpbandits.privacy.mechanisms.symmetric_gaussian_matrix`), then the ``D``
   normals of the target, per round, a chunk of rounds at a time.
+
+Their plans (calibration ``"authors"``, no ledger) hold the code's noise: ``laplace_c`` of
+``dp-hdb-authors-code`` (the Laplace scale of round ``t`` is ``laplace_c / (epsilon
+sqrt(t+1))``, ``laplace_c = 4 sqrt(log T log(1/delta))``, in units of the gradient
+coordinates) and ``sigma`` of ``dp-ucb-authors-code`` (the per-round standard deviation of
+:func:`authors_dpucb_sigma`, in units of the Gram entries).
 """
 
 from __future__ import annotations
@@ -39,13 +45,22 @@ from dpbandits.agents.base import PrivateAgent, register_agent
 from dpbandits.agents.dp_hdb import preselected_greedy, resolve_t0
 from dpbandits.agents.dp_ucb import _normals, gaussian_bounds, tree_depth
 from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.privacy.plan import NoisePlan
 from dpbandits.privacy.streams import ChunkedDraws
+
+
+def authors_dphdb_numerator(horizon: int, delta: float) -> float:
+    """``4 sqrt(log T log(1/delta))``, the numerator of the code's Laplace scale."""
+    return 4.0 * math.sqrt(math.log(horizon) * math.log(1 / delta))
 
 
 def authors_dphdb_scale(horizon: int, epsilon: float, delta: float, t) -> np.ndarray:
     """The code's Laplace scale ``4 sqrt(log T log(1/delta)) / (epsilon sqrt(t+1))``."""
-    return 4.0 * math.sqrt(math.log(horizon) * math.log(1 / delta)) / (
-        epsilon * np.sqrt(np.asarray(t, dtype=float) + 1.0))
+    return _dphdb_scale(authors_dphdb_numerator(horizon, delta), epsilon, t)
+
+
+def _dphdb_scale(numerator: float, epsilon: float, t) -> np.ndarray:
+    return numerator / (epsilon * np.sqrt(np.asarray(t, dtype=float) + 1.0))
 
 
 def authors_dphdb_per_step_epsilons(horizon, epsilon, delta, *, radius=1.0, x_bound=1.0,
@@ -108,11 +123,10 @@ class DPHDBAuthorsCode(PrivateAgent):
             raise ValueError(f"t0 * n_arms + 1 must be < horizon={horizon}, got t0={self._t0} "
                              f"and n_arms={n_arms}")
         check_positive("radius", radius)
-
-    @property
-    def privacy(self):
-        return PrivacyGuarantee(self._eps, self._delta, notion="JDP", certified=False,
-                                basis="authors' code (seed 000 repository)", caveat=_CAVEAT_HDB)
+        c = authors_dphdb_numerator(horizon, self._delta) if self._private else 0.0
+        self._plan = NoisePlan("authors", {"laplace_c": c}, PrivacyGuarantee(
+            self._eps, self._delta, notion="JDP", certified=False,
+            basis="authors' code (seed 000 repository)", caveat=_CAVEAT_HDB))
 
     def _reset(self, n_reps, rng):
         self._rng = rng
@@ -136,7 +150,7 @@ class DPHDBAuthorsCode(PrivateAgent):
         g_prev = (np.einsum("rd,rd->r", contexts, prev) - rewards)[:, None] * contexts
         self._d = g + (1.0 - 1.0 / (t + 1)) * (self._d - g_prev) if t > 1 else g
         if self._private:
-            b = authors_dphdb_scale(self.horizon, self._eps, self._delta, t)
+            b = _dphdb_scale(self._plan.scales["laplace_c"], self._eps, t)
             noisy = np.abs(self._d) + self._rng.laplace(0.0, b, size=self._d.shape)
         else:
             noisy = np.abs(self._d)
@@ -169,17 +183,16 @@ class DPUCBAuthorsCode(PrivateAgent):
         self.backend = backend
         check_choice("backend", backend, BACKENDS)
         alpha = 1.0 / horizon
-        self._sigma, self._ups, self._gamma = 0.0, 0.0, 0.0
+        sigma = (authors_dpucb_sigma(horizon, n_arms, dim, self._eps, self._delta)
+                 if self._private else 0.0)
+        self._plan = NoisePlan("authors", {"sigma": sigma}, PrivacyGuarantee(
+            self._eps, self._delta, notion="JDP", certified=False,
+            basis="authors' code (seed 000 repository)", caveat=_CAVEAT_UCB))
+        self._ups, self._gamma = 0.0, 0.0
         if self._private:  # Proposition 11's constants for the code's sigma
-            self._sigma = authors_dpucb_sigma(horizon, n_arms, dim, self._eps, self._delta)
-            bounds = gaussian_bounds(horizon, dim * n_arms, self._sigma, alpha)
+            bounds = gaussian_bounds(horizon, dim * n_arms, sigma, alpha)
             self._ups, self._gamma = bounds["upsilon"], bounds["gamma"]
         self._alpha = alpha
-
-    @property
-    def privacy(self):
-        return PrivacyGuarantee(self._eps, self._delta, notion="JDP", certified=False,
-                                basis="authors' code (seed 000 repository)", caveat=_CAVEAT_UCB)
 
     def _reset(self, n_reps, rng):
         D = self.dim * self.n_arms
@@ -193,7 +206,7 @@ class DPUCBAuthorsCode(PrivateAgent):
         P = D * (D + 1) // 2
         self._noise = None
         self._no_z = np.zeros((n_reps, 0))
-        if self._sigma > 0:  # round t: P normals (the symmetric Z), then D (the target's)
+        if self._plan.scales["sigma"] > 0:  # round t: P normals (the symmetric Z), then D
             self._noise = ChunkedDraws(partial(_normals, rng.spawn(1)[0], (n_reps, P + D)),
                                        self.horizon, n_reps * (P + D), prefetch=True)
 
@@ -201,7 +214,7 @@ class DPUCBAuthorsCode(PrivateAgent):
         x = contexts
         R, d, K = x.shape[0], self.dim, self.n_arms
         D = d * K
-        if self._sigma > 0:
+        if self._plan.scales["sigma"] > 0:
             zz = self._noise.next()[0]
             z, zu = zz[:, :-D], zz[:, -D:]
             rho_min, rho_max = self._ups, 3 * self._ups
@@ -209,8 +222,8 @@ class DPUCBAuthorsCode(PrivateAgent):
             z = zu = self._no_z
             rho_min = rho_max = 1.0
         mean, quad, ok = np.empty((R, K)), np.empty((R, K)), np.empty(R, dtype=np.bool_)
-        self._ops["authors_terms"](self._M, z, zu, self._sigma, x, self._A, self._rhs,
-                                   self._ipiv, self._work, mean, quad, ok)
+        self._ops["authors_terms"](self._M, z, zu, self._plan.scales["sigma"], x, self._A,
+                                   self._rhs, self._ipiv, self._work, mean, quad, ok)
         if not ok.all():
             raise np.linalg.LinAlgError("dp-ucb-authors-code: the noisy Gram matrix is "
                                         "exactly singular")

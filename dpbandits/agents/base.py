@@ -49,6 +49,7 @@ from dpbandits._validation import (
     check_rng,
 )
 from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.privacy.plan import Planned
 
 
 def _fresh_or(rng: SeedLike | None) -> np.random.Generator:
@@ -451,13 +452,15 @@ class Agent(Parameterized):
         return a.astype(np.int64, copy=False)
 
 
-class PrivateAgent(Agent):
+class PrivateAgent(Planned, Agent):
     """Base class of an agent with a privacy target ``(epsilon, delta)``.
 
     Stores ``epsilon`` and ``delta`` (as given) and their validated values ``_eps``,
     ``_delta`` and ``_private``: ``epsilon = inf`` is the non-private twin (no noise),
     ``delta`` defaults to ``1/horizon`` and must lie in (0, 1) for a private run. Subclasses
-    calibrate their noise from ``_eps`` and ``_delta`` in their own ``__init__``.
+    compute their :class:`~dpbandits.privacy.plan.NoisePlan` from ``_eps`` and ``_delta`` in
+    their own ``__init__`` (``self._plan``, by a pure function of the parameters) and draw
+    their noise from its scales; ``privacy`` and ``ledger`` are the plan's.
     """
 
     def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,

@@ -38,8 +38,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 
-import dp_accounting
 import numpy as np
 
 from dpbandits._backends import compiled, kernels, use_parallel
@@ -47,6 +47,7 @@ from dpbandits._validation import check_choice, check_int, check_positive, check
 from dpbandits.agents.base import PrivateAgent, register_agent
 from dpbandits.optim.streaming.dp_pofw import LINK_CODES, ArmSteps
 from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.privacy.plan import NoisePlan, check_calibration
 
 LINK_LOSS = {"identity": "squared", "logistic": "logistic"}
 OPTIMIZERS = {"dp-pofw", "dp-tofw"}
@@ -87,6 +88,39 @@ def preselected_greedy(x: np.ndarray, theta_fs: np.ndarray, theta: np.ndarray, h
         fs, cur = zeta(fs), zeta(cur)
     preselected = fs > fs.max(axis=1, keepdims=True) - h_sub / 2.0
     return np.argmax(np.where(preselected, cur, -np.inf), axis=1)
+
+
+def _two_arms(arm: NoisePlan):
+    from dpbandits.privacy.accounting import compose
+
+    return compose([arm.ledger, arm.ledger])
+
+
+def dp_hdb_plan(epsilon: float, delta: float, privacy_split: str,
+                arm: NoisePlan) -> NoisePlan:
+    """DP-HDB's plan for validated ``epsilon`` (inf: no noise), ``delta``, ``privacy_split``
+    and the plan ``arm`` of every arm's optimizer (module docstring): the arm's scales and
+    calibration, the ledger of the two arms a changed user can reach (computed on first
+    use)."""
+    if not math.isfinite(epsilon):
+        return NoisePlan.non_private("DP-HDB with epsilon=inf: exact LMO, no noise",
+                                     dict(arm.scales))
+    g = arm.guarantee
+    if privacy_split == "paper":
+        guarantee = PrivacyGuarantee(
+            epsilon, delta, notion="JDP", certified=False,
+            basis=f"Theorem 4.1, seed 000, per-arm optimizer: {g.basis}",
+            caveat="each arm's optimizer is calibrated to (epsilon, delta) as in the paper, "
+                   "but a changed user can alter two arms' streams (proof B.1): only "
+                   "(2 epsilon, 2 delta) follows")
+    else:
+        guarantee = PrivacyGuarantee(
+            epsilon, delta, notion="JDP",
+            basis=("Theorem 4.1, seed 000 (JDP by post-processing of the per-arm iterates), "
+                   "two arms per changed user, each arm's optimizer at (epsilon/2, delta/2): "
+                   f"{g.basis}"))
+    return NoisePlan(arm.calibration, arm.scales, guarantee, partial(_two_arms, arm),
+                     arm.sensitivities)
 
 
 @register_agent("dp-hdb")
@@ -142,7 +176,7 @@ class DPHDB(PrivateAgent):
         check_choice("link", link, set(LINK_LOSS))
         check_positive("context_bound", context_bound)
         check_positive("reward_bound", reward_bound)
-        check_choice("calibration", calibration, {"theorem", "accountant"})
+        check_calibration(calibration, ("theorem", "accountant"), "DPHDB")
         check_choice("optimizer", optimizer, OPTIMIZERS)
         if optimizer_params is not None and not isinstance(optimizer_params, dict):
             raise TypeError(f"optimizer_params must be a dict, got {optimizer_params!r}")
@@ -150,6 +184,22 @@ class DPHDB(PrivateAgent):
         self._compiled = compiled(backend)
         self.arm_horizon = self._t0 + horizon - n_arms * self._t0
         self._opts = [self._make_optimizer() for _ in range(n_arms)]
+
+    def _make_plan(self) -> NoisePlan:
+        """The plan of DP-HDB, from its arm optimizers' (all equal): their scales, the
+        guarantee of the bandit (two arms per changed user, or the paper's split) and the
+        composed ledger of the two arms a changed user can reach."""
+        return dp_hdb_plan(self._eps, self._delta, self.privacy_split, self._opts[0].plan)
+
+    def with_plan(self, plan: NoisePlan) -> DPHDB:
+        """A copy whose arm optimizers draw with ``plan``'s scales (e.g. an audit's
+        ``plan.scaled(factor, "kappa")``); see :meth:`Planned.with_plan`."""
+        twin = super().with_plan(plan)
+        arm = self._opts[0].plan
+        if arm.is_private and plan.altered:
+            arm = arm.replaced(**dict(plan.scales))
+        twin._opts = [opt.with_plan(arm) for opt in twin._opts]
+        return twin
 
     # -- the per-arm optimizer ---------------------------------------------------------------
     def _arm_target(self) -> tuple[float, float]:
@@ -181,33 +231,6 @@ class DPHDB(PrivateAgent):
     def arm_optimizers(self) -> list:
         """The per-arm streaming optimizers (read-only use: e.g. their noise scales)."""
         return list(self._opts)
-
-    @property
-    def privacy(self) -> PrivacyGuarantee:
-        if not self._private:
-            return PrivacyGuarantee.non_private("DP-HDB with epsilon=inf: exact LMO, no noise")
-        arm = self._opts[0].privacy
-        if self.privacy_split == "paper":
-            return PrivacyGuarantee(
-                self._eps, self._delta, notion="JDP", certified=False,
-                basis=f"Theorem 4.1, seed 000, per-arm optimizer: {arm.basis}",
-                caveat="each arm's optimizer is calibrated to (epsilon, delta) as in the paper, "
-                       "but a changed user can alter two arms' streams (proof B.1): only "
-                       "(2 epsilon, 2 delta) follows")
-        return PrivacyGuarantee(
-            self._eps, self._delta, notion="JDP",
-            basis=("Theorem 4.1, seed 000 (JDP by post-processing of the per-arm iterates), "
-                   "two arms per changed user, each arm's optimizer at (epsilon/2, delta/2): "
-                   f"{arm.basis}"))
-
-    @property
-    def ledger(self) -> dp_accounting.DpEvent | None:
-        """Events of the two arms' optimizers a changed user can reach."""
-        if not self._private:
-            return None
-        from dpbandits.privacy.accounting import compose
-
-        return compose([self._opts[0].ledger, self._opts[1].ledger])
 
     # -- the bandit loop -------------------------------------------------------------------
     def _reset(self, n_reps, rng):

@@ -64,6 +64,11 @@ noise draws. Arm ``k``'s estimate is ``V_kk^-1 u~_k``, its bonus ``||x||_{V_kk^-
 blocks' eigenvalues lie between ``V_t``'s (Cauchy interlacing), so Proposition 11's eigenvalue
 bounds hold for them (for Wishart nodes ``gamma`` is not re-derived per block).
 
+Plan (:func:`dp_ucb_plan`): Gaussian nodes have the scale ``node_sigma`` (``s``, the std of
+``Z'_ij``, in units of the Gram entries), Wishart nodes the scale ``degrees`` (``k``); the
+sensitivity ``node`` is ``L~^2``. The constants of the confidence radius (``constants``) are
+derived from the plan once, in ``__init__``.
+
 Random streams. Gaussian nodes: a generator spawned from the agent's draws, for node
 ``t = 1..T``, ``n(n+1)/2`` standard normals per replication (``n = D + 1``; the packed upper
 triangle of :func:`dpbandits.privacy.mechanisms.symmetric_gaussian_matrix`, exact). Wishart:
@@ -92,6 +97,7 @@ from dpbandits.agents._ucb_ops import BACKENDS, symmetric_nodes, ucb_ops
 from dpbandits.agents._ucb_ops import np_terms as _terms
 from dpbandits.agents.base import PrivateAgent, register_agent
 from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.privacy.plan import NoisePlan, PlanView, check_calibration
 from dpbandits.privacy.streams import ChunkedDraws
 from dpbandits.privacy.tree import tree_levels, tree_node_levels
 
@@ -187,6 +193,50 @@ def wishart_bounds(horizon, feature_dim, k, l_tilde, alpha, shifted: bool) -> di
                 2 * math.log(2 * horizon / alpha))))}
 
 
+def dp_ucb_plan(epsilon: float, delta: float, *, noise: str, calibration: str, horizon: int,
+                feature_dim: int, l_tilde: float) -> NoisePlan:
+    """The noise plan of DP-UCB (module docstring) for validated ``epsilon`` (inf: no
+    noise), ``delta``, ``noise`` (``"gaussian"``/``"wishart"``), ``calibration``
+    (``"theorem"``; ``"accountant"`` for Gaussian nodes), ``feature_dim`` ``D`` and
+    ``L~``. Raises when Wishart nodes cannot certify ``epsilon``."""
+    T, D = horizon, feature_dim
+    if not math.isfinite(epsilon):
+        name = "node_sigma" if noise == "gaussian" else "degrees"
+        return NoisePlan.non_private("DP-UCB with noise off (OFUL, constant reg)", {name: 0.0})
+    sens = {"node": l_tilde**2}
+    if noise == "gaussian":
+        if calibration == "theorem":
+            s = gaussian_sigma_theorem(T, epsilon, delta, l_tilde)
+            basis = ("Claim 7 and Section 4.2 (per-node Gaussian, advanced composition over "
+                     "m nodes), Shariff & Sheffet 2018")
+        else:
+            s = gaussian_sigma_accountant(T, epsilon, delta, l_tilde)
+            basis = ("Claim 7 (JDP by post-processing), Shariff & Sheffet 2018; Gaussian tree "
+                     "calibrated with the dp_accounting PLD accountant")
+        from dpbandits.privacy.accounting import gaussian_event
+
+        ledger = gaussian_event(s / (math.sqrt(tree_levels(T)) * l_tilde**2))
+        return NoisePlan(calibration, {"node_sigma": s},
+                         PrivacyGuarantee(epsilon, delta, notion="JDP", basis=basis), ledger,
+                         sens)
+    k = wishart_degrees(T, D, epsilon, delta)
+    certified = wishart_certified_epsilon(T, D, k, l_tilde, delta)
+    if not certified <= epsilon:
+        best = wishart_max_epsilon(T, D, delta, epsilon)
+        raise ValueError(
+            f"noise='wishart' cannot certify epsilon={epsilon:g} at horizon={T}, "
+            f"delta={delta:g}: its k={k} degrees of freedom per node certify only "
+            f"epsilon={certified:.4g} (Sheffet 2015 Thm 4.1 per node, optimal composition "
+            f"over {tree_levels(T)} nodes); the largest epsilon certified at this horizon "
+            f"and delta is about {best:.4g}")
+    basis = ("Claim 7 and Section 4.1 (Wishart, Sheffet 2015 Thm 4.1 per node), "
+             "Shariff & Sheffet 2018; composed over the nodes of a datum by the optimal "
+             "composition theorem (Kairouz, Oh & Viswanath 2015, Thm 3.3)")
+    return NoisePlan(calibration, {"degrees": k},
+                     PrivacyGuarantee(epsilon, delta, notion="JDP", basis=basis),
+                     wishart_ledger(T, D, k, l_tilde), sens)
+
+
 @register_agent("dp-ucb")
 class DPUCB(PrivateAgent):
     """Jointly differentially private LinUCB of Shariff & Sheffet (2018), disjoint model.
@@ -233,8 +283,8 @@ class DPUCB(PrivateAgent):
 
         check_choice("noise", noise, {"gaussian", "wishart"})
         check_choice("backend", backend, BACKENDS)
-        check_choice("calibration", calibration, {"theorem", "accountant"})
-        if noise == "wishart" and calibration != "theorem":
+        cal = check_calibration(calibration, ("theorem", "accountant"), "DPUCB")
+        if noise == "wishart" and cal != "theorem":
             raise ValueError("calibration='accountant' is only available for noise='gaussian' "
                              "(the Wishart guarantee is Sheffet's theorem)")
         self._L = math.sqrt(dim) if context_bound is None else check_positive(
@@ -253,62 +303,31 @@ class DPUCB(PrivateAgent):
         self.feature_dim = dim * n_arms
         self._wishart = self._private and noise == "wishart"
         self.l_tilde = math.sqrt(self._L**2 + self._B**2)
-        self.constants = self._constants()
+        self._plan = dp_ucb_plan(self._eps, self._delta, noise=noise, calibration=cal,
+                                 horizon=horizon, feature_dim=self.feature_dim,
+                                 l_tilde=self.l_tilde)
+        self._radius_c = self._radius_constants()
 
-    # -- calibration -----------------------------------------------------------------------
-    def _constants(self) -> dict:
+    # -- the confidence radius's constants, from the plan -----------------------------------
+    def _radius_constants(self) -> dict:
+        """``m``, ``shift``, ``rho_min``, ``rho_max`` and ``gamma`` (Propositions 9 and 11)
+        for the plan's noise (``reg`` without noise)."""
         T, D = self.horizon, self.feature_dim
         if not self._private:
             return {"m": tree_depth(T), "shift": self.reg, "rho_min": self.reg,
-                    "rho_max": self.reg, "gamma": 0.0, "node_sigma": 0.0}
+                    "rho_max": self.reg, "gamma": 0.0}
         if self.noise == "gaussian":
-            if self.calibration == "theorem":
-                s = gaussian_sigma_theorem(T, self._eps, self._delta, self.l_tilde)
-            else:
-                s = gaussian_sigma_accountant(T, self._eps, self._delta, self.l_tilde)
-            return {**gaussian_bounds(T, D, s, self._alpha), "node_sigma": s}
-        k = wishart_degrees(T, D, self._eps, self._delta)
-        certified = wishart_certified_epsilon(T, D, k, self.l_tilde, self._delta)
-        if not certified <= self._eps:
-            best = wishart_max_epsilon(T, D, self._delta, self._eps)
-            raise ValueError(
-                f"noise='wishart' cannot certify epsilon={self._eps:g} at horizon={T}, "
-                f"delta={self._delta:g}: its k={k} degrees of freedom per node certify only "
-                f"epsilon={certified:.4g} (Sheffet 2015 Thm 4.1 per node, optimal composition "
-                f"over {tree_levels(T)} nodes); the largest epsilon certified at this horizon "
-                f"and delta is about {best:.4g}")
-        return wishart_bounds(T, D, k, self.l_tilde, self._alpha, self.wishart_shift)
+            return gaussian_bounds(T, D, self._plan.scales["node_sigma"], self._alpha)
+        return wishart_bounds(T, D, int(self._plan.scales["degrees"]), self.l_tilde,
+                              self._alpha, self.wishart_shift)
 
-    @property
-    def privacy(self) -> PrivacyGuarantee:
-        if not self._private:
-            return PrivacyGuarantee.non_private("DP-UCB with noise off (OFUL, constant reg)")
-        if self.noise == "gaussian" and self.calibration == "accountant":
-            basis = ("Claim 7 (JDP by post-processing), Shariff & Sheffet 2018; Gaussian tree "
-                     "calibrated with the dp_accounting PLD accountant")
-        elif self.noise == "gaussian":
-            basis = ("Claim 7 and Section 4.2 (per-node Gaussian, advanced composition over "
-                     "m nodes), Shariff & Sheffet 2018")
-        else:
-            basis = ("Claim 7 and Section 4.1 (Wishart, Sheffet 2015 Thm 4.1 per node), "
-                     "Shariff & Sheffet 2018; composed over the nodes of a datum by the optimal "
-                     "composition theorem (Kairouz, Oh & Viswanath 2015, Thm 3.3)")
-        return PrivacyGuarantee(self._eps, self._delta, notion="JDP", basis=basis)
-
-    @property
-    def ledger(self):
-        """Gaussian tree as one Gaussian mechanism (noise multiplier s/(sqrt(levels) L~^2));
-        Wishart tree as a :class:`~dpbandits.privacy.accounting.WishartTreeDpEvent`."""
-        if not self._private:
-            return None
+    @PlanView
+    def constants(self) -> dict:
+        """The radius constants and the plan's noise: ``node_sigma`` (Gaussian nodes, 0
+        without noise) or ``k`` (Wishart degrees of freedom per node)."""
         if self._wishart:
-            return wishart_ledger(self.horizon, self.feature_dim, self.constants["k"],
-                                  self.l_tilde)
-        from dpbandits.privacy.accounting import gaussian_event
-
-        levels = tree_levels(self.horizon)
-        return gaussian_event(self.constants["node_sigma"] / (math.sqrt(levels)
-                                                              * self.l_tilde**2))
+            return {**self._radius_c, "k": int(self._plan.scales["degrees"])}
+        return {**self._radius_c, "node_sigma": self._plan.scales.get("node_sigma", 0.0)}
 
     # -- state -----------------------------------------------------------------------------
     def _reset(self, n_reps, rng):
@@ -409,7 +428,7 @@ class DPUCB(PrivateAgent):
             self._lev = push
         self._ops["ucb_update"](self._M, x, arms, y, self._bounds, self._counts, self._stack,
                                 push, hi, z, self._scales, node, self._topup, self._use_topup,
-                                float(self.constants["shift"]), self._F, self._u,
+                                float(self._radius_c["shift"]), self._F, self._u,
                                 self._logdet, self._ok)
 
     @property
@@ -424,7 +443,7 @@ class DPUCB(PrivateAgent):
         ``block_diagonal``, its cross-arm blocks set to 0)."""
         D = self.feature_dim
         rel = self._release + (_symmetric(self._topup) if self._use_topup else 0.0)
-        V = rel[:, :D, :D] + self.constants["shift"] * np.eye(D)
+        V = rel[:, :D, :D] + self._radius_c["shift"] * np.eye(D)
         if self.block_diagonal:
             V = V * np.kron(np.eye(self.n_arms), np.ones((self.dim, self.dim)))
         return V

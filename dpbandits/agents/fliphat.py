@@ -56,6 +56,9 @@ composition (no ``log T`` factor). Each action is a function of its own round's 
 the published estimate only, hence the agent is ``(epsilon, delta)``-JDP (billboard lemma).
 ``ledger`` is the event of the episode with the largest epsilon (parallel composition is a
 maximum, which dp_accounting has no event for); :meth:`FLIPHAT.episode_ledger` gives any one.
+The plan (:func:`fliphat_plan`) has one scale per number of IHT iterations ``M`` of a used
+episode, ``"M=<M>"``: the noise multiplier ``c_M`` (Laplace scale / sensitivity,
+dimensionless).
 
 ``calibration="authors"`` reproduces the published code's noise, ``(eta/2n)(x_max C + R)``
 in place of ``lambda`` (4 ``x_max`` times too small), with the theorem's closed form: it is
@@ -98,6 +101,7 @@ from dpbandits.privacy.peeling import (
     peeling_noise_multiplier,
     peeling_scale_theorem,
 )
+from dpbandits.privacy.plan import NoisePlan, check_calibration
 from dpbandits.privacy.streams import ChunkedDraws
 
 FEATURE_MODELS = ("disjoint", "per-arm")
@@ -127,6 +131,84 @@ def episode_schedule(horizon: int) -> list[tuple[int, int]]:
         out.append((start, 2**level))
         level += 1
     return out
+
+
+def _episode_event(c: float, sparsity: int, m: int, calibration: str, x_max: float,
+                   theta_bound: float, truncation: float):
+    """dp_accounting event of one N-IHT call: ``m`` peeling calls of multiplier ``c``
+    relative to the worst-case sensitivity (``"authors"``: the multipliers its smaller noise
+    really has, module docstring)."""
+    if calibration != "authors":
+        return peeling_event(c, sparsity, count=m)
+    from dpbandits.privacy.accounting import compose
+
+    r = truncation
+    first = c * (x_max * theta_bound + r) / (4.0 * x_max * r)
+    events = [peeling_event(first, sparsity)]
+    if m > 1:
+        events.append(peeling_event(c / (4.0 * x_max), sparsity, count=m - 1))
+    return events[0] if m == 1 else compose(events)
+
+
+def _worst_event(events: tuple, delta: float):
+    """The event of ``events`` with the largest epsilon at ``delta`` (parallel
+    composition)."""
+    if len(events) == 1:
+        return events[0]
+    from dpbandits.privacy.accounting import epsilon_of
+
+    return events[int(np.argmax([epsilon_of(e, delta) for e in events]))]
+
+
+def fliphat_multiplier(epsilon: float, delta: float, calibration: str, sparsity: int,
+                       m: int) -> float:
+    """``c_M`` of an episode with ``m`` IHT iterations (0 without noise)."""
+    if not math.isfinite(epsilon):
+        return 0.0
+    if calibration == "authors":
+        return peeling_scale_theorem(epsilon / m, delta / m, sparsity, 1.0)
+    return peeling_noise_multiplier(epsilon, delta, sparsity, count=m, calibration=calibration)
+
+
+def fliphat_plan(epsilon: float, delta: float, *, calibration: str, sparsity: int,
+                 episodes: list[tuple[int, float]], x_max: float,
+                 theta_bound: float) -> NoisePlan:
+    """The noise plan of FLIPHAT (module docstring) for validated parameters and the
+    ``(M, R)`` (IHT iterations, truncation level) of every used episode. Raises early where
+    the theorem's closed form does not certify the target."""
+    ms = sorted({m for m, _ in episodes})
+    if not math.isfinite(epsilon):
+        return NoisePlan.non_private("FLIPHAT with noise off (exact IHT)",
+                                     {f"M={m}": 0.0 for m in ms})
+    scales = {f"M={m}": fliphat_multiplier(epsilon, delta, calibration, sparsity, m)
+              for m in ms}
+    keys: dict = {}
+    for m, r in episodes:
+        keys.setdefault((m, r if calibration == "authors" else None), r)
+    events = tuple(_episode_event(scales[f"M={m}"], sparsity, m, calibration, x_max,
+                                  theta_bound, r) for (m, _), r in keys.items())
+    ledger = partial(_worst_event, events, delta)
+    common = ("; parallel composition across episodes (forgetting: each round enters one "
+              "N-IHT call); billboard lemma for the actions (FLIPHAT, Chakraborty, Roy & "
+              "Basu 2025); noise scaled to the worst-case replace-one l_inf sensitivity "
+              "2 eta x_max (x_max nu(theta) + R)/n with contexts clipped and rewards "
+              "truncated")
+    if calibration == "theorem":
+        basis = ("peeling lemma (Cai, Wang & Zhang 2021, Lemma 3.3) at (eps/M, delta/M) "
+                 "per call, checked by the PLD accountant; basic composition over the M "
+                 "IHT iterations" + common)
+    elif calibration == "accountant":
+        basis = ("dp_accounting PLD accountant over the M IHT iterations of an episode "
+                 "(s report-noisy-max + s Laplace releases per call)" + common)
+    else:
+        return NoisePlan(calibration, scales, PrivacyGuarantee(
+            epsilon, delta, notion="JDP", certified=False,
+            basis="authors' calibration (eta B, theorem closed form)",
+            caveat=("peeling noise scaled to (eta/2n)(x_max C + R), 4 x_max below the "
+                    "worst-case replace-one sensitivity of the gradient step "
+                    "(FLIPHAT note 5a); the ledger states the true epsilon")), ledger)
+    return NoisePlan(calibration, scales,
+                     PrivacyGuarantee(epsilon, delta, notion="JDP", basis=basis), ledger)
 
 
 @register_agent("fliphat")
@@ -180,7 +262,7 @@ class FLIPHAT(PrivateAgent):
 
         check_choice("feature_model", feature_model, set(FEATURE_MODELS))
         self._compiled = compiled(backend)
-        check_choice("calibration", calibration, set(CALIBRATIONS))
+        cal = check_calibration(calibration, CALIBRATIONS, "FLIPHAT")
         if feature_model == "disjoint":
             self.feature_dim, self._blocks = n_arms * dim, n_arms
         else:
@@ -206,12 +288,16 @@ class FLIPHAT(PrivateAgent):
         elif math.isinf(self._C):
             raise ValueError("theta_bound=inf needs an explicit reward_bound")
         self._noise_std = check_real("noise_std", noise_std, low=0.0)
-        if calibration == "authors" and not math.isfinite(self._C):
+        if cal == "authors" and not math.isfinite(self._C):
             raise ValueError("calibration='authors' needs a finite theta_bound")
+        self._calibration = cal
         # calibrate every episode that will be used (raises early if the theorem's closed
         # form does not certify the target)
-        self._multipliers = {m: self._multiplier(m) for m in sorted(
-            {self.iterations(n) for _, n in self.used_episodes()} or {1})}
+        self._plan = fliphat_plan(
+            self._eps, self._delta, calibration=cal, sparsity=self._s,
+            episodes=[(self.iterations(n), self.truncation(n))
+                      for _, n in self.used_episodes() or [(0, 1)]],
+            x_max=self._x_max, theta_bound=self._C)
 
     # -- schedule and calibration ----------------------------------------------------------
     def used_episodes(self) -> list[tuple[int, int]]:
@@ -231,20 +317,14 @@ class FLIPHAT(PrivateAgent):
             return float(self.reward_bound)
         return self._x_max * self._C + self._noise_std * math.sqrt(2.0 * math.log1p(n))
 
-    def _multiplier(self, m: int) -> float:
-        if not self._private:
-            return 0.0
-        if self.calibration == "authors":
-            return peeling_scale_theorem(self._eps / m, self._delta / m, self._s, 1.0)
-        return peeling_noise_multiplier(self._eps, self._delta, self._s, count=m,
-                                        calibration=self.calibration)
-
     def noise_multiplier(self, n: int) -> float:
-        """``c_M``: Laplace scale / sensitivity of every peeling call of an ``n``-round episode."""
+        """``c_M``: Laplace scale / sensitivity of every peeling call of an ``n``-round
+        episode (the plan's, for the episodes it holds)."""
         m = self.iterations(n)
-        if m not in self._multipliers:
-            self._multipliers[m] = self._multiplier(m)
-        return self._multipliers[m]
+        scales = self._plan.scales
+        if f"M={m}" in scales:
+            return scales[f"M={m}"]
+        return fliphat_multiplier(self._eps, self._delta, self._calibration, self._s, m)
 
     def sensitivity(self, theta: np.ndarray, n: int) -> np.ndarray:
         """Worst-case replace-one l_inf sensitivity ``lambda(theta)`` of the gradient step of
@@ -269,7 +349,7 @@ class FLIPHAT(PrivateAgent):
                    "truncation": self.truncation(n)}
             if not self._private:
                 row["epsilon_per_iteration"] = math.inf
-            elif self.calibration == "accountant":
+            elif self._calibration == "accountant":
                 from dpbandits.privacy.peeling import peeling_epsilon
 
                 row["epsilon_per_iteration"] = peeling_epsilon(c, self._s, self._delta / m)
@@ -278,69 +358,13 @@ class FLIPHAT(PrivateAgent):
             rows.append(row)
         return rows
 
-    # -- privacy -----------------------------------------------------------------------------
-    @property
-    def privacy(self) -> PrivacyGuarantee:
-        if not self._private:
-            return PrivacyGuarantee.non_private("FLIPHAT with noise off (exact IHT)")
-        common = ("; parallel composition across episodes (forgetting: each round enters one "
-                  "N-IHT call); billboard lemma for the actions (FLIPHAT, Chakraborty, Roy & "
-                  "Basu 2025); noise scaled to the worst-case replace-one l_inf sensitivity "
-                  "2 eta x_max (x_max nu(theta) + R)/n with contexts clipped and rewards "
-                  "truncated")
-        if self.calibration == "theorem":
-            basis = ("peeling lemma (Cai, Wang & Zhang 2021, Lemma 3.3) at (eps/M, delta/M) "
-                     "per call, checked by the PLD accountant; basic composition over the M "
-                     "IHT iterations" + common)
-        elif self.calibration == "accountant":
-            basis = ("dp_accounting PLD accountant over the M IHT iterations of an episode "
-                     "(s report-noisy-max + s Laplace releases per call)" + common)
-        else:
-            return PrivacyGuarantee(
-                self._eps, self._delta, notion="JDP", certified=False,
-                basis="authors' calibration (eta B, theorem closed form)",
-                caveat=("peeling noise scaled to (eta/2n)(x_max C + R), 4 x_max below the "
-                        "worst-case replace-one sensitivity of the gradient step "
-                        "(FLIPHAT note 5a); the ledger states the true epsilon"))
-        return PrivacyGuarantee(self._eps, self._delta, notion="JDP", basis=basis)
-
     def episode_ledger(self, n: int):
         """dp_accounting event of the N-IHT call of one ``n``-round episode (its ``M``
         peeling calls, each relative to the worst-case sensitivity)."""
         if not self._private:
             return None
-        m, c = self.iterations(n), self.noise_multiplier(n)
-        if self.calibration != "authors":
-            return peeling_event(c, self._s, count=m)
-        from dpbandits.privacy.accounting import compose
-
-        r = self.truncation(n)
-        first = c * (self._x_max * self._C + r) / (4.0 * self._x_max * r)
-        events = [peeling_event(first, self._s)]
-        if m > 1:
-            events.append(peeling_event(c / (4.0 * self._x_max), self._s, count=m - 1))
-        return events[0] if m == 1 else compose(events)
-
-    @property
-    def ledger(self):
-        """Event of the worst episode (largest epsilon at ``delta``): parallel composition."""
-        if not self._private:
-            return None
-        if getattr(self, "_ledger", None) is None:
-            from dpbandits.privacy.accounting import epsilon_of
-
-            lengths = {}
-            for _, n in self.used_episodes() or [(0, 1)]:
-                key = (self.iterations(n), self.truncation(n) if self.calibration == "authors"
-                       else None)
-                lengths.setdefault(key, n)
-            events = [self.episode_ledger(n) for n in lengths.values()]
-            if len(events) == 1:
-                self._ledger = events[0]
-            else:
-                eps = [epsilon_of(e, self._delta) for e in events]
-                self._ledger = events[int(np.argmax(eps))]
-        return self._ledger
+        return _episode_event(self.noise_multiplier(n), self._s, self.iterations(n),
+                              self._calibration, self._x_max, self._C, self.truncation(n))
 
     # -- features ----------------------------------------------------------------------------
     def features(self, contexts) -> np.ndarray:
@@ -432,7 +456,7 @@ class FLIPHAT(PrivateAgent):
     def _fit(self):
         n = self._ep_len
         c = self.noise_multiplier(n)
-        mode = "authors" if self.calibration == "authors" else "worst-case"
+        mode = "authors" if self._calibration == "authors" else "worst-case"
         res = _niht.niht(self._noise_rng, self._stats, n, sparsity=self._s,
                          n_iter=self.iterations(n), step=self._step, radius=self._C,
                          noise_multiplier=c, sensitivity_mode=mode)

@@ -32,12 +32,15 @@ messages). ``calibration``:
 
 * ``"accountant"`` (default): ``sigma_b = B sigma_G`` and the smallest ``k`` the PLD
   accountant certifies at ``(epsilon, delta)``;
-* ``"paper"``: ``sigma = 4 sqrt(2 ln(2.5/delta)) / epsilon`` (times ``B`` for the targets):
-  the classical Gaussian mechanism (Dwork & Roth, Thm A.1) at ``(epsilon/2, delta/2)`` for
-  each part with l2 sensitivity 2, basic composition. Thm A.1 needs ``epsilon/2 < 1``, so
-  this calibration refuses ``epsilon >= 2``.
+* ``"theorem"`` (formerly ``"paper"``, still accepted): ``sigma = 4 sqrt(2 ln(2.5/delta)) /
+  epsilon`` (times ``B`` for the targets): the classical Gaussian mechanism (Dwork & Roth
+  2014, Thm A.1) at ``(epsilon/2, delta/2)`` for each part with l2 sensitivity 2, basic
+  composition. Thm A.1 needs ``epsilon/2 < 1``, so this calibration refuses
+  ``epsilon >= 2``.
 
-``ledger`` is ``gaussian_event(k)`` of the one message a user sends.
+The plan (:func:`ldp_linucb_plan`) has the scales ``multiplier`` (``k``, dimensionless),
+``gram`` (``sigma_G``) and ``target`` (``sigma_b``), standard deviations in the units of
+``u u^T`` and ``y u``; ``ledger`` is ``gaussian_event(k)`` of the one message a user sends.
 
 Confidence radius: Shariff & Sheffet (2018) Proposition 4 (data-dependent form), as the
 paper's analysis instantiates it, with ``rho_min = gamma_t``, ``rho_max = 3 gamma_t``, ``D =
@@ -50,16 +53,15 @@ from __future__ import annotations
 
 import math
 
-import dp_accounting
 import numpy as np
 
-from dpbandits._validation import check_choice
 from dpbandits.agents._private_ridge import PrivateRidgeUCB, ridge_params
 from dpbandits.agents.base import register_agent
 from dpbandits.agents.screened_ls import fit_sensitivity
 from dpbandits.privacy.accounting import calibrate, gaussian_event, gdp_mu
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 from dpbandits.privacy.mechanisms import gaussian_sigma_classical
+from dpbandits.privacy.plan import NoisePlan, PlanView, check_calibration
 
 #: whitened sensitivity of one message at sigma_G = 1, sigma_b = B (module docstring)
 UNIT_SENSITIVITY = fit_sensitivity(1.0 / math.sqrt(2.0), 0.5)
@@ -69,10 +71,39 @@ def paper_sigma(epsilon: float, delta: float) -> float:
     """Zheng et al.'s ``sigma = 4 sqrt(2 ln(2.5/delta)) / epsilon``: the classical Gaussian
     mechanism at ``(epsilon/2, delta/2)`` with l2 sensitivity 2 (valid for ``epsilon < 2``)."""
     if not epsilon < 2.0:
-        raise ValueError(f"calibration='paper' uses the classical Gaussian mechanism at "
+        raise ValueError(f"calibration='theorem' uses the classical Gaussian mechanism at "
                          f"epsilon/2, valid only for epsilon < 2, got epsilon={epsilon}; use "
                          "calibration='accountant'")
     return gaussian_sigma_classical(epsilon / 2.0, delta / 2.0, 2.0)
+
+
+def ldp_linucb_plan(epsilon: float, delta: float, calibration: str,
+                    reward_bound: float) -> NoisePlan:
+    """The noise plan of LDP-LinUCB (module docstring) for validated ``epsilon`` (inf: no
+    noise), ``delta``, ``calibration`` (``"accountant"`` or ``"theorem"``) and reward bound
+    ``B``."""
+    if not math.isfinite(epsilon):
+        return NoisePlan.non_private("LDP-LinUCB with noise off (LinUCB)",
+                                     {"multiplier": 0.0, "gram": 0.0, "target": 0.0})
+    if calibration == "theorem":
+        s = paper_sigma(epsilon, delta)
+        k = s / UNIT_SENSITIVITY
+        how = ("the paper's sigma = 4 sqrt(2 ln(2.5/delta))/epsilon (Dwork & Roth Thm A.1 at "
+               "(epsilon/2, delta/2) per part, basic composition)")
+    else:
+        k = calibrate(gaussian_event, epsilon, delta, lower=1.0 / gdp_mu(epsilon, delta),
+                      growth=1.0 + 1e-4, rtol=math.inf)
+        s = k * UNIT_SENSITIVITY
+        how = "the smallest noise the dp_accounting PLD accountant certifies"
+    guarantee = PrivacyGuarantee(
+        epsilon, delta, notion="LDP", neighbouring="replace-one",
+        basis=("Zheng et al. 2020 local randomizer: each user sends its clipped "
+               "(u u^T, y u) for every arm with symmetric Gaussian noise on the Gram "
+               "blocks and Gaussian noise on the targets, one Gaussian mechanism in the "
+               f"user's data (joint sensitivity bound); {how}; the server post-processes "
+               "the messages"))
+    return NoisePlan(calibration, {"multiplier": k, "gram": s, "target": s * reward_bound},
+                     guarantee, gaussian_event(k))
 
 
 @register_agent("ldp-linucb")
@@ -83,7 +114,8 @@ class LDPLinUCB(PrivateRidgeUCB):
     --------------------------------------------
     epsilon : float > 0 (inf = no noise: LinUCB with ridge ``reg``), default 1.
     delta : float in (0, 1), default ``1/horizon``.
-    calibration : ``"accountant"`` (default) or ``"paper"`` (module docstring).
+    calibration : ``"accountant"`` (default) or ``"theorem"`` (module docstring;
+        ``"paper"`` is its former name).
     context_bound, reward_bound, noise_std, theta_bound, alpha, reg : see
         :class:`~dpbandits.agents._private_ridge.PrivateRidgeUCB` (``reg``: the ridge of the
         non-private twin).
@@ -96,41 +128,20 @@ class LDPLinUCB(PrivateRidgeUCB):
                  alpha: float | None = None, reg: float = 1.0):
         super().__init__(**ridge_params(locals()))
         self.calibration = calibration
-        check_choice("calibration", calibration, {"accountant", "paper"})
-        self.multiplier = 0.0
-        self.sigmas = {"gram": 0.0, "target": 0.0}
-        if self._private:
-            if calibration == "paper":
-                s = paper_sigma(self._eps, self._delta)
-                self.multiplier = s / UNIT_SENSITIVITY
-            else:
-                self.multiplier = calibrate(gaussian_event, self._eps, self._delta,
-                                            lower=1.0 / gdp_mu(self._eps, self._delta),
-                                            growth=1.0 + 1e-4, rtol=math.inf)
-                s = self.multiplier * UNIT_SENSITIVITY
-            self.sigmas = {"gram": s, "target": s * self._B}
+        self._plan = ldp_linucb_plan(
+            self._eps, self._delta,
+            check_calibration(calibration, ("accountant", "theorem"), "LDPLinUCB"), self._B)
 
-    # -- privacy -----------------------------------------------------------------------------
-    @property
-    def privacy(self) -> PrivacyGuarantee:
-        if not self._private:
-            return PrivacyGuarantee.non_private("LDP-LinUCB with noise off (LinUCB)")
-        how = ("the smallest noise the dp_accounting PLD accountant certifies"
-               if self.calibration == "accountant" else
-               "the paper's sigma = 4 sqrt(2 ln(2.5/delta))/epsilon (Dwork & Roth Thm A.1 at "
-               "(epsilon/2, delta/2) per part, basic composition)")
-        return PrivacyGuarantee(
-            self._eps, self._delta, notion="LDP", neighbouring="replace-one",
-            basis=("Zheng et al. 2020 local randomizer: each user sends its clipped "
-                   "(u u^T, y u) for every arm with symmetric Gaussian noise on the Gram "
-                   "blocks and Gaussian noise on the targets, one Gaussian mechanism in the "
-                   f"user's data (joint sensitivity bound); {how}; the server post-processes "
-                   "the messages"))
+    # -- the plan's noise, read-only ------------------------------------------------------
+    @PlanView
+    def multiplier(self) -> float:
+        """``k``: the message is ``1/k``-GDP (0 without noise)."""
+        return self._plan.scales["multiplier"]
 
-    @property
-    def ledger(self) -> dp_accounting.DpEvent | None:
-        """The Gaussian mechanism of one user's message (each user sends one)."""
-        return gaussian_event(self.multiplier) if self._private else None
+    @PlanView
+    def sigmas(self) -> dict:
+        """Standard deviations of the noise on the Gram entries and on the targets."""
+        return {"gram": self._plan.scales["gram"], "target": self._plan.scales["target"]}
 
     # -- state -------------------------------------------------------------------------------
     def _reset(self, n_reps: int, rng: np.random.Generator) -> None:
@@ -144,7 +155,7 @@ class LDPLinUCB(PrivateRidgeUCB):
 
     def _gamma(self, t: int) -> float:
         """``gamma_t`` (the shift is ``2 gamma_t``), with ``t >= 1`` messages."""
-        return float(self._gram_noise_bound(self.sigmas["gram"], max(t, 1)))
+        return float(self._gram_noise_bound(self._plan.scales["gram"], max(t, 1)))
 
     @property
     def gram_(self) -> np.ndarray:
@@ -179,7 +190,7 @@ class LDPLinUCB(PrivateRidgeUCB):
             chol = np.linalg.cholesky(v)
         logdet = 2.0 * np.log(np.diagonal(chol, axis1=-2, axis2=-1)).sum(axis=(-1, -2))
         self._v = v
-        gamma = self._target_noise(self.sigmas["target"], max(t, 1), rho_min)
+        gamma = self._target_noise(self._plan.scales["target"], max(t, 1), rho_min)
         self._beta = self._radius(logdet, rho_min, rho_max, gamma)
 
     def act(self, contexts: np.ndarray) -> np.ndarray:
@@ -207,7 +218,7 @@ class LDPLinUCB(PrivateRidgeUCB):
         target = np.zeros((R, K, d))
         target[rows, arms] = y[:, None] * u
         if self._private:
-            rng = self._noise_rng
-            gram += rng.standard_normal(gram.shape) * self.sigmas["gram"]
-            target += rng.standard_normal(target.shape) * self.sigmas["target"]
+            rng, scales = self._noise_rng, self._plan.scales
+            gram += rng.standard_normal(gram.shape) * scales["gram"]
+            target += rng.standard_normal(target.shape) * scales["target"]
         return gram, target

@@ -64,6 +64,11 @@ Privacy (replace-one neighbouring on one user's ``(x_t, r_t)``)
   the releases and the agent's own randomness, so the agent is ``(epsilon, delta)``-JDP
   (billboard lemma, Hsu et al. 2014; Shariff & Sheffet 2018). ``ledger`` is that Gaussian
   event (parallel composition: the largest of the episodes' events, all equal).
+* The plan (:func:`screened_ls_plan`, calibration ``"accountant"``, the only one) has the
+  scales ``multiplier`` (``k``), ``screen`` (``sigma_A``), ``gram`` (``sigma_G``) and
+  ``target`` (``sigma_b``), standard deviations in the units of the released sums, and the
+  sensitivities ``screen`` (``2 y_max sqrt((K-1)/K)``), ``gram`` (``sqrt 2``) and
+  ``target`` (``2 y_max``) they are relative to.
 
 Enforced and counted: rewards clipped (``n_clipped_rewards_``); rows with ``||x|| = 0`` (or
 ``||x_S|| = 0``) contribute nothing (``n_zero_rows_``).
@@ -93,7 +98,6 @@ from __future__ import annotations
 import copy
 import math
 
-import dp_accounting
 import numpy as np
 
 from dpbandits._validation import check_int, check_positive, check_real
@@ -102,6 +106,7 @@ from dpbandits.geometry import normalize_rows
 from dpbandits.privacy.accounting import calibrate, gaussian_event
 from dpbandits.privacy.accounting import gaussian_multiplier as _gdp_multiplier
 from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.privacy.plan import NoisePlan, PlanView
 
 
 def episode_ends(horizon: int, first_episode: int) -> tuple[list[int], int]:
@@ -151,6 +156,40 @@ def _normalize(x: np.ndarray, r: np.ndarray, y_max: float):
     return u, y, y != y_raw, zero
 
 
+def screened_ls_plan(epsilon: float, delta: float, *, n_arms: int, y_screen: float,
+                     y_fit: float, gram_share: float) -> NoisePlan:
+    """The noise plan of screened least squares (module docstring) for validated
+    ``epsilon`` (inf: no noise), ``delta``, the clip levels ``y_screen``, ``y_fit`` of the
+    two kinds of release and the Gram's share ``gram_share`` of the fitting release."""
+    K, g = n_arms, gram_share
+    sensitivities = {"screen": 2.0 * y_screen * math.sqrt((K - 1) / K),
+                     "gram": math.sqrt(2.0), "target": 2.0 * y_fit}
+    if not math.isfinite(epsilon):
+        return NoisePlan.non_private("screened least squares with noise off",
+                                     dict.fromkeys(("multiplier", "screen", "gram", "target"),
+                                                   0.0), sensitivities=sensitivities)
+    base = _gdp_multiplier(epsilon, delta, 1)  # exact GDP, nudged up until the PLD certifies it
+    k = calibrate(gaussian_event, epsilon, delta, lower=base, growth=1.0 + 1e-4, rtol=math.inf)
+    # Gram and targets: multipliers k_G, k_b with 1/k_G^2 : 1/k_b^2 = g : 1 - g, scaled so
+    # that the exact sensitivity (fit_sensitivity) of the joint release is 1/k
+    unit = fit_sensitivity(1.0 / math.sqrt(g), 1.0 / math.sqrt(1.0 - g))
+    k_gram, k_target = unit * k / math.sqrt(g), unit * k / math.sqrt(1.0 - g)
+    scales = {"multiplier": k, "screen": k * sensitivities["screen"],
+              "gram": k_gram * sensitivities["gram"],
+              "target": k_target * sensitivities["target"]}
+    guarantee = PrivacyGuarantee(
+        epsilon, delta, notion="JDP", neighbouring="replace-one",
+        basis=("Gaussian mechanisms on row-normalized statistics (||u|| <= 1 "
+               "certified for every finite context, targets clipped), at most one release "
+               "per user: every episode's "
+               "release (screening contrasts; or the screened Gram and targets, one "
+               "Gaussian mechanism with its exact joint sensitivity) is 1/k-GDP with k "
+               "certified at (epsilon, delta) by the dp_accounting PLD accountant; episodes "
+               "on a fixed schedule hold disjoint users (parallel composition); actions "
+               "post-process the releases and the user's own context (billboard lemma)"))
+    return NoisePlan("accountant", scales, guarantee, gaussian_event(k), sensitivities)
+
+
 @register_agent("dp-screened-ls")
 class ScreenedLS(PrivateAgent):
     """Private screening, then least squares on the screened coordinates; JDP (module doc).
@@ -194,51 +233,25 @@ class ScreenedLS(PrivateAgent):
         self._tau = check_real("threshold", threshold, low=0.0)
         self._ridge = check_positive("ridge", ridge)
         self._ends, self._n_screen = episode_ends(horizon, self._n0)
-        self._calibrate()
+        self._plan = screened_ls_plan(self._eps, self._delta, n_arms=n_arms,
+                                      y_screen=self._y_screen, y_fit=self._y_fit,
+                                      gram_share=self._share)
 
-    # -- calibration -------------------------------------------------------------------------
-    def _calibrate(self) -> None:
-        """Noise scales of both kinds of release at one certified multiplier ``k``."""
-        K, g = self.n_arms, self._share
-        self.sensitivities = {"screen": 2.0 * self._y_screen * math.sqrt((K - 1) / K),
-                              "gram": math.sqrt(2.0), "target": 2.0 * self._y_fit}
-        if not self._private:
-            self.multiplier = 0.0
-            self.sigmas = {"screen": 0.0, "gram": 0.0, "target": 0.0}
-            return
-        base = _gdp_multiplier(self._eps, self._delta, 1)  # exact GDP, nudged up until the
-        k = calibrate(gaussian_event, self._eps, self._delta, lower=base,  # PLD certifies it
-                      growth=1.0 + 1e-4, rtol=math.inf)
-        self.multiplier = k
-        # Gram and targets: multipliers k_G, k_b with 1/k_G^2 : 1/k_b^2 = g : 1 - g, scaled so
-        # that the exact sensitivity (fit_sensitivity) of the joint release is 1/k
-        unit = fit_sensitivity(1.0 / math.sqrt(g), 1.0 / math.sqrt(1.0 - g))
-        k_gram, k_target = unit * k / math.sqrt(g), unit * k / math.sqrt(1.0 - g)
-        self.sigmas = {"screen": k * self.sensitivities["screen"],
-                       "gram": k_gram * self.sensitivities["gram"],
-                       "target": k_target * self.sensitivities["target"]}
+    # -- the plan's noise, read-only ------------------------------------------------------
+    @PlanView
+    def multiplier(self) -> float:
+        """``k``: every release is ``1/k``-GDP (0 without noise)."""
+        return self._plan.scales["multiplier"]
 
-    # -- privacy -----------------------------------------------------------------------------
-    @property
-    def privacy(self) -> PrivacyGuarantee:
-        if not self._private:
-            return PrivacyGuarantee.non_private("screened least squares with noise off")
-        return PrivacyGuarantee(
-            self._eps, self._delta, notion="JDP", neighbouring="replace-one",
-            basis=("Gaussian mechanisms on row-normalized statistics (||u|| <= 1 "
-                   "certified for every finite context, targets clipped), at most one release "
-                   "per user: every episode's "
-                   "release (screening contrasts; or the screened Gram and targets, one "
-                   "Gaussian mechanism with its exact joint sensitivity) is 1/k-GDP with k "
-                   "certified at (epsilon, delta) by the dp_accounting PLD accountant; episodes "
-                   "on a fixed schedule hold disjoint users (parallel composition); actions "
-                   "post-process the releases and the user's own context (billboard lemma)"))
+    @PlanView
+    def sigmas(self) -> dict:
+        """Noise standard deviations of the screening, Gram and target releases."""
+        return {k: self._plan.scales[k] for k in ("screen", "gram", "target")}
 
-    @property
-    def ledger(self) -> dp_accounting.DpEvent | None:
-        """The Gaussian event of every episode's release (parallel composition: their
-        maximum, and they are equal)."""
-        return gaussian_event(self.multiplier) if self._private else None
+    @PlanView
+    def sensitivities(self) -> dict:
+        """Replace-one l2 sensitivities the ``sigmas`` are relative to."""
+        return dict(self._plan.sensitivities)
 
     @property
     def episode_ends_(self) -> list[int]:
@@ -324,14 +337,14 @@ class ScreenedLS(PrivateAgent):
     def _release_screen(self) -> None:
         K = self.n_arms
         raw = self._sum - self._sum.mean(axis=1, keepdims=True)
-        g = self._noise_rng.standard_normal(raw.shape) * self.sigmas["screen"]
+        g = self._noise_rng.standard_normal(raw.shape) * self._plan.scales["screen"]
         noise = g - g.mean(axis=1, keepdims=True)  # N(0, sigma^2) in the contrast subspace
         self._released += raw + noise
         self._n_releases += 1
         self._log("screen", raw, noise)
         self._sum[:] = 0.0
         # sd of one coordinate of the summed released contrast c_k
-        sd = self.sigmas["screen"] * math.sqrt(self._n_releases * (K - 1) / K)
+        sd = self._plan.scales["screen"] * math.sqrt(self._n_releases * (K - 1) / K)
         stat = np.abs(self._released).max(axis=1)  # (R, d)
         keep = stat > self._tau * sd
         self._theta = self._released * keep[:, None, :]
@@ -354,8 +367,8 @@ class ScreenedLS(PrivateAgent):
     def _release_fit(self) -> None:
         R, K, s = self._sum.shape
         rng = self._noise_rng
-        gram_noise = _goe(rng, self._gram.shape, self.sigmas["gram"])
-        b_noise = rng.standard_normal(self._sum.shape) * self.sigmas["target"]
+        gram_noise = _goe(rng, self._gram.shape, self._plan.scales["gram"])
+        b_noise = rng.standard_normal(self._sum.shape) * self._plan.scales["target"]
         self._gram_released += self._gram + gram_noise
         self._b_released += self._sum + b_noise
         self._n_fits += 1
@@ -363,7 +376,7 @@ class ScreenedLS(PrivateAgent):
         self._sum[:] = 0.0
         self._gram[:] = 0.0
         w, v = np.linalg.eigh(self._gram_released)
-        lam = self._ridge * 2.0 * self.sigmas["gram"] * math.sqrt(self._n_fits * s)
+        lam = self._ridge * 2.0 * self._plan.scales["gram"] * math.sqrt(self._n_fits * s)
         w = np.maximum(w, 0.0) + max(lam, 1e-12)
         proj = np.einsum("rkji,rkj->rki", v, self._b_released)
         self._theta = np.einsum("rkij,rkj->rki", v, proj / w)

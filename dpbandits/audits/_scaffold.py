@@ -1,8 +1,9 @@
-"""Pieces the component audits share: the canary pair, instance-level noise patches for the
-broken variants, and the statistics of tree releases and of DP-POFW steps.
+"""Pieces the component audits share: the canary pair, the changed noise plans (and wrapped
+methods) of the broken variants, and the statistics of tree releases and of DP-POFW steps.
 
-Broken variants patch one *instance* (its cached calibration or one of its methods), never
-the library code.
+Broken variants are built from one *instance*: a copy drawing from a changed noise plan
+(:func:`shrink_plan`, :meth:`dpbandits.privacy.plan.Planned.with_plan`) or with one method
+wrapped (:func:`shrink_output`), never by changing the library code.
 """
 
 from __future__ import annotations
@@ -29,12 +30,11 @@ def signed(world: int, n: int, value: float = 1.0) -> np.ndarray:
     return np.full(n, value if world else -value)
 
 
-def shrink_calibration(opt, factor: float, *fields: str):
-    """Divide the named noise fields of ``opt``'s cached calibration (``opt._cal``, which
-    ``reset``/``step`` read) by ``factor``; returns ``opt``."""
-    cal = opt._calibrate()
-    opt._cal = dataclasses.replace(cal, **{f: getattr(cal, f) / factor for f in fields})
-    return opt
+def shrink_plan(component: T, factor: float, *names: str) -> T:
+    """A copy of ``component`` whose noise plan has the named scales divided by ``factor``
+    (:meth:`~dpbandits.privacy.plan.NoisePlan.scaled`): the broken variant. Its guarantee
+    keeps the claim, marked not certified; ``component`` is unchanged."""
+    return component.with_plan(component.plan.scaled(factor, *names))  # type: ignore[attr-defined]
 
 
 def shrink_output(obj, method: str, factor: float, *fields: str):

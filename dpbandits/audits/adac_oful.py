@@ -7,7 +7,7 @@ canary user in one episode and keeps every other user's context at zero (a zero 
 nothing to any statistic). The canary's own arm is drawn from equal indices (all releases
 still zero), hence uniform whatever the world.
 
-Broken variants patch the *instance* (its noise scales), never the code.
+Broken variants are copies of the instance drawing from a shrunk noise plan, never the code.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import numpy as np
 
 from dpbandits.agents.adac_oful import AdaCOFUL
 from dpbandits.audits._registry import AuditContext, register
-from dpbandits.audits._scaffold import signed
+from dpbandits.audits._scaffold import shrink_plan, signed
 from dpbandits.privacy.audit import AuditResult, Sampler
 
 EPS, DELTA = 1.0, 1e-5
@@ -79,7 +79,7 @@ def first_user_sampler(probe: Any, u0: np.ndarray, u1: np.ndarray,
 def _release_audit(ctx: AuditContext, protect: str) -> AuditResult:
     probe = AdaCOFUL(**RELEASE_PARAMS, protect=protect)
     if ctx.broken:
-        probe.sigmas = {k: v / 2.0 for k, v in probe.sigmas.items()}
+        probe = shrink_plan(probe, 2.0, "gram", "target")
     ref = AdaCOFUL(**RELEASE_PARAMS)  # the certified noise scales fix the canary's angle
     u0, u1 = worst_pair(ref.sigmas["gram"], ref.sigmas["target"], 1.0)
     # GOE noise: variance s^2 on the diagonal, s^2/2 off it. The published release has no
@@ -158,8 +158,8 @@ def audit_adac_oful_trigger(ctx: AuditContext) -> AuditResult:
     """
     probe = AdaCOFUL(**TRIGGER_PARAMS)
     probe = AdaCOFUL(**TRIGGER_PARAMS, det_factor=math.exp(2.0 * probe.trigger_sensitivity))
-    if ctx.broken:
-        probe.trigger_sensitivity /= 10.0
+    if ctx.broken:  # both Laplace scales / 10, as if the sensitivity were Delta / 10
+        probe = shrink_plan(probe, 10.0, "trigger_threshold", "trigger_query")
     H = TRIGGER_ROUNDS
 
     def sampler(world, n, rng):

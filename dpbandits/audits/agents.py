@@ -14,7 +14,8 @@ Sanity check: a *plain*-DP audit whose statistic is ``a_t`` itself must report a
 epsilon for a correct JDP agent (``expected="violation"``) -- JDP is weaker than DP, and an
 audit that cannot see that is not looking at the agent.
 
-Broken variants monkeypatch the noise scale on the *instance* (never the library code).
+Broken variants are copies of the instance drawing from a changed noise plan (never the
+library code).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import numpy as np
 
 from dpbandits.agents import make_agent
 from dpbandits.audits._registry import AuditContext, register, register_variants
-from dpbandits.audits._scaffold import pofw_step_score, shrink_calibration, signed, tree_read_rounds
+from dpbandits.audits._scaffold import pofw_step_score, shrink_plan, signed, tree_read_rounds
 from dpbandits.privacy.accounting import gdp_mu
 from dpbandits.privacy.audit import AuditResult
 from dpbandits.privacy.tree import tree_levels
@@ -61,10 +62,8 @@ _UCB_WHITEBOX = {
 def _dp_ucb(calibration: str, horizon: int, factor: float | None = None):
     """DP-UCB on the canary's parameters; ``factor`` divides its node sigma (broken)."""
     agent = make_agent("dp-ucb", horizon=horizon, calibration=calibration, **UCB_PARAMS)
-    if factor is not None:
-        # instance-level monkeypatch: _reset draws node noise with constants["node_sigma"]
-        agent.constants = {**agent.constants,
-                           "node_sigma": agent.constants["node_sigma"] / factor}
+    if factor is not None:  # a copy drawing its node noise from the shrunk plan
+        agent = shrink_plan(agent, factor, "node_sigma")
     return agent
 
 
@@ -155,7 +154,7 @@ def audit_dp_ucb_wishart(ctx: AuditContext) -> AuditResult:
     Canary: user 1: context x = 1, reward +1 vs -1 (L = B = 1, d = 1, K = 2, T = 4); users 2..4:
         x = 0, reward 0
     Broken variant: Wishart degrees of freedom k = D + 1 (Sheffet's privacy term dropped: the
-        smallest k of a full-rank node), patched on the instance
+        smallest k of a full-rank node), a changed plan of the instance
     Shows: the released Gram matrices (V_t, u~_t and the reward entry) after user 1 hide user 1's
         reward as claimed, read with the exact likelihood ratio of each release (which also sees
         the data-dependent support of the Wishart mechanism)
@@ -166,9 +165,8 @@ def audit_dp_ucb_wishart(ctx: AuditContext) -> AuditResult:
     T = WISHART_HORIZON
     read_at = tree_read_rounds(T)
     probe = make_agent("dp-ucb", horizon=T, noise="wishart", **UCB_PARAMS)
-    if ctx.broken:
-        # instance-level patch: _reset draws the nodes and top-ups with constants["k"]
-        probe.constants = {**probe.constants, "k": probe.feature_dim + 1}
+    if ctx.broken:  # a copy drawing its nodes and top-ups with k = D + 1 degrees of freedom
+        probe = probe.with_plan(probe.plan.replaced(degrees=probe.feature_dim + 1))
 
     def sampler(world, n, rng):
         agent, a1 = _after_user_1(probe, world, n, rng)
@@ -304,9 +302,8 @@ def _dp_hdb(calibration: str, broken_factor: float | None = None, horizon: int =
     extra = {} if selection == "laplace" else {"optimizer_params": {"selection": selection}}
     agent = make_agent("dp-hdb", horizon=horizon, t0=HDB_T0, calibration=calibration,
                        **HDB_PARAMS, **extra)
-    if broken_factor is not None:
-        for opt in agent.arm_optimizers:  # the per-arm selection noise
-            shrink_calibration(opt, broken_factor, "kappa")
+    if broken_factor is not None:  # every arm's selection noise
+        agent = shrink_plan(agent, broken_factor, "kappa")
     return agent
 
 

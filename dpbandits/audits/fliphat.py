@@ -15,7 +15,8 @@ sensitivity ``lambda(0) = 2 eta x_max R / n = 1`` in opposite directions, the no
 worst case of peeling (the ``peeling`` audit's canary, reached through the agent). With an
 l_1 radius of 100 the projection is inactive, so the released estimate is the peeled vector.
 
-Broken variants patch the *instance* (its cached noise multipliers), never the code.
+Broken variants are copies of the instance with its plan's noise multipliers shrunk, never
+the code.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import numpy as np
 
 from dpbandits.agents.fliphat import FLIPHAT
 from dpbandits.audits._registry import AuditContext, register_variants
+from dpbandits.audits._scaffold import shrink_plan
 from dpbandits.privacy.audit import AuditResult
 
 EPS, DELTA = 1.0, 1e-5
@@ -49,9 +51,8 @@ _FLIPHAT = {
 def _fliphat(calibration: str, factor: float | None = None) -> FLIPHAT:
     """FLIPHAT on the canary's parameters; ``factor`` divides its noise multipliers."""
     agent = FLIPHAT(calibration=calibration, **PARAMS)
-    if factor is not None:
-        # instance-level patch: noise_multiplier(n) reads the cached _multipliers
-        agent._multipliers = {m: c / factor for m, c in agent._multipliers.items()}
+    if factor is not None:  # a copy drawing with every episode's multiplier / factor
+        agent = shrink_plan(agent, factor)
     return agent
 
 

@@ -3,7 +3,7 @@ learns about that user (local DP).
 
 The canary is user 1; the statistic reads the server's sums after round 1, which are exactly
 that user's message. Its arm is drawn from equal indices (the server holds nothing yet), so
-it is uniform whatever the world. The broken variant patches the *instance*'s noise scales.
+it is uniform whatever the world. The broken variant halves the *instance*'s plan's noise scales.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import numpy as np
 
 from dpbandits.agents.ldp_linucb import LDPLinUCB
 from dpbandits.audits._registry import AuditContext, register
+from dpbandits.audits._scaffold import shrink_plan
 from dpbandits.audits.adac_oful import first_user_sampler, whitened_direction
 from dpbandits.privacy.audit import AuditResult
 
@@ -41,7 +42,7 @@ def audit_ldp_linucb(ctx: AuditContext) -> AuditResult:
     """
     probe = LDPLinUCB(**PARAMS)
     if ctx.broken:
-        probe.sigmas = {k: v / 2.0 for k, v in probe.sigmas.items()}
+        probe = shrink_plan(probe, 2.0, "gram", "target")
     # Gaussian noise on every upper-triangle entry with the same variance
     d_gram, d_b = whitened_direction(U0, U1, 1.0, probe.sigmas["gram"],
                                      probe.sigmas["target"], 1.0)

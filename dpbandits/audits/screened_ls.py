@@ -21,7 +21,7 @@ import numpy as np
 
 from dpbandits.agents.screened_ls import ScreenedLS
 from dpbandits.audits._registry import AuditContext, register
-from dpbandits.audits._scaffold import signed
+from dpbandits.audits._scaffold import shrink_plan, signed
 from dpbandits.privacy.accounting import gdp_mu
 from dpbandits.privacy.audit import AuditResult, Sampler
 
@@ -65,7 +65,7 @@ def audit_screened_ls_screen(ctx: AuditContext) -> AuditResult:
     """
     probe = ScreenedLS(**SCREEN_PARAMS)
     if ctx.broken:
-        probe.sigmas = {**probe.sigmas, "screen": probe.sigmas["screen"] / 2.0}
+        probe = shrink_plan(probe, 2.0, "screen")
 
     def sampler(world, n, rng):
         agent = probe.reset(n, rng)

@@ -16,8 +16,8 @@ the audits are close to tight.
   iterates, and the statistic is ``sum_t sqrt(t)/(t+1) * sign(v_{t,1})`` (the per-step
   privacy-loss weights).
 
-Broken variants monkeypatch the calibrated noise on the instance (``opt._cal``), never the
-library code.
+Broken variants are copies of the instance drawing from a shrunk noise plan
+(``shrink_plan``), never changes to the library code.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import numpy as np
 from dpbandits.audits._registry import AuditContext, register_variants
 from dpbandits.audits._scaffold import (
     pofw_step_score,
-    shrink_calibration,
+    shrink_plan,
     signed,
     tree_read_rounds,
 )
@@ -67,8 +67,9 @@ def _make_tofw(name: str, broken: bool) -> DPTOFW:
     opt = DPTOFW("squared", dim=d, p=p, calibration=calibration, **COMMON)
     if broken:
         if factor is None:
-            factor = math.sqrt(opt._calibrate().nodes_per_datum)
-        shrink_calibration(opt, factor, "sigma_plus", "std")
+            factor = math.sqrt(opt.nodes_per_datum)
+        names = ("sigma_plus", "std") if "std" in opt.plan.scales else ("sigma_plus",)
+        opt = shrink_plan(opt, factor, *names)
     return opt
 
 
@@ -154,7 +155,7 @@ def _pofw_broken(name: str) -> str:
 def _make_pofw(name: str, broken: bool) -> DPPOFW:
     calibration, selection, factor = _POFW[name]
     opt = DPPOFW("squared", dim=1, calibration=calibration, selection=selection, **COMMON)
-    return shrink_calibration(opt, factor, "kappa") if broken else opt
+    return shrink_plan(opt, factor, "kappa") if broken else opt
 
 
 def _pofw_audit(ctx: AuditContext):

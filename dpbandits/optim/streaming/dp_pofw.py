@@ -90,7 +90,6 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import partial
 
 import dp_accounting
@@ -109,6 +108,7 @@ from dpbandits.optim.streaming.frank_wolfe import (
 )
 from dpbandits.privacy import accounting
 from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.privacy.plan import NoisePlan
 from dpbandits.privacy.streams import ChunkedDraws
 
 __all__ = [
@@ -221,15 +221,6 @@ def accountant_kappa(horizon: int, epsilon: float, delta: float, selection: str)
 
 
 # --------------------------------------------------------------------------- optimizer
-@dataclass(frozen=True)
-class _Calibration:
-    kappa: float              # b_t = kappa * D * constant / sqrt(t)
-    constant: float           # C = beta D s + L used
-    privacy: PrivacyGuarantee
-    ledger: dp_accounting.DpEvent
-    used: str
-
-
 class DPPOFW(StreamingFrankWolfe):
     """Private polyhedral online Frank-Wolfe (seed 000, Algorithm 2), batched over rows.
 
@@ -246,7 +237,9 @@ class DPPOFW(StreamingFrankWolfe):
     rounding of dot products.
 
     Inputs are clipped to ``||x||_inf <= x_bound`` and ``|y| <= y_bound``. See the module
-    docstring for the per-step privacy, the two calibrations and their noise scales.
+    docstring for the per-step privacy, the two calibrations and their noise scales. The
+    plan (:meth:`_make_plan`) has the scales ``kappa`` (dimensionless schedule constant) and
+    ``constant`` (``C = beta D s + L``, in gradient units): ``b_t = kappa D C / sqrt(t)``.
 
     Example (K arms x R replications stacked on the batch axis, as DP-HDB does)
     -------
@@ -284,13 +277,12 @@ class DPPOFW(StreamingFrankWolfe):
         return p
 
     # ------------------------------------------------------------------ calibration
-    def _compute_calibration(self) -> _Calibration:
+    def _make_plan(self) -> NoisePlan:
+        """The noise plan for the validated parameters (class docstring)."""
         if not self._private:
-            return _Calibration(
-                0.0, math.nan,
-                PrivacyGuarantee.non_private("DP-POFW with epsilon=inf: exact LMO, no noise"),
-                dp_accounting.NonPrivateDpEvent(), "none",
-            )
+            return NoisePlan.non_private("DP-POFW with epsilon=inf: exact LMO, no noise",
+                                         {"kappa": 0.0, "constant": 0.0},
+                                         events=dp_accounting.NonPrivateDpEvent())
         n, eps, delta = self._n, self._eps, self._delta
         ledger_of = _gumbel_ledger if self._selection == "gumbel" else _laplace_ledger
         theorem = None
@@ -304,13 +296,12 @@ class DPPOFW(StreamingFrankWolfe):
             if k_th > k_paper:
                 basis += (f"; Algorithm 2's scale raised x{k_th / k_paper:.4f} so that the "
                           "proof's bound meets epsilon at this (n, epsilon, delta)")
-            theorem = _Calibration(k_th, c_th, PrivacyGuarantee(eps, delta, basis=basis),
-                                   None, "theorem")
-        cal = theorem
+            theorem = ("theorem", k_th, c_th, basis)
+        chosen = theorem
         if self._calibration == "accountant":
             c_acc = self._beta * self._D * self._s_exact + self._L
             k_acc = accountant_kappa(n, eps, delta, self._selection)
-            if theorem is None or k_acc * c_acc <= theorem.kappa * theorem.constant:
+            if theorem is None or k_acc * c_acc <= theorem[1] * theorem[2]:
                 if self._selection == "laplace":
                     acc_basis = ("PLD accountant (dp_accounting): n report-noisy-min steps, "
                                  "each eps_t-DP (randomized-response worst case), "
@@ -319,30 +310,27 @@ class DPPOFW(StreamingFrankWolfe):
                     acc_basis = ("zCDP via the RDP accountant (dp_accounting): n exponential-"
                                  "mechanism steps, each eps_t-bounded-range => eps_t^2/8-zCDP "
                                  "(Cesar & Rogers 2021), eps_t = 2 sqrt(t)/((t+1) kappa)")
-                cal = _Calibration(k_acc, c_acc, PrivacyGuarantee(eps, delta, basis=acc_basis),
-                                   None, "accountant")
+                chosen = ("accountant", k_acc, c_acc, acc_basis)
             else:
-                cal = _Calibration(
-                    theorem.kappa, theorem.constant,
-                    PrivacyGuarantee(eps, delta, basis=theorem.privacy.basis + " (accountant "
-                                     "calibration fell back to the theorem: no less noise "
-                                     "could be certified)"),
-                    None, "theorem")
-        cal = _Calibration(cal.kappa, cal.constant, cal.privacy,
-                           ledger_of(n, cal.kappa), cal.used)
-        return cal
+                chosen = ("theorem", theorem[1], theorem[2],
+                          theorem[3] + " (accountant calibration fell back to the theorem: no "
+                          "less noise could be certified)")
+        assert chosen is not None  # horizon 1 with the theorem raised in __init__
+        used, kappa, constant, basis = chosen
+        return NoisePlan(used, {"kappa": kappa, "constant": constant},
+                         PrivacyGuarantee(eps, delta, basis=basis), ledger_of(n, kappa))
 
     # ------------------------------------------------------------------ reporting
     @property
     def kappa(self) -> float:
         """Dimensionless schedule constant: ``b_t = kappa D C / sqrt(t)`` (0 if not private)."""
-        return self._calibrate().kappa
+        return self.plan.scales["kappa"]
 
     @property
     def scale_constant(self) -> float:
         """``c`` in ``b_t = c / sqrt(t)``: ``kappa D C`` with ``C = beta D s + L``."""
-        cal = self._calibrate()
-        return 0.0 if cal.kappa == 0.0 else cal.kappa * self._D * cal.constant
+        kappa, constant = self.plan.scales["kappa"], self.plan.scales["constant"]
+        return 0.0 if kappa == 0.0 else kappa * self._D * constant
 
     def noise_scale(self, t: ArrayLike) -> float | np.ndarray:
         """``b_t`` (Laplace scale, or exponential-mechanism temperature) at step(s) ``t``."""
@@ -354,10 +342,10 @@ class DPPOFW(StreamingFrankWolfe):
 
     def per_step_epsilon(self) -> np.ndarray:
         """``eps_t`` for t = 1..n of the schedule in force (module docstring)."""
-        cal = self._calibrate()
-        if cal.kappa == 0.0:
+        kappa = self.plan.scales["kappa"]
+        if kappa == 0.0:
             return np.full(self._n, math.inf)
-        return per_step_epsilons(self._n, cal.kappa)
+        return per_step_epsilons(self._n, kappa)
 
 
 
@@ -376,8 +364,7 @@ class DPPOFW(StreamingFrankWolfe):
         st["rows"] = np.arange(n_reps)
         st["noise"] = None
         st["kernel"] = False
-        cal = self._calibrate()
-        if cal.kappa == 0.0:
+        if self.plan.scales["kappa"] == 0.0:
             return
         st["c"] = self.scale_constant
         if self._selection == "laplace":

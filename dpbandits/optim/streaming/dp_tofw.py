@@ -66,7 +66,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import replace
 
 import dp_accounting
 import numpy as np
@@ -85,6 +85,7 @@ from dpbandits.privacy.mechanisms import (
     gaussian_sigma_analytic,
     generalized_gaussian_noise,
 )
+from dpbandits.privacy.plan import NoisePlan
 from dpbandits.privacy.tree import TreeAggregator, tree_levels
 
 __all__ = [
@@ -124,16 +125,18 @@ def theorem_sigma_plus(horizon: int, kappa: float, delta: float, epsilon: float,
     return math.sqrt(8.0 * h * h * kappa * math.log(h / delta)) * constant / epsilon
 
 
-@dataclass(frozen=True)
-class _Calibration:
-    sigma_plus: float          # generalized-Gaussian parameter of every node (0: no noise)
-    std: float                 # per-coordinate std in the Gaussian branch (else nan)
-    noise_multiplier: float    # std / Delta_2 in the Gaussian branch (else nan)
-    sensitivity: float         # l_q sensitivity of g_i used
-    nodes_per_datum: int       # nodes per datum used by the accounting
-    privacy: PrivacyGuarantee
-    ledger: dp_accounting.DpEvent
-    used: str                  # "theorem" or "accountant": whose noise is in force
+def _plan(used: str, sigma_plus: float, std: float | None, multiplier: float | None,
+          sensitivity: float, nodes_per_datum: int, privacy: PrivacyGuarantee,
+          ledger: dp_accounting.DpEvent) -> NoisePlan:
+    """DP-TOFW's plan: scales ``sigma_plus`` (generalized-Gaussian parameter of every node,
+    gradient units), ``nodes_per_datum`` (a count: the nodes one datum's accounting charges)
+    and, in the Gaussian branch, ``std`` (per-coordinate standard deviation) and
+    ``noise_multiplier`` (``std`` / l2 sensitivity); sensitivity ``increment`` (l_q, of one
+    ``g_i``)."""
+    scales = {"sigma_plus": sigma_plus, "nodes_per_datum": nodes_per_datum}
+    if std is not None:
+        scales.update(std=std, noise_multiplier=multiplier)
+    return NoisePlan(used, scales, privacy, ledger, {"increment": sensitivity})
 
 
 class DPTOFW(StreamingFrankWolfe):
@@ -142,7 +145,7 @@ class DPTOFW(StreamingFrankWolfe):
     Parameters are those of :class:`dpbandits.optim.streaming.frank_wolfe.StreamingFrankWolfe`
     (``loss, dim, p, radius, horizon, epsilon, delta, calibration, x_bound, y_bound,
     lr_scale``) with ``1 < p <= inf``. See the module docstring for the noise and its two
-    calibrations.
+    calibrations; the plan's scales are those of :func:`_plan`.
 
     Example
     -------
@@ -174,33 +177,27 @@ class DPTOFW(StreamingFrankWolfe):
         return 1.0 if q <= 2.0 else float(self._d) ** (0.5 - (0.0 if math.isinf(q) else 1.0 / q))
 
     # ------------------------------------------------------------------ calibration
-    def _compute_calibration(self) -> _Calibration:
+    def _make_plan(self) -> NoisePlan:
+        """The noise plan for the validated parameters (never noisier than the theorem)."""
         if not self._private:
-            return _Calibration(
-                0.0, 0.0, math.nan, math.nan, tree_levels(self._n),
-                PrivacyGuarantee.non_private("DP-TOFW with epsilon=inf: no noise added"),
-                dp_accounting.NonPrivateDpEvent(), "none",
-            )
+            return NoisePlan.non_private("DP-TOFW with epsilon=inf: no noise added",
+                                         {"sigma_plus": 0.0, "std": 0.0},
+                                         events=dp_accounting.NonPrivateDpEvent())
         th = self._theorem_calibration()
         cal = th
         if self._calibration == "accountant":
             acc = self._accountant_calibration()
             # never noisier than the theorem calibration
-            cal = acc if acc.sigma_plus <= th.sigma_plus else th
+            cal = acc if acc.scales["sigma_plus"] <= th.scales["sigma_plus"] else th
             if cal is th:
-                cal = _Calibration(
-                    th.sigma_plus, th.std, th.noise_multiplier, th.sensitivity,
-                    th.nodes_per_datum,
-                    PrivacyGuarantee(
-                        self._eps, self._delta, basis=th.privacy.basis
-                        + " (accountant calibration fell back to the theorem: no less noise "
-                        "could be certified)", certified=th.privacy.certified,
-                        caveat=th.privacy.caveat),
-                    th.ledger, "theorem",
-                )
+                g = th.guarantee
+                cal = replace(th, guarantee=PrivacyGuarantee(
+                    self._eps, self._delta, basis=g.basis
+                    + " (accountant calibration fell back to the theorem: no less noise "
+                    "could be certified)", certified=g.certified, caveat=g.caveat))
         return cal
 
-    def _theorem_calibration(self) -> _Calibration:
+    def _theorem_calibration(self) -> NoisePlan:
         geom = self.noise_geometry
         eps, delta, n = self._eps, self._delta, self._n
         h = math.ceil(math.log2(n)) + 1
@@ -223,13 +220,13 @@ class DPTOFW(StreamingFrankWolfe):
                 basis += "; sigma raised to the exact per-node Gaussian value (Balle & Wang 2018)"
             ledger = accounting.gaussian_event(z, count=h_tree)
             privacy = PrivacyGuarantee(eps, delta, basis=basis)
-            return _Calibration(sigma_plus, std, z, sens, h, privacy, ledger, "theorem")
+            return _plan("theorem", sigma_plus, std, z, sens, h, privacy, ledger)
         ledger = accounting.GeneralizedGaussianTreeDpEvent(
             sigma_plus=sigma_plus, q_plus=geom.q_plus, scale=geom.scale, kappa=geom.kappa,
             sensitivity=sens, nodes_per_datum=h, node_epsilon=node_eps, node_delta=node_delta,
         )
         privacy = self._generalized_privacy(basis, node_eps)
-        return _Calibration(sigma_plus, math.nan, math.nan, sens, h, privacy, ledger, "theorem")
+        return _plan("theorem", sigma_plus, None, None, sens, h, privacy, ledger)
 
     def _generalized_privacy(self, basis: str, node_eps: float) -> PrivacyGuarantee:
         if node_eps <= _LEMMA_2_1_MAX_NODE_EPS:
@@ -241,7 +238,7 @@ class DPTOFW(StreamingFrankWolfe):
                     "instance fails for large epsilon"),
         )
 
-    def _accountant_calibration(self) -> _Calibration:
+    def _accountant_calibration(self) -> NoisePlan:
         geom = self.noise_geometry
         eps, delta, n = self._eps, self._delta, self._n
         h_tree = tree_levels(n)
@@ -254,9 +251,9 @@ class DPTOFW(StreamingFrankWolfe):
             basis = ("PLD accountant (dp_accounting): Gaussian tree, each datum in "
                      f"floor(log2 n)+1 = {h_tree} nodes, noise multiplier {z:.4g} relative to "
                      "the l2 sensitivity of one increment")
-            return _Calibration(std * geom.scale, std, z, sens, h_tree,
-                                PrivacyGuarantee(eps, delta, basis=basis),
-                                accounting.gaussian_event(z, count=h_tree), "accountant")
+            return _plan("accountant", std * geom.scale, std, z, sens, h_tree,
+                         PrivacyGuarantee(eps, delta, basis=basis),
+                         accounting.gaussian_event(z, count=h_tree))
         constant = sens / 2.0
         sigma_plus = math.sqrt(8.0 * h_tree**2 * geom.kappa * math.log(h_tree / delta)) \
             * constant / eps
@@ -269,31 +266,31 @@ class DPTOFW(StreamingFrankWolfe):
         basis = ("Theorem 3.1 proof (Lemma 2.1 per node, basic composition), seed 000, with "
                  f"the tree's exact {h_tree} nodes per datum: no numerical accountant exists "
                  "for generalized-Gaussian noise")
-        return _Calibration(sigma_plus, math.nan, math.nan, sens, h_tree,
-                            self._generalized_privacy(basis, node_eps), ledger, "accountant")
+        return _plan("accountant", sigma_plus, None, None, sens, h_tree,
+                     self._generalized_privacy(basis, node_eps), ledger)
 
     # ------------------------------------------------------------------ reporting
     @property
     def sigma_plus(self) -> float:
         """Parameter ``sigma_+`` of the generalized-Gaussian node noise in force (0 if off)."""
-        return self._calibrate().sigma_plus
+        return self.plan.scales["sigma_plus"]
 
     @property
     def node_noise_std(self) -> float:
         """Per-coordinate std of the node noise in the Gaussian branch (``sigma_+ / scale``);
         nan in the generalized-Gaussian branch."""
-        return self._calibrate().std
+        return self.plan.scales.get("std", math.nan)
 
     @property
     def noise_multiplier(self) -> float:
         """Gaussian branch: node std / l2 sensitivity of one increment (nan otherwise)."""
-        return self._calibrate().noise_multiplier
+        return self.plan.scales.get("noise_multiplier", math.nan)
 
     @property
     def nodes_per_datum(self) -> int:
         """Nodes per datum the accounting in force charges (``ceil(log2 n)+1`` for the
         theorem, the tree's exact ``floor(log2 n)+1`` for the accountant)."""
-        return self._calibrate().nodes_per_datum
+        return int(self.plan.scales.get("nodes_per_datum", tree_levels(self._n)))
 
 
 
@@ -301,16 +298,16 @@ class DPTOFW(StreamingFrankWolfe):
     # ------------------------------------------------------------------ streaming
     def _reset_private_state(self, n_reps, rng) -> None:
         st = self._require_state()
-        cal = self._calibrate()
+        scales = self.plan.scales
         d = self._d
-        if not self._private or cal.sigma_plus == 0.0:
+        if not self._private or scales["sigma_plus"] == 0.0:
             st["tree"] = TreeAggregator(self._n, (d,), n_reps, None, None)
             return
         geom = self.noise_geometry
         if geom.q_plus == 2.0:
-            draw = _GaussianNodes(cal.std, n_reps, d)
+            draw = _GaussianNodes(scales["std"], n_reps, d)
         else:
-            draw = _GeneralizedGaussianNodes(cal.sigma_plus, geom.q_plus, n_reps, d)
+            draw = _GeneralizedGaussianNodes(scales["sigma_plus"], geom.q_plus, n_reps, d)
         st["tree"] = TreeAggregator(self._n, (d,), n_reps,
                                     _ChunkedDraws(draw, n_reps * d, self._n), rng)
 

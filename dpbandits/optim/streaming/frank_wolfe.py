@@ -72,7 +72,6 @@ from abc import abstractmethod
 from collections.abc import Callable
 from typing import Any, cast
 
-import dp_accounting
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -80,7 +79,6 @@ from dpbandits._validation import (
     SeedLike,
     as_rng,
     check_array,
-    check_choice,
     check_int,
     check_nonnegative,
     check_positive,
@@ -88,7 +86,7 @@ from dpbandits._validation import (
 from dpbandits.geometry import clip_rows, dual_exponent
 from dpbandits.losses import Loss, LossLike
 from dpbandits.optim.base import StreamingOptimizer, check_privacy_target, resolve_loss
-from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.privacy.plan import Planned, check_calibration
 
 __all__ = [
     "CALIBRATIONS",
@@ -221,7 +219,7 @@ class _ChunkedDraws:
 
 
 # --------------------------------------------------------------------------- base class
-class StreamingFrankWolfe(StreamingOptimizer):
+class StreamingFrankWolfe(Planned, StreamingOptimizer):
     """Common part of DP-TOFW and DP-POFW (see the module docstring).
 
     Parameters (shared by both)
@@ -282,7 +280,8 @@ class StreamingFrankWolfe(StreamingOptimizer):
         self._n = check_int("horizon", horizon, low=1)
         self._eps, self._delta, self._private = check_privacy_target(
             epsilon, delta, type(self).__name__)
-        self._calibration = check_choice("calibration", calibration, CALIBRATIONS)
+        self._calibration = check_calibration(calibration, sorted(CALIBRATIONS),
+                                              type(self).__name__)
         allow_inf = not self._private
         self._x_bound = check_positive("x_bound", x_bound, allow_inf=allow_inf)
         self._y_bound = check_nonnegative("y_bound", y_bound, allow_inf=allow_inf)
@@ -307,11 +306,6 @@ class StreamingFrankWolfe(StreamingOptimizer):
         """Validated ``p`` for the algorithm."""
 
     @abstractmethod
-    def _compute_calibration(self):
-        """The noise in force: a record with at least ``privacy``, ``ledger`` and ``used``
-        (computed once, then cached by :meth:`_calibrate`)."""
-
-    @abstractmethod
     def _reset_private_state(self, n_reps: int, rng: np.random.Generator) -> None:
         """Per-reset state of the direction / selection (tree, noise buffers, sums)."""
 
@@ -323,27 +317,14 @@ class StreamingFrankWolfe(StreamingOptimizer):
         modified). Must set ``state["direction"]`` to the ``d_t`` that entered the LMO."""
 
     # ------------------------------------------------------------------ calibration
-    def _calibrate(self):
-        cal = getattr(self, "_cal", None)
-        if cal is None:
-            cal = self._compute_calibration()
-            self._cal = cal
-        return cal
-
+    # ``_make_plan`` (each algorithm's) computes the NoisePlan on first use: ``privacy`` and
+    # ``ledger`` (of the whole released sequence theta_2, ..., theta_{n+1} per row) are the
+    # plan's, and ``reset`` draws the noise from its scales.
     @property
     def calibration_used(self) -> str:
-        """``"theorem"``/``"accountant"``: whose noise is in force (``"none"`` if not private)."""
-        return self._calibrate().used
-
-    @property
-    def privacy(self) -> PrivacyGuarantee:
-        """Guarantee of the whole released sequence ``theta_2, ..., theta_{n+1}`` per row."""
-        return self._calibrate().privacy
-
-    @property
-    def ledger(self) -> dp_accounting.DpEvent:
-        """The events of one datum's noise (see each optimizer's module docstring)."""
-        return self._calibrate().ledger
+        """``"theorem"``/``"accountant"``: whose noise is in force (``"none"`` if not private;
+        the plan's calibration)."""
+        return self.plan.calibration
 
     # ------------------------------------------------------------------ constants
     @property
