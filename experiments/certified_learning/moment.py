@@ -142,7 +142,8 @@ def report(reps: int = REPS) -> str:
         if sub.empty:
             continue
         lines += [f"## {inst}: {desc}", "",
-                  "| agent | epsilon | certified eps | reps | R(T) mean +- se | / random [95% CI] |",
+                  "| agent | epsilon | certified eps | reps | R(T) mean +- se "
+                  "| / random [95% CI] |",
                   "|---|---|---|---|---|---|"]
         for _, r in sub.iterrows():
             lines.append(f"| {r.agent} | {_fmt(r.epsilon)} | {_fmt(r.certified_epsilon, 6)} | "
