@@ -19,5 +19,6 @@ from dpbandits.agents import dp_hdb as _dp_hdb  # noqa: E402,F401
 from dpbandits.agents import dp_ucb as _dp_ucb  # noqa: E402,F401
 from dpbandits.agents import fliphat as _fliphat  # noqa: E402,F401
 from dpbandits.agents import ldp_linucb as _ldp_linucb  # noqa: E402,F401
+from dpbandits.agents import moment_ls as _moment_ls  # noqa: E402,F401
 from dpbandits.agents import references as _references  # noqa: E402,F401
 from dpbandits.agents import screened_ls as _screened_ls  # noqa: E402,F401

@@ -78,6 +78,23 @@ EVALUATION = {
 }
 
 
+#: evaluation instances added for dp-moment-ls (issue 26), fixed before any run: a K >= 5
+#: correlated, not-centred instance and the logistic instance at T = 1e4 (never used to tune)
+EVALUATION_MORE = {
+    "ar5-K6-d40-s4": _glm(6, 40, sparsity=4, corr=("AR", 0.5), mean=(0.5, 4)),
+    "logistic-T1e4": ("dpbandits/LogisticBandit-v0", {"n_arms": 3, "dim": 20,
+                                                      "horizon": HORIZON},
+                      "LogisticBandit-v0 at T = 1e4: K = 3, d = 20, s = 3, logistic link, "
+                      "Bernoulli rewards"),
+}
+
+#: a tuning instance with logistic rewards (dp-moment-ls; never evaluated)
+TUNING_MORE = {
+    "tune-logit-K4-d15-s2": _glm(4, 15, sparsity=2, link="logistic", noise="bernoulli",
+                                 theta_scale=4.0),
+}
+
+
 def problem_size(env_params: dict) -> tuple[int, int]:
     """(K, d) of an instance (the Figure 5.1 defaults when not given)."""
     return int(env_params.get("n_arms", 2)), int(env_params.get("dim", 50))
