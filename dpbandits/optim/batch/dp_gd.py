@@ -125,6 +125,10 @@ class DPGD(FullGradientGaussian):
     record_every : keep every k-th iterate in the history (plus the first and the last).
     """
 
+    #: small settings and the problem of the contract checks (dpbandits.testing)
+    _test_params = dict(epsilon=1.0, delta=1e-3, n_iters=20)
+    _test_problem = "logistic"
+
     _label = "DP-GD"
     _basis_alg = "Algorithm 4 / Theorem 6.1"
 

@@ -308,6 +308,10 @@ class DPSVRG(_VarianceReduced):
     theta0 : initial point, ``(d,)`` or ``(R, d)``; zeros by default.
     """
 
+    #: small settings and the problem of the contract checks (dpbandits.testing)
+    _test_params = dict(epsilon=1.0, delta=1e-3, n_epochs=3, inner_steps=5)
+    _test_problem = "logistic"
+
     _name = "DP-SVRG"
     _basis_alg = "Algorithm 1 / Theorem 4.1"
 
@@ -330,6 +334,10 @@ class DPSVRGPlusPlus(_VarianceReduced):
     paper's Figure 2) and ``step_size`` (default ``1/(13 L)``, Theorem 4.4). The noise is
     calibrated for the ``m (2^{T+1} - 2)`` inner steps.
     """
+
+    #: small settings and the problem of the contract checks (dpbandits.testing)
+    _test_params = dict(epsilon=1.0, delta=1e-3, n_epochs=3, inner_steps=5)
+    _test_problem = "logistic"
 
     _name = "DP-SVRG++"
     _basis_alg = "Algorithm 2 / Theorem 4.3"

@@ -87,6 +87,10 @@ class PrivateSGD(PrivateBatchOptimizer):
         accountant's figure at ``delta``.
     """
 
+    #: small settings and the problem of the contract checks (dpbandits.testing)
+    _test_params = dict(epsilon=1.0, delta=1e-3, calibration="accountant")
+    _test_problem = "absolute"
+
 
     def __init__(self, epsilon: float, delta: float | None, *, lipschitz: float = 1.0,
                  radius: float = 1.0, calibration: str = "theorem",

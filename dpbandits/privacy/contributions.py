@@ -1,0 +1,79 @@
+"""What one user adds to a noisy release, without the noise: the quantity a private
+component's noise is calibrated for, made reachable for checks.
+
+A private component that sums per-user terms into a noisy release (a Gram matrix, clipped
+gradients, arm contrasts, ...) implements the hook ``_contributions`` (agents:
+``_contributions(contexts, arms, rewards)`` in their current state; streaming optimizers:
+``_contributions(x, y)`` at their current iterate; batch optimizers:
+``_contributions(loss, X, y, theta)``). It returns one :class:`Contribution` per release:
+row ``i`` of ``values`` is what user ``i`` adds to that release, computed by the same code
+the component runs on the data (clipping, normalization, the linear algebra of the
+statistic), without noise. ``sensitivity`` is the replace-one sensitivity the component's
+privacy analysis declares for that release, in the ``ord`` norm and in the units of
+``values``: replacing user ``i`` by user ``j`` moves the noiseless release by
+``values[i] - values[j]``, so the analysis holds on these inputs only if
+``||values[i] - values[j]||_ord <= sensitivity`` for every pair.
+
+A release with several noise scales (one Gaussian mechanism on a Gram and targets with
+different standard deviations) is returned *whitened*: every coordinate divided by the
+standard deviation of its noise, so ``sensitivity`` is the mechanism's sensitivity in the
+noise metric (``1 / multiplier`` for a ``1/k``-GDP Gaussian mechanism).
+
+:func:`dpbandits.testing.check_adversarial_inputs` feeds every registered private component
+adversarial floats and compares these rows with the declared sensitivity.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Contribution", "largest_change"]
+
+
+@dataclass(frozen=True)
+class Contribution:
+    """One release's per-user terms: ``values`` (n, m), one row per user; ``sensitivity``
+    the declared replace-one sensitivity in the ``ord`` norm (1, 2 or inf)."""
+
+    release: str
+    values: np.ndarray
+    sensitivity: float
+    ord: float = 2.0
+
+    def __post_init__(self) -> None:
+        values = np.asarray(self.values, dtype=np.float64)
+        object.__setattr__(self, "values", values.reshape(values.shape[0], -1))
+        if self.ord not in (1.0, 2.0, math.inf):
+            raise ValueError(f"ord must be 1, 2 or inf, got {self.ord!r}")
+        if not self.sensitivity >= 0.0:
+            raise ValueError(f"sensitivity must be >= 0, got {self.sensitivity!r}")
+
+
+def largest_change(values: np.ndarray, ord: float) -> tuple[float, int, int]:
+    """``(max_{i,j} ||values[i] - values[j]||_ord, i, j)`` over all pairs of rows, the
+    norms computed scaled by the largest entry (no overflow or underflow of the squares).
+    A non-finite row (or difference) gives ``inf``."""
+    values = np.asarray(values, dtype=np.float64)
+    n = values.shape[0]
+    best, where = -1.0, (0, 0)
+    for i in range(n):
+        with np.errstate(over="ignore", invalid="ignore"):
+            diff = values - values[i]
+        a = np.abs(diff)
+        if not np.all(np.isfinite(a)):
+            j = int(np.flatnonzero(~np.isfinite(a).all(axis=1))[0]) if np.isfinite(
+                values[i]).all() else i
+            return math.inf, i, j
+        m = a.max(axis=1)
+        if ord == math.inf:
+            norms = m
+        else:
+            u = a / np.where(m > 0, m, 1.0)[:, None]
+            norms = m * (u.sum(axis=1) if ord == 1.0 else np.sqrt((u * u).sum(axis=1)))
+        j = int(np.argmax(norms))
+        if norms[j] > best:
+            best, where = float(norms[j]), (i, j)
+    return best, where[0], where[1]
