@@ -667,16 +667,24 @@ def _refusal_ok(component, exc: Exception, names: tuple[str, ...]) -> None:
 
 
 def _within(component, contributions, labels: list[str], where: str) -> None:
-    from dpbandits.privacy.contributions import Contribution, largest_change
+    from dpbandits.privacy.contributions import Contribution, largest_change, largest_norm
 
     _require(bool(contributions), component, "_contributions returned no release")
     for c in contributions:
         _require(isinstance(c, Contribution), component,
                  f"_contributions must return Contribution objects, got {type(c).__name__}")
-        bad = ~np.isfinite(c.values).all(axis=1)
-        _require(not bad.any(), component,
-                 f"{where}: release {c.release!r}: the contribution of the user with "
-                 f"{labels[int(np.flatnonzero(bad)[0])]} is not finite")
+        bad = np.flatnonzero(~np.isfinite(c.values).all(axis=1))
+        if bad.size:
+            raise ContractError(f"{type(component).__name__}: {where}: release "
+                                f"{c.release!r}: the contribution of the user with "
+                                f"{labels[int(bad[0])]} is not finite")
+        if c.bound == "norm":
+            size, i = largest_norm(c.values, c.ord)
+            _require(size <= c.sensitivity * (1.0 + SENSITIVITY_RTOL), component,
+                     f"{where}: release {c.release!r}: the user with {labels[i]} adds a term "
+                     f"of l_{c.ord:g} norm {size!r}, above the declared bound "
+                     f"{c.sensitivity!r}")
+            continue
         change, i, j = largest_change(c.values, c.ord)
         _require(change <= c.sensitivity * (1.0 + SENSITIVITY_RTOL), component,
                  f"{where}: release {c.release!r}: replacing the user with {labels[i]} by the "
@@ -798,13 +806,18 @@ def _adversarial_batch(opt: BatchOptimizer, case: _Case) -> None:
 
 
 @_check("agent", "optimizer", private=True)
-def check_adversarial_inputs(component, case: _Case) -> None:
+def check_adversarial_inputs(component, case: _Case | None = None) -> None:
     """Adversarial floats (:func:`adversarial_rows`, rewards/targets up to ``+-1.7e308``
     and subnormal) are refused with a ``ValueError`` naming the argument, or every user's
     noiseless contribution (the ``_contributions`` hook) stays within the declared
     sensitivity, for every pair of users. Agents are checked after ``reset`` and half-way
     through the horizon, at their ``n_arms`` and at ``n_arms = 3`` when they have fewer (the
-    sensitivity of some releases grows with the number of arms)."""
+    sensitivity of some releases grows with the number of arms). Optimizers run on their
+    :func:`problem_for_checks`."""
+    if case is None:
+        case = _Case()
+    if not isinstance(component, Agent) and case.problem is None:
+        case = _Case(seed=case.seed, problem=problem_for_checks(component, n_reps=1))
     if isinstance(component, Agent):
         _adversarial_agent(component, case.seed)
         if component.n_arms < 3:

@@ -186,3 +186,24 @@ def test_check_optimizer_catches_a_seed_blind_optimizer():
 
     with pytest.raises(ContractError, match="must depend on its seed"):
         check_optimizer(instance_for_checks(Frozen), n_reps=R)
+
+
+def _naive_normalize_rows(x, q, bound):
+    """The row normalization dp-screened-ls used before issue 25: ``sqrt(sum x_i^2)``."""
+    norm = np.sqrt(np.einsum("...i,...i->...", x, x))
+    safe = np.where(norm > 0, norm, 1.0)
+    return x / safe[..., None] * bound, norm
+
+
+def test_check_adversarial_inputs_catches_the_issue_25_violation(monkeypatch):
+    """dp-screened-ls with its old normalization (squares of entries ~2^-537 underflow, so
+    ||u|| = sqrt(d/2 + 1)) fails the adversarial check, on the rows with underflowing
+    squares; with the certified primitive it passes (test above)."""
+    from dpbandits.agents import screened_ls
+    from dpbandits.testing import check_adversarial_inputs
+
+    monkeypatch.setattr(screened_ls, "normalize_rows", _naive_normalize_rows)
+    agent = instance_for_checks(agent_class("dp-screened-ls"))
+    with pytest.raises(ContractError, match=r"'screen'.*underflowing squares.*above the "
+                                            r"declared sensitivity"):
+        check_adversarial_inputs(agent)

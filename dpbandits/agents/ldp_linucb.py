@@ -194,6 +194,18 @@ class LDPLinUCB(PrivateRidgeUCB):
         self._target += target
         self._refit(self.t_ + 1)
 
+    def _contributions(self, contexts: np.ndarray, arms: np.ndarray, rewards: np.ndarray):
+        """Each user's message without its noise, whitened (packed ``u u^T`` over
+        ``sigma_G``, ``y u`` over ``sigma_b``), with the sensitivity ``1/multiplier`` the
+        calibration declares in that metric (:mod:`dpbandits.privacy.contributions`)."""
+        from dpbandits.agents._private_ridge import normalized_rows, whitened_terms
+        from dpbandits.privacy.contributions import Contribution
+
+        u, y, _, _ = normalized_rows(contexts, rewards, self._L, self._B)  # as message does
+        terms = whitened_terms(u, y, arms, self.n_arms, 1.0, self.sigmas["gram"],
+                               self.sigmas["target"])
+        return [Contribution("message", terms, 1.0 / self.multiplier)]
+
     def message(self, contexts: np.ndarray, arms: np.ndarray, rewards: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray]:
         """The local randomizer, run by each user on its own data: its clipped ``u u^T``

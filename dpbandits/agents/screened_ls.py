@@ -320,6 +320,27 @@ class ScreenedLS(PrivateAgent):
                 self._release_screen() if screening else self._release_fit()
             self._episode += 1
 
+    def _contributions(self, contexts: np.ndarray, arms: np.ndarray, rewards: np.ndarray):
+        """Each user's share of the release it would enter, without noise
+        (:mod:`dpbandits.privacy.contributions`): before screening, its contrast
+        ``y u e_a - (1/K) y u 1`` (sensitivity ``sensitivities["screen"]``); once fitting, its
+        screened ``u u^T`` (off-diagonals times ``sqrt 2``) over ``sigma_G`` and ``y u`` over
+        ``sigma_b`` on replication 0's screened set (sensitivity ``1/multiplier``)."""
+        from dpbandits.agents._private_ridge import whitened_terms
+        from dpbandits.privacy.contributions import Contribution
+
+        n, K = contexts.shape[0], self.n_arms
+        if self._support is None:
+            u, y, _, _ = _normalize(contexts, rewards, self._y_screen)  # as _update does
+            v = np.zeros((n, K, self.dim))
+            v[np.arange(n), arms] = y[:, None] * u
+            return [Contribution("screen", v - v.mean(axis=1, keepdims=True),
+                                 self.sensitivities["screen"])]
+        u, y, _, _ = _normalize(contexts[:, self._support[0]], rewards, self._y_fit)
+        terms = whitened_terms(u, y, arms, K, math.sqrt(2.0), self.sigmas["gram"],
+                               self.sigmas["target"])
+        return [Contribution("fit", terms, 1.0 / self.multiplier)]
+
     # -- releases ----------------------------------------------------------------------------
     def _release_screen(self) -> None:
         K = self.n_arms

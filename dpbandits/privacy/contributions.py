@@ -30,26 +30,47 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Contribution", "largest_change"]
+__all__ = ["Contribution", "largest_change", "largest_norm"]
 
 
 @dataclass(frozen=True)
 class Contribution:
     """One release's per-user terms: ``values`` (n, m), one row per user; ``sensitivity``
-    the declared replace-one sensitivity in the ``ord`` norm (1, 2 or inf)."""
+    the declared replace-one sensitivity in the ``ord`` norm (1, 2 or inf). ``bound="norm"``
+    declares instead a bound on every row's own norm (a mechanism whose analysis assumes
+    each datum in a ball, e.g. Wishart noise on ``v v^T`` with ``||v|| <= L``)."""
 
     release: str
     values: np.ndarray
     sensitivity: float
     ord: float = 2.0
+    bound: str = "change"
 
     def __post_init__(self) -> None:
         values = np.asarray(self.values, dtype=np.float64)
         object.__setattr__(self, "values", values.reshape(values.shape[0], -1))
         if self.ord not in (1.0, 2.0, math.inf):
             raise ValueError(f"ord must be 1, 2 or inf, got {self.ord!r}")
+        if self.bound not in ("change", "norm"):
+            raise ValueError(f"bound must be 'change' or 'norm', got {self.bound!r}")
         if not self.sensitivity >= 0.0:
             raise ValueError(f"sensitivity must be >= 0, got {self.sensitivity!r}")
+
+
+def _row_norms(a: np.ndarray, ord: float) -> np.ndarray:
+    a = np.abs(a)
+    m = a.max(axis=1)
+    if ord == math.inf:
+        return m
+    u = a / np.where(m > 0, m, 1.0)[:, None]
+    return m * (u.sum(axis=1) if ord == 1.0 else np.sqrt((u * u).sum(axis=1)))
+
+
+def largest_norm(values: np.ndarray, ord: float) -> tuple[float, int]:
+    """``(max_i ||values[i]||_ord, i)`` (norms scaled by the largest entry)."""
+    norms = _row_norms(np.asarray(values, dtype=np.float64), ord)
+    i = int(np.argmax(norms))
+    return float(norms[i]), i
 
 
 def largest_change(values: np.ndarray, ord: float) -> tuple[float, int, int]:
@@ -67,12 +88,7 @@ def largest_change(values: np.ndarray, ord: float) -> tuple[float, int, int]:
             j = int(np.flatnonzero(~np.isfinite(a).all(axis=1))[0]) if np.isfinite(
                 values[i]).all() else i
             return math.inf, i, j
-        m = a.max(axis=1)
-        if ord == math.inf:
-            norms = m
-        else:
-            u = a / np.where(m > 0, m, 1.0)[:, None]
-            norms = m * (u.sum(axis=1) if ord == 1.0 else np.sqrt((u * u).sum(axis=1)))
+        norms = _row_norms(a, ord)
         j = int(np.argmax(norms))
         if norms[j] > best:
             best, where = float(norms[j]), (i, j)
