@@ -19,6 +19,7 @@ from dpbandits.privacy.guarantee import PrivacyGuarantee
 from dpbandits.testing import (
     CHECKS,
     ContractError,
+    _is_private,
     agent_checks,
     check_agent,
     check_env,
@@ -28,7 +29,6 @@ from dpbandits.testing import (
     optimizer_checks,
     parametrize_with_checks,
 )
-from dpbandits.testing import _is_private
 
 R, D = 3, 5
 

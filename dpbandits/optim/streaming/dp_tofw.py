@@ -152,7 +152,8 @@ class DPTOFW(StreamingFrankWolfe):
     """
 
     #: small settings and the problem of the contract checks (dpbandits.testing)
-    _test_params = dict(loss="squared", dim=5, p=1.5, radius=1.0, horizon=60, epsilon=1.0, delta=1e-3)
+    _test_params = dict(loss="squared", dim=5, p=1.5, radius=1.0, horizon=60, epsilon=1.0,
+                        delta=1e-3)
     _test_problem = "stream"
 
     _algorithm = "DP-TOFW"
