@@ -802,7 +802,17 @@ def _adversarial_batch(opt: BatchOptimizer, case: _Case) -> None:
     rng = np.random.default_rng([case.seed, 17])
     radius = float(opt.get_params().get("radius", 1.0) or 1.0)
     for theta in (np.zeros(d), rng.uniform(-1, 1, d) * radius / d):
-        _within(opt, hook(loss, xs, ys, theta), labels, f"at theta={theta.round(3).tolist()}")
+        where = f"at theta={theta.round(3).tolist()}"
+        keep = np.ones(len(labels), dtype=bool)
+        for kind in accepted:  # rows the fit would refuse at this theta (overflow), clearly
+            rows = np.array([lab.startswith(f"x {kind!r}") for lab in labels])
+            try:
+                hook(loss, xs[rows], ys[rows], theta)
+            except (ValueError, ArithmeticError) as exc:
+                _refusal_ok(opt, exc, ("X", "y"))
+                keep &= ~rows
+        _within(opt, hook(loss, xs[keep], ys[keep], theta),
+                [lab for lab, k in zip(labels, keep, strict=True) if k], where)
 
 
 @_check("agent", "optimizer", private=True)

@@ -39,6 +39,15 @@ messages). ``calibration``:
 
 ``ledger`` is ``gaussian_event(k)`` of the one message a user sends.
 
+Who holds the seed. In this simulation the local randomizers draw their noise from the
+agent's own generator (the ``rng`` given to ``reset`` or ``fit``), so the server object holds
+every user's noise. The local model means something only if the server cannot know that
+noise: in a deployment each user draws from a generator only that user holds (its own
+device's entropy), and whoever holds the seed given here can subtract the noise and read
+every user's clipped ``(u u^T, y u)``. With the seed held by the server alone the run is a
+central mechanism whose guarantee covers the *published* state and actions, not the
+messages.
+
 Confidence radius: Shariff & Sheffet (2018) Proposition 4 (data-dependent form), as the
 paper's analysis instantiates it, with ``rho_min = gamma_t``, ``rho_max = 3 gamma_t``, ``D =
 Kd`` and the accumulated target noise ``sigma_b sqrt(t) (sqrt(D) + sqrt(2 ln(2T/alpha))) /
@@ -63,6 +72,13 @@ from dpbandits.privacy.mechanisms import gaussian_sigma_classical
 
 #: whitened sensitivity of one message at sigma_G = 1, sigma_b = B (module docstring)
 UNIT_SENSITIVITY = fit_sensitivity(1.0 / math.sqrt(2.0), 0.5)
+
+
+#: who must hold the noise seed for the local model to mean anything (privacy record caveat)
+SEED_CAVEAT = (
+    "local only if each user's noise is drawn from a generator only that user holds: here "
+    "the messages' noise comes from the agent's own rng (the seed given to reset or fit), and "
+    "whoever holds that seed can remove it and read every user's clipped statistics")
 
 
 def paper_sigma(epsilon: float, delta: float) -> float:
@@ -121,6 +137,7 @@ class LDPLinUCB(PrivateRidgeUCB):
                "(epsilon/2, delta/2) per part, basic composition)")
         return PrivacyGuarantee(
             self._eps, self._delta, notion="LDP", neighbouring="replace-one",
+            caveat=SEED_CAVEAT,
             basis=("Zheng et al. 2020 local randomizer: each user sends its clipped "
                    "(u u^T, y u) for every arm with symmetric Gaussian noise on the Gram "
                    "blocks and Gaussian noise on the targets, one Gaussian mechanism in the "

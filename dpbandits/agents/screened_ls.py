@@ -217,6 +217,15 @@ class ScreenedLS(PrivateAgent):
         self.sigmas = {"screen": k * self.sensitivities["screen"],
                        "gram": k_gram * self.sensitivities["gram"],
                        "target": k_target * self.sensitivities["target"]}
+        per_unit = {"screen": k * 2.0 * math.sqrt((K - 1) / K) / math.sqrt(self.dim),
+                    "target": k_target * 2.0 / math.sqrt(self._s)}  # noise sd per unit of clip
+        top = np.finfo(np.float64).max / 64.0  # draws of up to 64 sd stay finite
+        for key, name in (("screen", "clip_screen"), ("target", "clip_fit")):
+            if not self.sigmas[key] <= top:  # e.g. clip_fit = 1e308: infinite noise
+                raise ValueError(
+                    f"{name}={getattr(self, name)!r} makes the {key} noise standard deviation "
+                    f"{self.sigmas[key]!r}, too large for finite noise draws; {name} must be "
+                    f"at most {top / per_unit[key]:.4g} at these settings")
 
     # -- privacy -----------------------------------------------------------------------------
     @property

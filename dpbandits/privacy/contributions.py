@@ -36,7 +36,7 @@ __all__ = ["Contribution", "largest_change", "largest_norm"]
 @dataclass(frozen=True)
 class Contribution:
     """One release's per-user terms: ``values`` (n, m), one row per user; ``sensitivity``
-    the declared replace-one sensitivity in the ``ord`` norm (1, 2 or inf). ``bound="norm"``
+    the declared replace-one sensitivity in the ``ord`` norm (``1 <= ord <= inf``). ``bound="norm"``
     declares instead a bound on every row's own norm (a mechanism whose analysis assumes
     each datum in a ball, e.g. Wishart noise on ``v v^T`` with ``||v|| <= L``)."""
 
@@ -49,8 +49,8 @@ class Contribution:
     def __post_init__(self) -> None:
         values = np.asarray(self.values, dtype=np.float64)
         object.__setattr__(self, "values", values.reshape(values.shape[0], -1))
-        if self.ord not in (1.0, 2.0, math.inf):
-            raise ValueError(f"ord must be 1, 2 or inf, got {self.ord!r}")
+        if not 1.0 <= self.ord <= math.inf:
+            raise ValueError(f"ord must be in [1, inf], got {self.ord!r}")
         if self.bound not in ("change", "norm"):
             raise ValueError(f"bound must be 'change' or 'norm', got {self.bound!r}")
         if not self.sensitivity >= 0.0:
@@ -63,7 +63,11 @@ def _row_norms(a: np.ndarray, ord: float) -> np.ndarray:
     if ord == math.inf:
         return m
     u = a / np.where(m > 0, m, 1.0)[:, None]
-    return m * (u.sum(axis=1) if ord == 1.0 else np.sqrt((u * u).sum(axis=1)))
+    if ord == 1.0:
+        return m * u.sum(axis=1)
+    if ord == 2.0:
+        return m * np.sqrt((u * u).sum(axis=1))
+    return m * (u**ord).sum(axis=1) ** (1.0 / ord)
 
 
 def largest_norm(values: np.ndarray, ord: float) -> tuple[float, int]:

@@ -76,6 +76,10 @@ class FullGradientGaussian(PrivateBatchOptimizer):
     """``n_iters`` Gaussian queries of the clipped mean gradient (:func:`gaussian_privacy`):
     the noise and guarantee of DP-GD and DP-AccMD."""
 
+    def _gradient_clip(self, d: int) -> tuple[float, float]:
+        """Per-sample gradients clipped to ``||g||_2 <= clip_norm``."""
+        return 2.0, float(self.clip_norm)
+
     _label = ""
     _basis_alg = ""
 

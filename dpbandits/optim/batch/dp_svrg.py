@@ -100,6 +100,10 @@ def svrg_theory_parameters(smoothness: float, strong_convexity: float,
 class _VarianceReduced(PrivateBatchOptimizer):
     """Shared implementation of DP-SVRG / DP-SVRG++."""
 
+    def _gradient_clip(self, d: int) -> tuple[float, float]:
+        """Per-sample gradients clipped to ``||g||_2 <= clip_norm``."""
+        return 2.0, float(self.clip_norm)
+
     _restart_from_last = False
     _doubling = False
     _name = ""
