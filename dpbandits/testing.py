@@ -224,7 +224,7 @@ def agent_checks(agent: Agent, *, n_reps: int = 3, seed: int = 0
     return _named_checks(agent, _Case(n_reps=n_reps, seed=seed))
 
 
-def optimizer_checks(optimizer: Optimizer, problem=None, *, n_reps: int = 3, seed: int = 0
+def optimizer_checks(optimizer: Optimizer, problem: Any = None, *, n_reps: int = 3, seed: int = 0
                      ) -> Iterator[tuple[str, Callable[[Optimizer], None]]]:
     """``(name, run)`` for every check that applies to ``optimizer`` on ``problem`` (see
     :func:`check_optimizer`; default: :func:`problem_for_checks`, the problem its class
@@ -269,7 +269,8 @@ def _label(component) -> str:
     return getattr(component, "name", "") or type(component).__name__
 
 
-def parametrize_with_checks(components: Iterable, *, n_reps: int = 3, seed: int = 0):
+def parametrize_with_checks(components: Iterable, *, n_reps: int = 3, seed: int = 0
+                            ) -> Any:
     """A ``pytest.mark.parametrize("component, check", ...)`` with one case per (component,
     check), id ``"<name>-<check>"``: agents and optimizers (instances) and environment ids.
     A check named in the class's ``_xfail_checks`` is a strict xfail with its reason."""
@@ -362,7 +363,7 @@ def check_agent_clone(agent: Agent, case: _Case) -> None:
 
 
 @_check("agent", "optimizer")
-def check_params_frozen(component, case: _Case) -> None:
+def check_params_frozen(component: Agent | Optimizer, case: _Case) -> None:
     """Constructor parameters cannot be assigned after construction."""
     _check_frozen(component)
 
@@ -512,7 +513,7 @@ _FIT_PREDICT = ("check_fit_then_predict", "check_predict_leaves_agent_unchanged"
 
 
 @_check("agent", "optimizer")
-def check_privacy_claim(component, case: _Case) -> None:
+def check_privacy_claim(component: Agent | Optimizer, case: _Case) -> None:
     """:func:`check_privacy`: notion, basis, and a ledger that certifies the claim (for a
     batch optimizer, after one ``fit`` on its problem)."""
     if isinstance(component, BatchOptimizer):
@@ -554,7 +555,7 @@ TEST_PROBLEMS = ("stream", "squared", "logistic", "absolute")
 
 
 def problem_for_checks(optimizer: Optimizer, *, n_reps: int = 3, kind: str | None = None,
-                 n: int = 64, horizon: int = 60):
+                 n: int = 64, horizon: int = 60) -> tuple:
     """The problem ``kind`` (default: the class's ``_test_problem``; ``"stream"`` for a
     streaming optimizer) in the optimizer's dimension (its ``dim`` parameter, else 5):
     ``"stream"`` is ``(xs, ys)`` of shapes ``(horizon, n_reps, d)`` and ``(horizon, n_reps)``
@@ -596,7 +597,7 @@ def check_optimizer(optimizer: Optimizer,
 
 
 @_check("optimizer")
-def check_optimizer_reproducible(optimizer, case: _Case) -> None:
+def check_optimizer_reproducible(optimizer: Optimizer, case: _Case) -> None:
     """Finite iterates of the right shape; the same seed reproduces the run exactly."""
     run = _runner(optimizer, case)
     first = run(optimizer, case.seed)
@@ -605,7 +606,7 @@ def check_optimizer_reproducible(optimizer, case: _Case) -> None:
 
 
 @_check("optimizer", private=True)
-def check_optimizer_noise_depends_on_seed(optimizer, case: _Case) -> None:
+def check_optimizer_noise_depends_on_seed(optimizer: Optimizer, case: _Case) -> None:
     """A private optimizer's output depends on its seed."""
     run = _runner(optimizer, case)
     first = run(optimizer, case.seed)
@@ -614,7 +615,7 @@ def check_optimizer_noise_depends_on_seed(optimizer, case: _Case) -> None:
 
 
 @_check("optimizer")
-def check_optimizer_clone(optimizer, case: _Case) -> None:
+def check_optimizer_clone(optimizer: Optimizer, case: _Case) -> None:
     """``get_params`` returns the constructor's arguments; a clone behaves identically."""
     run = _runner(optimizer, case)
     _check_clone(optimizer, lambda o: run(o, case.seed), run(optimizer, case.seed))
@@ -816,7 +817,7 @@ def _adversarial_batch(opt: BatchOptimizer, case: _Case) -> None:
 
 
 @_check("agent", "optimizer", private=True)
-def check_adversarial_inputs(component, case: _Case | None = None) -> None:
+def check_adversarial_inputs(component: Agent | Optimizer, case: _Case | None = None) -> None:
     """Adversarial floats (:func:`adversarial_rows`, rewards/targets up to ``+-1.7e308``
     and subnormal) are refused with a ``ValueError`` naming the argument, or every user's
     noiseless contribution (the ``_contributions`` hook) stays within the declared
