@@ -92,6 +92,16 @@ def test_privacy_parameters_are_frozen_and_set_params_recalibrates():
         agent.epsilon = 1.0  # still frozen after set_params
 
 
+@pytest.mark.parametrize("name", ["dp-screened-ls", "dp-ucb", "adac-oful", "ldp-linucb",
+                                  "dp-hdb", "fliphat"])
+def test_horizon_one_needs_an_explicit_delta(name):
+    """Issue 25: the default delta = 1/horizon is 1 at horizon = 1; the error says so (it
+    said 'delta must be < 1.0, got 1.0' for a delta nobody passed)."""
+    with pytest.raises(ValueError, match=r"delta defaults to 1/horizon, which is 1 at "
+                                         r"horizon=1.*pass delta in \(0, 1\) explicitly"):
+        make_agent(name, n_arms=2, dim=3, horizon=1)
+
+
 def test_set_params_rejects_unknown_names_and_leaves_agent_unchanged():
     agent = make_agent("dp-hdb", n_arms=2, dim=4, horizon=500)
     with pytest.raises(ValueError, match="no parameter 'epsilno'; did you mean 'epsilon'"):

@@ -88,6 +88,23 @@ def test_audit_detects_its_broken_variant(name):
         f"mu_lb={res.mu_lb}")
 
 
+def test_screening_noise_for_a_change_of_arm_is_only_wrong_from_three_arms():
+    """Why dp-screened-ls-k3 exists: screening noise sized with the different-arm sensitivity
+    sqrt(2) y_max is the correct noise at K = 2 (the K = 2 audit cannot catch it) and too
+    small at every K >= 3, by sqrt(K / (2 (K - 1)))."""
+    import math
+
+    from dpbandits.agents.screened_ls import ScreenedLS
+    from dpbandits.audits.screened_ls import SCREEN_PARAMS
+
+    for K in (2, 3, 5):
+        agent = ScreenedLS(**{**SCREEN_PARAMS, "n_arms": K})
+        different_arm = agent.multiplier * math.sqrt(2.0) * agent._y_screen
+        ratio = different_arm / agent.sigmas["screen"]
+        assert ratio == pytest.approx(math.sqrt(K / (2.0 * (K - 1))), rel=1e-12)
+        assert (ratio < 1 - 1e-3) == (K >= 3)
+
+
 def test_sanity_checks_need_no_broken_variant():
     for name in ("dp-ucb-plain-dp-sanity", "dp-hdb-plain-dp-sanity", "private-ftrl"):
         assert AUDITS[name].expected == "violation" and not AUDITS[name].has_broken
@@ -185,7 +202,7 @@ def test_thorough_tier():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["laplace", "gaussian", "report-noisy-argmin", "tree",
-                                  "dp-pofw", "noisy-sfw", "dp-gd"])
+                                  "dp-pofw", "noisy-sfw", "dp-gd", "dp-screened-ls-k3"])
 def test_power_is_not_a_lucky_seed(name):
     spec = AUDITS[name]
     for seed in range(1, 21):

@@ -1,6 +1,7 @@
 """Every registered agent, optimizer and environment passes the contract checks of
-``dpbandits.testing`` (new ones are picked up automatically), and the checks catch broken
-components."""
+``dpbandits.testing``, one pytest case per (component, named check) (new components are
+picked up automatically, with the test sizes their classes declare), and the checks catch
+broken components."""
 
 from __future__ import annotations
 
@@ -12,63 +13,52 @@ from _agents import RandomArms
 from _extras import skip_without_extra
 
 import dpbandits  # noqa: F401  (registers the environments)
-from dpbandits.agents import available_agents, make_agent
-from dpbandits.losses import AbsoluteLoss, LogisticLoss, SquaredLoss
+from dpbandits.agents import agent_class, available_agents
 from dpbandits.optim import OPTIMIZERS
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 from dpbandits.testing import (
+    CHECKS,
     ContractError,
+    _is_private,
+    agent_checks,
     check_agent,
     check_env,
     check_fit_predict,
     check_optimizer,
+    instance_for_checks,
+    optimizer_checks,
+    parametrize_with_checks,
 )
 
-R, T, D = 3, 60, 5
+R, D = 3, 5
 
 
-@pytest.mark.parametrize("name", available_agents())
-def test_every_registered_agent_passes(name):
-    check_agent(make_agent(name, n_arms=2, dim=D, horizon=300), n_reps=R)
+def _components():
+    """One instance of every registered agent and optimizer, built from its class's
+    ``_test_params`` (new ones are picked up automatically)."""
+    agents = [instance_for_checks(agent_class(name)) for name in available_agents()]
+    return agents + [instance_for_checks(OPTIMIZERS[name]) for name in sorted(OPTIMIZERS)]
 
 
-def _problems():
-    rng = np.random.default_rng(0)
-    stream = (rng.uniform(-1, 1, (T, R, D)), rng.uniform(-1, 1, (T, R)))
-    X = rng.uniform(-1, 1, (64, D))
-    X /= np.abs(X).sum(axis=1, keepdims=True)
-    y = rng.uniform(-1, 1, 64)
-    labels = (rng.uniform(size=64) < 0.5).astype(float)
-    return stream, (SquaredLoss(), X, y), (LogisticLoss(), X, labels), (AbsoluteLoss(), X, y)
+@parametrize_with_checks(_components(), n_reps=R)
+def test_every_registered_component_passes(component, check):
+    check(component)
 
 
-STREAM, SQUARED, LOGISTIC, ABSOLUTE = _problems()
-#: one small private configuration and problem per optimizer
-EXAMPLES = {
-    "dp-tofw": (lambda c: c("squared", dim=D, p=1.5, radius=1.0, horizon=T, epsilon=1.0,
-                            delta=1e-3), STREAM),
-    "dp-pofw": (lambda c: c("squared", dim=D, radius=1.0, horizon=T, epsilon=1.0,
-                            delta=1e-3), STREAM),
-    "noisy-sfw": (lambda c: c(p=1.5, epsilon=1.0, delta=1e-3), SQUARED),
-    "local-md": (lambda c: c(p=1.5, epsilon=1.0, delta=1e-3), SQUARED),
-    "noisy-sgd": (lambda c: c(epsilon=1.0, delta=1e-3), SQUARED),
-    "dp-svrg": (lambda c: c(1.0, 1e-3, n_epochs=3, inner_steps=5), LOGISTIC),
-    "dp-svrg++": (lambda c: c(1.0, 1e-3, n_epochs=3, inner_steps=5), LOGISTIC),
-    "dp-gd": (lambda c: c(1.0, 1e-3, n_iters=20), LOGISTIC),
-    "dp-accmd": (lambda c: c(1.0, 1e-3, n_iters=20), LOGISTIC),
-    "private-sgd": (lambda c: c(1.0, 1e-3, calibration="accountant"), ABSOLUTE),
-    "private-ftrl": (lambda c: c(1.0, 1e-3), ABSOLUTE),
-}
-
-
-def test_every_optimizer_has_an_example():
-    assert set(EXAMPLES) == set(OPTIMIZERS)
-
-
-@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
-def test_every_optimizer_passes(name):
-    build, problem = EXAMPLES[name]
-    check_optimizer(build(OPTIMIZERS[name]), problem, n_reps=R)
+def test_every_check_that_exists_runs_on_every_component():
+    """One pytest case per (component, check): every agent gets every agent check (the
+    privacy-only ones when private), every optimizer every optimizer check."""
+    names = {c.name for c in CHECKS.values()}
+    assert {"check_fit_then_predict", "check_privacy_claim", "check_adversarial_inputs",
+            "check_optimizer_clone", "check_env_seeding"} <= names
+    for component in _components():
+        ran = {name for name, _ in (agent_checks(component) if hasattr(component, "n_arms")
+                                    else optimizer_checks(component))}
+        kind = "agent" if hasattr(component, "n_arms") else "optimizer"
+        private = _is_private(component)
+        want = {c.name for c in CHECKS.values()
+                if kind in c.kinds and (private or not c.private)}
+        assert ran == want, type(component).__name__
 
 
 @pytest.mark.parametrize("env_id", sorted(e for e in gymnasium.registry
@@ -194,6 +184,26 @@ def test_check_optimizer_catches_a_seed_blind_optimizer():
         def reset(self, n_reps, rng):
             return super().reset(n_reps, np.random.default_rng(0))  # ignores rng
 
-    build, problem = EXAMPLES["dp-pofw"]
     with pytest.raises(ContractError, match="must depend on its seed"):
-        check_optimizer(build(Frozen), problem, n_reps=R)
+        check_optimizer(instance_for_checks(Frozen), n_reps=R)
+
+
+def _naive_normalize_rows(x, q, bound):
+    """The row normalization dp-screened-ls used before issue 25: ``sqrt(sum x_i^2)``."""
+    norm = np.sqrt(np.einsum("...i,...i->...", x, x))
+    safe = np.where(norm > 0, norm, 1.0)
+    return x / safe[..., None] * bound, norm
+
+
+def test_check_adversarial_inputs_catches_the_issue_25_violation(monkeypatch):
+    """dp-screened-ls with its old normalization (squares of entries ~2^-537 underflow, so
+    ||u|| = sqrt(d/2 + 1)) fails the adversarial check, on the rows with underflowing
+    squares; with the certified primitive it passes (test above)."""
+    from dpbandits.agents import screened_ls
+    from dpbandits.testing import check_adversarial_inputs
+
+    monkeypatch.setattr(screened_ls, "normalize_rows", _naive_normalize_rows)
+    agent = instance_for_checks(agent_class("dp-screened-ls"))
+    with pytest.raises(ContractError, match=r"'screen'.*underflowing squares.*above the "
+                                            r"declared sensitivity"):
+        check_adversarial_inputs(agent)

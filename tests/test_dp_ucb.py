@@ -332,3 +332,26 @@ def test_bonus_scales_the_exploration_term_and_zero_plays_greedily():
     assert changed > 0.1, changed  # the option changes the actions
     with pytest.raises(ValueError, match="bonus"):
         make_agent("dp-ucb", n_arms=K, dim=d, horizon=T, bonus=-1.0)
+
+
+def test_indefinite_path_clips_overflowing_contexts_instead_of_zeroing_them():
+    """Issue 25: the rare indefinite-design path clipped contexts with a plain norm, which
+    overflows to inf for entries near 1e308 and zeroed the row (index = estimate only, no
+    exploration bonus, nothing counted). It now clips as the kernels do: a huge context
+    scores like the same direction at norm L."""
+    import numpy as np
+
+    from dpbandits.agents import make_agent
+
+    agent = make_agent("dp-ucb", n_arms=2, dim=3, horizon=50, backend="numpy")
+    agent.reset(1, np.random.default_rng(0))
+    huge = np.array([[1.7e308, -1.7e308, 0.0]])
+    unit = np.array([[1.0, -1.0, 0.0]]) / np.sqrt(2.0) * agent._L
+    out = []
+    for x in (huge, unit):
+        beta, idx = np.empty(1), np.empty((1, 2))
+        agent._ok[:] = False  # take the LU path
+        agent._indefinite(x, beta, idx)
+        out.append(idx)
+    np.testing.assert_allclose(out[0], out[1], rtol=1e-12)
+    assert np.all(out[0] > 0)  # the bonus is there (a zeroed row scored 0)

@@ -183,3 +183,15 @@ def test_learns_on_a_small_instance():
                                    "np": (NAME, {"epsilon": math.inf})}, SMALL)
     assert ratio["ldp"] < 0.8 and ratio["np"] < 0.05
     assert res["ldp"].certified["epsilon"] <= 100.0
+
+
+def test_the_privacy_record_says_who_must_hold_the_noise_seed():
+    """Issue 25: the 'local' noise comes from the agent's own seed; the record says so."""
+    from dpbandits.agents import make_agent
+
+    agent = make_agent("ldp-linucb", n_arms=2, dim=3, horizon=100)
+    caveat = agent.privacy.caveat
+    assert "only that user holds" in caveat and "seed" in caveat
+    import sys
+
+    assert "Who holds the seed" in sys.modules[type(agent).__module__].__doc__

@@ -232,6 +232,16 @@ def test_normalized_rows_have_exact_norm_at_most_one(kind):
     assert np.linalg.norm(u) > 1 - 1e-12  # and it is a unit vector, not a zeroed one
 
 
+@pytest.mark.parametrize("name", ["clip_fit", "clip_screen"])
+def test_clip_levels_whose_noise_would_overflow_are_refused(name):
+    """Issue 25: clip_fit = 1e308 was accepted and gave an infinite target noise."""
+    with pytest.raises(ValueError, match=rf"{name}=1e\+308 makes the .* noise standard "
+                                         rf"deviation .*{name} must be at most"):
+        agent(**{name: 1e308})
+    assert math.isfinite(agent(**{name: 1e300}).sigmas["target" if name == "clip_fit"
+                                                      else "screen"])
+
+
 def test_clipping_is_enforced_and_counted():
     a = agent(dim=3, horizon=50, first_episode=5)
     xs = np.ones((50, 2, 3))

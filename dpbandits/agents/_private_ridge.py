@@ -37,6 +37,22 @@ def normalized_rows(x: np.ndarray, r: np.ndarray, context_bound: float, reward_b
     return u, y, cx, y != r
 
 
+def whitened_terms(u: np.ndarray, y: np.ndarray, arms: np.ndarray, n_arms: int,
+                   off_diagonal: float, sigma_gram: float, sigma_target: float) -> np.ndarray:
+    """Each user's ``u u^T`` (upper triangle, off-diagonal entries times ``off_diagonal``)
+    and ``y u`` in its arm's block, divided by the noise standard deviations: rows
+    (n, K (d(d+1)/2 + d)) in the noise metric of a release with those two noise scales (the
+    ``_contributions`` hooks, :mod:`dpbandits.privacy.contributions`)."""
+    n, d = u.shape
+    iu, ju = np.triu_indices(d)
+    rows = np.arange(n)
+    weight = np.where(iu == ju, 1.0, off_diagonal) / sigma_gram
+    out = np.zeros((n, n_arms, iu.size + d))
+    out[rows, arms, :iu.size] = u[:, iu] * u[:, ju] * weight
+    out[rows, arms, iu.size:] = y[:, None] * u / sigma_target
+    return out.reshape(n, -1)
+
+
 def noise_norm_bound(diag_sd: float, n_terms, feature_dim: int, horizon: int,
                      alpha: float):
     """``diag_sd sqrt(n) (4 sqrt(D) + 2 ln(2T/alpha))``: the bound on the spectral norm of a

@@ -334,6 +334,28 @@ class AdaCOFUL(PrivateRidgeUCB):
         if self.t_ + 1 < self.horizon and fire.any():  # the last estimate is never played
             self._release(np.flatnonzero(fire))
 
+    def _contributions(self, contexts: np.ndarray, arms: np.ndarray, rewards: np.ndarray):
+        """Each user's terms without noise (:mod:`dpbandits.privacy.contributions`): the
+        episode release whitened (``u u^T`` with off-diagonals times ``sqrt 2`` over
+        ``sigma_G``, ``y u`` over ``sigma_b``; sensitivity ``1/multiplier``) and, with the
+        private trigger, its query increment ``ln(1 + u^T M^-1 u)`` for the pulled arm's
+        ``M^-1`` of replication 0 (sensitivity ``trigger_sensitivity``)."""
+        from dpbandits.agents._private_ridge import normalized_rows, whitened_terms
+        from dpbandits.privacy.contributions import Contribution
+
+        if not self._user:
+            raise NotImplementedError("protect='reward' is not certified for users (x, r)")
+        u, y, _, _ = normalized_rows(contexts, rewards, self._L, self._B)  # as _clipped does
+        out = [Contribution("release", whitened_terms(
+            u, y, arms, self.n_arms, math.sqrt(2.0), self.sigmas["gram"],
+            self.sigmas["target"]), 1.0 / self.multiplier)]
+        if self._svt:
+            z = np.einsum("rij,rj->ri", self._m_inv[0, arms], u)  # as _trigger computes it
+            s = np.einsum("ri,ri->r", u, z)
+            out.append(Contribution("trigger", np.log1p(s)[:, None],
+                                    self.trigger_sensitivity, 1.0))
+        return out
+
     def _trigger(self, rows: np.ndarray, arms: np.ndarray, u: np.ndarray) -> np.ndarray:
         """Episode ends after this round, per replication."""
         if self.schedule == "doubling":

@@ -471,6 +471,10 @@ class PrivateAgent(Planned, Agent):
         self._eps = check_epsilon(epsilon)
         self._private = math.isfinite(self._eps)
         self._delta = 1.0 / horizon if delta is None else check_delta(delta)
+        if self._private and delta is None and horizon == 1:
+            raise ValueError(f"{type(self).__name__}: delta defaults to 1/horizon, which is 1 "
+                             "at horizon=1 and gives no guarantee; pass delta in (0, 1) "
+                             "explicitly (e.g. delta=1e-6) for a private run of one round")
         if self._private:
             check_delta_open(self._delta, why="for a private run")
 

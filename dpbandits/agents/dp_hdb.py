@@ -261,6 +261,20 @@ class DPHDB(PrivateAgent):
         """Clipped samples per replication and arm, shape (R, K)."""
         return np.stack([opt.n_clipped for opt in self._opts], axis=1)
 
+    def _contributions(self, contexts, arms, rewards):
+        """Each user's increment to every arm's optimizer, noiseless
+        (:mod:`dpbandits.privacy.contributions`): its sample ``(x, r)`` for its arm, the
+        synthetic ``(0, zeta(0))`` for the others (replication 0's iterates; each arm's
+        optimizer declares its own sensitivity)."""
+        out = []
+        for k, opt in enumerate(self._opts):
+            mine = (arms == k)[:, None]
+            x = np.where(mine, contexts, 0.0)
+            r = np.where(mine[:, 0], rewards, self._zeta0)
+            out += [c.__class__(f"arm {k} {c.release}", c.values, c.sensitivity, c.ord)
+                    for c in opt._contributions(x, r)]
+        return out
+
     def act(self, contexts: np.ndarray) -> np.ndarray:
         if self.t_ < self.forced_steps:
             return np.full(contexts.shape[0], self.t_ // self._t0, dtype=np.int64)

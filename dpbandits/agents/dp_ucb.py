@@ -468,12 +468,36 @@ class DPUCB(PrivateAgent):
         self._last_beta = beta
         return idx
 
+    def _contributions(self, contexts, arms, rewards):
+        """Each datum's ``v v^T`` (``v = [phi; y]``, ``phi`` the clipped context in its arm's
+        block, ``y`` the clipped reward), noiseless (:mod:`dpbandits.privacy.contributions`):
+        Gaussian nodes: its upper triangle over the node noise (``s`` off the diagonal,
+        ``s sqrt 2`` on it), sensitivity ``L~^2 / s`` per node (the ledger's); Wishart nodes:
+        ``v`` itself, whose norm Sheffet's theorem needs ``<= L~``."""
+        from dpbandits.agents._ucb_ops import _np_clip_rows
+        from dpbandits.privacy.contributions import Contribution
+
+        n, d, D = contexts.shape[0], self.dim, self.feature_dim
+        x, _ = _np_clip_rows(contexts, self._L)  # the numpy twin of the kernels' clip
+        v = np.zeros((n, D + 1))
+        for k in range(self.n_arms):
+            v[arms == k, k * d:(k + 1) * d] = x[arms == k]
+        v[:, D] = np.clip(rewards, -self._B, self._B)
+        if self._wishart:
+            return [Contribution("node", v, self.l_tilde, bound="norm")]
+        iu, ju = np.triu_indices(D + 1)
+        s = self.constants["node_sigma"]
+        terms = v[:, iu] * v[:, ju] / np.where(iu == ju, s * math.sqrt(2.0), s)
+        return [Contribution("node", terms, self.l_tilde**2 / s)]
+
     def _indefinite(self, x, beta, idx):
         bad = np.flatnonzero(~self._ok)
         d, K = self.dim, self.n_arms
-        xb = x[bad]
-        norms = np.linalg.norm(xb, axis=1)
-        xb = xb * np.minimum(1.0, self._L / np.where(norms > 0, norms, 1.0))[:, None]
+        from dpbandits.agents._ucb_ops import _np_clip_rows
+
+        # the context clipped as the kernels clip it (a plain norm overflowed to inf for
+        # entries near 1e308 and zeroed the row, and underflowed for entries below 1e-154)
+        xb = _np_clip_rows(x[bad], self._L)[0]
         V = self._V[bad]
         rhs = np.zeros((bad.size, 1 + K, self.feature_dim))
         rhs[:, 0] = self._u[bad]

@@ -238,6 +238,11 @@ class FLIPHAT(PrivateAgent):
         ``"numpy"``; the results are bit-identical.
     """
 
+    #: contract checks this agent is expected to fail (dpbandits.testing)
+    _xfail_checks = {"check_adversarial_inputs": (
+        "no _contributions hook yet: its l_inf gradient sensitivity depends on the N-IHT "
+        "iterate inside an episode (issue 25, left for a follow-up)")}
+
     supported_links = ("identity",)
 
     def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,

@@ -42,6 +42,15 @@ The plan (:func:`ldp_linucb_plan`) has the scales ``multiplier`` (``k``, dimensi
 ``gram`` (``sigma_G``) and ``target`` (``sigma_b``), standard deviations in the units of
 ``u u^T`` and ``y u``; ``ledger`` is ``gaussian_event(k)`` of the one message a user sends.
 
+Who holds the seed. In this simulation the local randomizers draw their noise from the
+agent's own generator (the ``rng`` given to ``reset`` or ``fit``), so the server object holds
+every user's noise. The local model means something only if the server cannot know that
+noise: in a deployment each user draws from a generator only that user holds (its own
+device's entropy), and whoever holds the seed given here can subtract the noise and read
+every user's clipped ``(u u^T, y u)``. With the seed held by the server alone the run is a
+central mechanism whose guarantee covers the *published* state and actions, not the
+messages.
+
 Confidence radius: Shariff & Sheffet (2018) Proposition 4 (data-dependent form), as the
 paper's analysis instantiates it, with ``rho_min = gamma_t``, ``rho_max = 3 gamma_t``, ``D =
 Kd`` and the accumulated target noise ``sigma_b sqrt(t) (sqrt(D) + sqrt(2 ln(2T/alpha))) /
@@ -65,6 +74,13 @@ from dpbandits.privacy.plan import NoisePlan, PlanView, check_calibration
 
 #: whitened sensitivity of one message at sigma_G = 1, sigma_b = B (module docstring)
 UNIT_SENSITIVITY = fit_sensitivity(1.0 / math.sqrt(2.0), 0.5)
+
+
+#: who must hold the noise seed for the local model to mean anything (privacy record caveat)
+SEED_CAVEAT = (
+    "local only if each user's noise is drawn from a generator only that user holds: here "
+    "the messages' noise comes from the agent's own rng (the seed given to reset or fit), and "
+    "whoever holds that seed can remove it and read every user's clipped statistics")
 
 
 def paper_sigma(epsilon: float, delta: float) -> float:
@@ -96,7 +112,7 @@ def ldp_linucb_plan(epsilon: float, delta: float, calibration: str,
         s = k * UNIT_SENSITIVITY
         how = "the smallest noise the dp_accounting PLD accountant certifies"
     guarantee = PrivacyGuarantee(
-        epsilon, delta, notion="LDP", neighbouring="replace-one",
+        epsilon, delta, notion="LDP", neighbouring="replace-one", caveat=SEED_CAVEAT,
         basis=("Zheng et al. 2020 local randomizer: each user sends its clipped "
                "(u u^T, y u) for every arm with symmetric Gaussian noise on the Gram "
                "blocks and Gaussian noise on the targets, one Gaussian mechanism in the "
@@ -204,6 +220,18 @@ class LDPLinUCB(PrivateRidgeUCB):
         self._gram += gram
         self._target += target
         self._refit(self.t_ + 1)
+
+    def _contributions(self, contexts: np.ndarray, arms: np.ndarray, rewards: np.ndarray):
+        """Each user's message without its noise, whitened (packed ``u u^T`` over
+        ``sigma_G``, ``y u`` over ``sigma_b``), with the sensitivity ``1/multiplier`` the
+        calibration declares in that metric (:mod:`dpbandits.privacy.contributions`)."""
+        from dpbandits.agents._private_ridge import normalized_rows, whitened_terms
+        from dpbandits.privacy.contributions import Contribution
+
+        u, y, _, _ = normalized_rows(contexts, rewards, self._L, self._B)  # as message does
+        terms = whitened_terms(u, y, arms, self.n_arms, 1.0, self.sigmas["gram"],
+                               self.sigmas["target"])
+        return [Contribution("message", terms, 1.0 / self.multiplier)]
 
     def message(self, contexts: np.ndarray, arms: np.ndarray, rewards: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray]:

@@ -236,6 +236,22 @@ class ScreenedLS(PrivateAgent):
         self._plan = screened_ls_plan(self._eps, self._delta, n_arms=n_arms,
                                       y_screen=self._y_screen, y_fit=self._y_fit,
                                       gram_share=self._share)
+        self._check_finite_noise()
+
+    def _check_finite_noise(self) -> None:
+        """Refuse clip levels whose noise standard deviation would overflow a draw (e.g.
+        ``clip_fit = 1e308``: infinite target noise), naming the parameter and its limit."""
+        top = np.finfo(np.float64).max / 64.0  # draws of up to 64 sd stay finite
+        for key, name in (("screen", "clip_screen"), ("target", "clip_fit")):
+            sigma = self._plan.scales[key]
+            if not sigma <= top:  # the sd is linear in the clip level: size it at level 1
+                per_unit = screened_ls_plan(
+                    self._eps, self._delta, n_arms=self.n_arms, y_screen=1 / math.sqrt(self.dim),
+                    y_fit=1 / math.sqrt(self._s), gram_share=self._share).scales[key]
+                raise ValueError(
+                    f"{name}={getattr(self, name)!r} makes the {key} noise standard deviation "
+                    f"{sigma!r}, too large for finite noise draws; {name} must be at most "
+                    f"{top / per_unit:.4g} at these settings")
 
     # -- the plan's noise, read-only ------------------------------------------------------
     @PlanView
@@ -332,6 +348,27 @@ class ScreenedLS(PrivateAgent):
             if self.t_ + 1 < self.horizon:  # the last estimate would never be played
                 self._release_screen() if screening else self._release_fit()
             self._episode += 1
+
+    def _contributions(self, contexts: np.ndarray, arms: np.ndarray, rewards: np.ndarray):
+        """Each user's share of the release it would enter, without noise
+        (:mod:`dpbandits.privacy.contributions`): before screening, its contrast
+        ``y u e_a - (1/K) y u 1`` (sensitivity ``sensitivities["screen"]``); once fitting, its
+        screened ``u u^T`` (off-diagonals times ``sqrt 2``) over ``sigma_G`` and ``y u`` over
+        ``sigma_b`` on replication 0's screened set (sensitivity ``1/multiplier``)."""
+        from dpbandits.agents._private_ridge import whitened_terms
+        from dpbandits.privacy.contributions import Contribution
+
+        n, K = contexts.shape[0], self.n_arms
+        if self._support is None:
+            u, y, _, _ = _normalize(contexts, rewards, self._y_screen)  # as _update does
+            v = np.zeros((n, K, self.dim))
+            v[np.arange(n), arms] = y[:, None] * u
+            return [Contribution("screen", v - v.mean(axis=1, keepdims=True),
+                                 self.sensitivities["screen"])]
+        u, y, _, _ = _normalize(contexts[:, self._support[0]], rewards, self._y_fit)
+        terms = whitened_terms(u, y, arms, K, math.sqrt(2.0), self.sigmas["gram"],
+                               self.sigmas["target"])
+        return [Contribution("fit", terms, 1.0 / self.multiplier)]
 
     # -- releases ----------------------------------------------------------------------------
     def _release_screen(self) -> None:

@@ -39,12 +39,24 @@ FIT_PARAMS: dict[str, Any] = dict(n_arms=2, dim=2, horizon=16, first_episode=1, 
                                   delta=DELTA)
 FIT_CANARY, FIT_RELEASE = 4, 7
 
+# K = 3: the screening sensitivity 2 y_max sqrt((K-1)/K) (a change of reward on one arm) is
+# above the different-arm value sqrt(2) y_max for every K >= 3 and equal to it at K = 2, so
+# only an audit at K >= 3 can tell them apart. Noise sized for sqrt(2) y_max is smaller by
+# sqrt(3/4) at K = 3: the true mu is sqrt(4/3) = 1.155 times the claim. At epsilon = 4
+# (mu = 0.925) that is a gap of 0.143; the certified mu_lb of the split auditor at 0.999 sits
+# about 9.0 / sqrt(n) below the estimate, which has a standard deviation of about
+# 1.84 / sqrt(n) (normal approximation at the best threshold), so n = 20,000 runs per world
+# miss the broken variant with probability below 1e-8 (6 standard deviations) while the
+# correct agent's expected mu_lb stays 0.064 below its claim.
+EPS_K3 = 4.0
+SCREEN_K3_PARAMS: dict[str, Any] = dict(SCREEN_PARAMS, n_arms=3, epsilon=EPS_K3)
 
-def _audit(ctx: AuditContext, sampler: Sampler, probe: ScreenedLS, **labels: object
-           ) -> AuditResult:
-    """Audit ``sampler`` against the agent's claim: (EPS, DELTA)-JDP, read as Gaussian DP
+
+def _audit(ctx: AuditContext, sampler: Sampler, probe: ScreenedLS, eps: float = EPS,
+           **labels: object) -> AuditResult:
+    """Audit ``sampler`` against the agent's claim: (eps, DELTA)-JDP, read as Gaussian DP
     (every release is one Gaussian mechanism)."""
-    return ctx.audit(sampler, epsilon=EPS, delta=DELTA, mu_claim=gdp_mu(EPS, DELTA),
+    return ctx.audit(sampler, epsilon=eps, delta=DELTA, mu_claim=gdp_mu(eps, DELTA),
                      notion="JDP", batch_size=50_000, basis=probe.privacy.basis, **labels)
 
 
@@ -81,6 +93,42 @@ def audit_screened_ls_screen(ctx: AuditContext) -> AuditResult:
                             "after round 1",
                   canary="user 1: x = 1, reward +10 vs -10 (clip 1); K = 2, d = 1",
                   extra={"sigma_screen": probe.sigmas["screen"], "multiplier": probe.multiplier})
+
+
+@register("dp-screened-ls-k3", fast_runs=20_000, thorough_runs=200_000,
+          label="screening noise sized for a change of arm")
+def audit_screened_ls_screen_k3(ctx: AuditContext) -> AuditResult:
+    """agents.screened_ls.ScreenedLS: screening release (arm contrasts) at K = 3
+
+    Canary: user 1 (alone in the first episode, uniform arm a_1 of 3): x = 1, reward +10 vs -10
+        (clipped to +-1); K = 3, d = 1, epsilon = 4
+    Broken variant: screening noise sized with the different-arm sensitivity sqrt(2) y_max
+        instead of 2 y_max sqrt((K-1)/K) (the two agree at K = 2, so the K = 2 audit passes it)
+    Shows: at K = 3 the released contrasts after user 1 hide user 1's reward as claimed; the
+        canary (same arm, reward flipped) attains the contrast sensitivity 2 y_max sqrt(2/3),
+        the largest of all replace-one pairs for K >= 3
+    Cannot show: one screening release only, and one K; K >= 4 follows from the same formula
+        (the sensitivity grows towards 2 y_max), not from an audit
+    """
+    probe = ScreenedLS(**SCREEN_K3_PARAMS)
+    if ctx.broken:  # the different-arm sensitivity, right only at K = 2
+        different_arm = math.sqrt(2.0) * probe._y_screen
+        probe = probe.with_plan(probe.plan.replaced(screen=probe.multiplier * different_arm))
+
+    def sampler(world, n, rng):
+        agent = probe.reset(n, rng)
+        x = np.ones((n, 1))
+        a1 = agent.act(x)
+        agent.update(x, a1, signed(world, n, REWARD))
+        # the contrasts sum to zero over arms: arm a_1's is the whole signal along the
+        # canary's direction e_a1 - (1/K) 1 (the likelihood-ratio statistic)
+        return agent._released[np.arange(n), a1, 0]
+
+    return _audit(ctx, sampler, probe, eps=EPS_K3,
+                  statistic="white-box: released contrast of arm a_1 after round 1",
+                  canary="user 1: x = 1, reward +10 vs -10 (clip 1); K = 3, d = 1",
+                  extra={"sigma_screen": probe.sigmas["screen"], "multiplier": probe.multiplier,
+                         "n_arms": 3})
 
 
 def fit_canary(agent: ScreenedLS) -> tuple[np.ndarray, np.ndarray, float]:

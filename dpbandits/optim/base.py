@@ -179,7 +179,15 @@ def clipped_gradients(loss: LossLike, theta: np.ndarray, X: np.ndarray, y: np.nd
     of the clipped ones. Every generic per-sample gradient of the batch methods goes through
     here; :class:`~dpbandits.optim.batch.oracle.GradientOracle` has a fast path for
     linear-predictor losses."""
-    return clip_to_norm(loss.gradient(theta, X, y), q, bound)
+    with np.errstate(over="ignore", invalid="ignore"):
+        g = loss.gradient(theta, X, y)
+    if not np.all(np.isfinite(g)):  # finite data whose gradient overflows (entries ~1e308)
+        bad = tuple(int(i) for i in np.argwhere(~np.isfinite(g).all(axis=-1))[0])
+        raise ValueError(
+            f"X row {bad[-1]} gives a non-finite gradient {g[bad].tolist()!r} (the data's "
+            f"largest entry is {float(np.abs(X).max())!r}): no clipping bound can be "
+            "certified on an overflowed gradient; rescale X (and y)")
+    return clip_to_norm(g, q, bound)
 
 
 def clipped_gradient_sum(loss: LossLike, theta: np.ndarray, X: np.ndarray, y: np.ndarray, q: float,
@@ -258,6 +266,29 @@ class PrivateBatchOptimizer(BatchOptimizer):
     @property
     def ledger(self) -> dp_accounting.DpEvent:
         return self.ledger_for(*self._require_fit())
+
+    def _gradient_clip(self, d: int) -> tuple[float, float]:
+        """``(q, G)``: every per-sample gradient is clipped to ``||g||_q <= G`` (subclasses
+        whose noise protects a sum of clipped gradients say which)."""
+        raise NotImplementedError(f"{type(self).__name__} does not declare its gradient clip")
+
+    def _contributions(self, loss: LossLike, X: np.ndarray, y: np.ndarray,
+                       theta: np.ndarray):
+        """Each sample's clipped gradient at ``theta`` (d,), noiseless, through the
+        :class:`~dpbandits.optim.batch.oracle.GradientOracle` the fits use
+        (:mod:`dpbandits.privacy.contributions`): replacing a sample moves a sum of them by
+        at most ``2 G`` in ``l_q``, the sensitivity the calibrations use (``2G/n`` for the
+        mean)."""
+        from dpbandits.optim.batch.data import prepare_data
+        from dpbandits.optim.batch.oracle import GradientOracle
+        from dpbandits.privacy.contributions import Contribution
+
+        data = prepare_data(X, y, None)
+        q, bound = self._gradient_clip(data.d)
+        oracle = GradientOracle(resolve_loss(loss), data, bound, q)
+        theta = np.broadcast_to(np.asarray(theta, dtype=np.float64), (data.n, data.d))
+        g, _ = oracle.at_index(np.ascontiguousarray(theta), np.arange(data.n))
+        return [Contribution("gradient", g, 2.0 * bound, q)]
 
     def _result(self, n: int, d: int, *, theta: np.ndarray, history: np.ndarray,
                 history_steps: np.ndarray, n_clipped: np.ndarray, n_gradient_evals: int,

@@ -147,6 +147,10 @@ class DPAccMD(FullGradientGaussian):
     record_every : keep every k-th ``y_k`` in the history.
     """
 
+    #: small settings and the problem of the contract checks (dpbandits.testing)
+    _test_params = dict(epsilon=1.0, delta=1e-3, n_iters=20)
+    _test_problem = "logistic"
+
     _label = "DP-AccMD"
     _basis_alg = "Algorithm 3 / Theorem 5.3 (private reading)"
 

@@ -76,6 +76,10 @@ class FullGradientGaussian(PrivateBatchOptimizer):
     """``n_iters`` Gaussian queries of the clipped mean gradient (:func:`gaussian_privacy`):
     the noise and guarantee of DP-GD and DP-AccMD."""
 
+    def _gradient_clip(self, d: int) -> tuple[float, float]:
+        """Per-sample gradients clipped to ``||g||_2 <= clip_norm``."""
+        return 2.0, float(self.clip_norm)
+
     _label = ""
     _basis_alg = ""
 
@@ -124,6 +128,10 @@ class DPGD(FullGradientGaussian):
     theta0 : initial point ``(d,)`` or ``(R, d)``; zeros by default.
     record_every : keep every k-th iterate in the history (plus the first and the last).
     """
+
+    #: small settings and the problem of the contract checks (dpbandits.testing)
+    _test_params = dict(epsilon=1.0, delta=1e-3, n_iters=20)
+    _test_problem = "logistic"
 
     _label = "DP-GD"
     _basis_alg = "Algorithm 4 / Theorem 6.1"

@@ -100,6 +100,10 @@ def svrg_theory_parameters(smoothness: float, strong_convexity: float,
 class _VarianceReduced(PrivateBatchOptimizer):
     """Shared implementation of DP-SVRG / DP-SVRG++."""
 
+    def _gradient_clip(self, d: int) -> tuple[float, float]:
+        """Per-sample gradients clipped to ``||g||_2 <= clip_norm``."""
+        return 2.0, float(self.clip_norm)
+
     _restart_from_last = False
     _doubling = False
     _name = ""
@@ -308,6 +312,10 @@ class DPSVRG(_VarianceReduced):
     theta0 : initial point, ``(d,)`` or ``(R, d)``; zeros by default.
     """
 
+    #: small settings and the problem of the contract checks (dpbandits.testing)
+    _test_params = dict(epsilon=1.0, delta=1e-3, n_epochs=3, inner_steps=5)
+    _test_problem = "logistic"
+
     _name = "DP-SVRG"
     _basis_alg = "Algorithm 1 / Theorem 4.1"
 
@@ -330,6 +338,10 @@ class DPSVRGPlusPlus(_VarianceReduced):
     paper's Figure 2) and ``step_size`` (default ``1/(13 L)``, Theorem 4.4). The noise is
     calibrated for the ``m (2^{T+1} - 2)`` inner steps.
     """
+
+    #: small settings and the problem of the contract checks (dpbandits.testing)
+    _test_params = dict(epsilon=1.0, delta=1e-3, n_epochs=3, inner_steps=5)
+    _test_problem = "logistic"
 
     _name = "DP-SVRG++"
     _basis_alg = "Algorithm 2 / Theorem 4.3"

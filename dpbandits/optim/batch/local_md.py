@@ -164,6 +164,10 @@ class LocalMD(LpBallOptimizer):
     History: phase outputs ``x_0 .. x_k`` (``history_steps`` = cumulative mirror steps).
     """
 
+    #: small settings and the problem of the contract checks (dpbandits.testing)
+    _test_params = dict(p=1.5, epsilon=1.0, delta=1e-3)
+    _test_problem = "squared"
+
     def __init__(self, *, p: float = 1.5, radius: float = 1.0, epsilon: float = 1.0,
                  delta: float | None = None, lipschitz: float = 1.0, lr_scale: float = 1.0,
                  noise_constant: float = 100.0) -> None:

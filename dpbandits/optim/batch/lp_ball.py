@@ -22,6 +22,8 @@ results (for NoisySGD, on the same backend).
 
 from __future__ import annotations
 
+import numpy as np
+
 from dpbandits._validation import check_int, check_p, check_positive
 from dpbandits.geometry import dual_exponent
 from dpbandits.optim.base import PrivateBatchOptimizer
@@ -34,6 +36,24 @@ __all__ = ["LpBallOptimizer"]
 class LpBallOptimizer(PrivateBatchOptimizer):
     """Validation of ``p`` (within ``p_range``), ``radius``, the privacy target, ``lipschitz``
     and ``lr_scale``; the replace-one RDP guarantee of a ledger."""
+
+    def _gradient_clip(self, d: int) -> tuple[float, float]:
+        """Per-sample gradients clipped to ``||g||_q <= lipschitz`` (``q`` dual to ``p``)."""
+        return self._q, self._L0
+
+    def _contributions(self, loss, X, y, theta):
+        """Each sample's gradient at ``theta`` clipped by
+        :func:`~dpbandits.optim.base.clipped_gradients` (the path of these fits; NoisySGD's
+        kernel refuses rows it cannot clip with one factor), sensitivity ``2 lipschitz`` in
+        ``l_q`` (:mod:`dpbandits.privacy.contributions`)."""
+        from dpbandits.optim.base import clipped_gradients, resolve_loss
+        from dpbandits.privacy.contributions import Contribution
+
+        X = np.asarray(X, dtype=np.float64)
+        theta = np.broadcast_to(np.asarray(theta, dtype=np.float64), X.shape)
+        g, _ = clipped_gradients(resolve_loss(loss), theta, X, np.asarray(y, dtype=float),
+                                 self._q, self._L0)
+        return [Contribution("gradient", g, 2.0 * self._L0, self._q)]
 
     #: (low, low_open, high) of the allowed ``p``
     p_range: tuple[float, bool, float] = (1.0, True, 2.0)

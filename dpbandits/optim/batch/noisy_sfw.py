@@ -165,6 +165,10 @@ class NoisySFW(LpBallOptimizer):
     since the start of ``fit``).
     """
 
+    #: small settings and the problem of the contract checks (dpbandits.testing)
+    _test_params = dict(p=1.5, epsilon=1.0, delta=1e-3)
+    _test_problem = "squared"
+
     def __init__(self, *, p: float = 1.5, radius: float = 1.0, epsilon: float = 1.0,
                  delta: float | None = None, lipschitz: float = 1.0, smoothness: float = 1.0,
                  lr_scale: float = 1.0) -> None:

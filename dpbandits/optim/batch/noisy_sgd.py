@@ -131,6 +131,10 @@ class NoisySGD(LpBallOptimizer):
         the same random stream and agree to rounding.
     """
 
+    #: small settings and the problem of the contract checks (dpbandits.testing)
+    _test_params = dict(epsilon=1.0, delta=1e-3)
+    _test_problem = "squared"
+
     p_range = (2.0, False, math.inf)
 
     def __init__(self, *, p: float = math.inf, radius: float = 1.0, epsilon: float = 1.0,

@@ -114,6 +114,14 @@ class PrivateFTRL(PrivateBatchOptimizer):
     noise_std : use this ``sigma`` instead of calibrating the claim.
     """
 
+    #: small settings and the problem of the contract checks (dpbandits.testing)
+    _test_params = dict(epsilon=1.0, delta=1e-3)
+    _test_problem = "absolute"
+
+    def _gradient_clip(self, d: int) -> tuple[float, float]:
+        """Subgradients clipped to ``||g||_q <= lipschitz`` (``q`` dual to ``p``)."""
+        return self.q, float(self.lipschitz)
+
 
     def __init__(self, epsilon: float, delta: float | None, *, lipschitz: float = 1.0,
                  radius: float = 1.0, p: float = 2.0, step_schedule: str = "fixed",

@@ -87,6 +87,13 @@ class PrivateSGD(PrivateBatchOptimizer):
         accountant's figure at ``delta``.
     """
 
+    #: small settings and the problem of the contract checks (dpbandits.testing)
+    _test_params = dict(epsilon=1.0, delta=1e-3, calibration="accountant")
+    _test_problem = "absolute"
+
+    def _gradient_clip(self, d: int) -> tuple[float, float]:
+        return 2.0, float(self.lipschitz)
+
 
     def __init__(self, epsilon: float, delta: float | None, *, lipschitz: float = 1.0,
                  radius: float = 1.0, calibration: str = "theorem",

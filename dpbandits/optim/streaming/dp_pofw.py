@@ -249,6 +249,10 @@ class DPPOFW(StreamingFrankWolfe):
     >>> theta = opt.step(np.zeros((R * K, d)), np.zeros(R * K)).reshape(R, K, d)
     """
 
+    #: small settings and the problem of the contract checks (dpbandits.testing)
+    _test_params = dict(loss="squared", dim=5, radius=1.0, horizon=60, epsilon=1.0, delta=1e-3)
+    _test_problem = "stream"
+
     _algorithm = "DP-POFW"
 
     def __init__(self, loss: str | LossLike, *, dim: int, radius: float, horizon: int,

@@ -154,6 +154,11 @@ class DPTOFW(StreamingFrankWolfe):
     >>> theta = opt.step(np.ones((4, 5)) / 5, np.zeros(4))   # (4, 5)
     """
 
+    #: small settings and the problem of the contract checks (dpbandits.testing)
+    _test_params = dict(loss="squared", dim=5, p=1.5, radius=1.0, horizon=60, epsilon=1.0,
+                        delta=1e-3)
+    _test_problem = "stream"
+
     _algorithm = "DP-TOFW"
 
     @staticmethod

@@ -449,6 +449,20 @@ class StreamingFrankWolfe(Planned, StreamingOptimizer):
         grads = self._loss.gradient(thetas, x, y)  # (2, R, d)
         return (t + 1.0) * grads[cur] - t * grads[1 - cur]
 
+    def _contributions(self, x: np.ndarray, y: np.ndarray):
+        """Each sample's increment ``g_{t+1}`` at row 0's current iterates, after the input
+        clip, noiseless (:mod:`dpbandits.privacy.contributions`): what one step adds to the
+        sum the noise protects, with the l_q sensitivity the calibration uses
+        (:attr:`sensitivity`). Nothing is counted or advanced."""
+        from dpbandits.privacy.contributions import Contribution
+
+        st = self._require_state()
+        n = x.shape[0]
+        xc, yc = self._clip(x, y, {"n_clipped": np.zeros(n, dtype=np.int64)})
+        row0 = {"thetas": np.repeat(st["thetas"][:, :1], n, axis=1), "cur": st["cur"]}
+        g = self._increment(xc, yc, st["t"] + 1, row0)
+        return [Contribution("increment", g, self.sensitivity, self._q)]
+
     def _check_horizon(self, st) -> None:
         if st["t"] >= self._n:
             raise ValueError(
