@@ -31,7 +31,7 @@ Where the paper's range would bite: with ``n`` in the hundreds of thousands, ``T
 is ~1e-6, so the paper's small ``sigma`` is not certified for any practical epsilon. The
 accountant shows why: a step that samples the differing record releases its gradient
 difference with noise ``sigma_1``, which must then be of order ``G`` whatever ``n``. The
-experiments in ``experiments/seed001_dp_erm`` quantify the consequence.
+experiments in ``experiments/wang2017_dp_erm`` quantify the consequence.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 non-smooth problem with a known minimizer, swept over n and epsilon, against the stated
 rates; and the empirical privacy audit of Private FTRL's claimed guarantee.
 
-    .venv/bin/python -m experiments.seed002_004_nonsmooth.run           # ~5 min
-    .venv/bin/python -m experiments.seed002_004_nonsmooth.run --quick   # ~1 min
+    .venv/bin/python -m experiments.arora2020_nonsmooth.run           # ~5 min
+    .venv/bin/python -m experiments.arora2020_nonsmooth.run --quick   # ~1 min
 
 Problem: least absolute deviations ``f(w; x, y) = |<x, w> - y|`` with ``x`` uniform on the
 unit sphere of R^d and ``y = <x, theta*> + U[-b, b]``; for ``||w - theta*|| <= b`` the

@@ -3,9 +3,9 @@
 regression, lambda = 1e-2) and DP-SVRG++ vs DP-GD (unregularized), epsilon in {0.2, 0.5, 1},
 delta = 1e-3; optimality gap against gradient evaluations and wall time.
 
-    .venv/bin/python -m experiments.seed001_dp_erm.run            # default (~10 min)
-    .venv/bin/python -m experiments.seed001_dp_erm.run --quick    # smoke run (~1 min)
-    .venv/bin/python -m experiments.seed001_dp_erm.run --full     # paper sizes (n = 2e5, T = 15)
+    .venv/bin/python -m experiments.wang2017_dp_erm.run            # default (~10 min)
+    .venv/bin/python -m experiments.wang2017_dp_erm.run --quick    # smoke run (~1 min)
+    .venv/bin/python -m experiments.wang2017_dp_erm.run --full     # paper sizes (n = 2e5, T = 15)
 
 Data sets (no internet here, Covertype cannot be downloaded):
 * ``iris`` — a real data set shipped with SciPy (``scipy/io/arff/tests/data/iris.arff``):
