@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Seed 001, Appendix A, Figures 1 and 2: DP-SVRG vs DP-GD (l2-regularized logistic
+"""Wang, Ye & Xu 2017, Appendix A, Figures 1 and 2: DP-SVRG vs DP-GD (l2-regularized logistic
 regression, lambda = 1e-2) and DP-SVRG++ vs DP-GD (unregularized), epsilon in {0.2, 0.5, 1},
 delta = 1e-3; optimality gap against gradient evaluations and wall time.
 
@@ -217,8 +217,9 @@ def plot(df: pd.DataFrame, figure: int, dataset: str, out: Path):
             ax.set_xlabel("gradient evaluations" if xcol == "grad_evals" else "wall time (s)")
             ax.set_ylabel("optimality gap F(w) - F*")
     fig.legend(handles, labels, loc="center right", frameon=False)
-    fig.suptitle(f"Seed 001, Figure {figure} ({'DP-SVRG' if figure == 1 else 'DP-SVRG++'} vs "
-                 f"DP-GD), delta = 1e-3; bands: min-max over replications")
+    fig.suptitle(f"Wang, Ye & Xu 2017, Figure {figure} "
+                 f"({'DP-SVRG' if figure == 1 else 'DP-SVRG++'} vs DP-GD), delta = 1e-3; "
+                 "bands: min-max over replications")
     fig.tight_layout(rect=(0, 0, 0.85, 1))
     fig.savefig(out, dpi=110)
     plt.close(fig)
