@@ -64,7 +64,7 @@ class ExactGradientDPGD(GDPGradientMethod):
     ``delta``, ``record_diagnostics``.
     """
 
-    _basis = ("Gaussian mechanism (sensitivity 2B/n) + GDP composition; as Theorem 3.1, "
+    _basis = ("Gaussian mechanism (sensitivity 2B/n) + GDP composition; as Theorem 3.1 of "
               "Sopa et al. 2025")
 
     def fit(self, objective: ObjectiveLike, rng: np.random.Generator, n_reps: int = 1
