@@ -1,7 +1,8 @@
 """Argument checks shared by every layer.
 
 Each check raises ``ValueError``/``TypeError`` whose message names the parameter, the
-offending value and what is allowed (DESIGN.md, "Errors"). Nothing is coerced silently.
+offending value and what is allowed (CONTRIBUTING.md, "Rules every change keeps"). Nothing is
+coerced silently.
 """
 
 from __future__ import annotations

@@ -30,8 +30,8 @@ row as clipped by their own rule (normally ``norm > c``). ``q = inf`` is exact: 
 scaled row is clipped coordinate-wise at ``c``. This bounds each row; sums of rows round as
 well (Casacuberta, Shoemate, Vadhan & Wagaman 2022), which is outside this promise.
 
-Regularity (seed 000, Definition 2.2, Lemmas 3.2 and 3.3)
----------------------------------------------------------
+Regularity (Han et al. 2022, Definition 2.2, Lemmas 3.2 and 3.3)
+----------------------------------------------------------------
 A norm ``||.||`` (here the dual norm ``l_q`` in which gradient sensitivities are measured) is
 *kappa-regular* with smooth norm ``||.||_+`` if there is ``1 <= kappa_+ <= kappa`` such that
 ``||.||_+`` is ``kappa_+``-smooth and ``||x||^2 <= ||x||_+^2 <= (kappa / kappa_+) ||x||^2``.
@@ -596,7 +596,7 @@ def normalize_to_norm(x: ArrayLike, q: float = 2.0, bound: float = 1.0
 # --------------------------------------------------------------------------- regularity
 @dataclass(frozen=True)
 class NoiseGeometry:
-    """Smooth norm and regularity constant for the dual space ``l_q`` (seed 000, Sec. 3).
+    """Smooth norm and regularity constant for the dual space ``l_q`` (Han et al. 2022, Sec. 3).
 
     ``||z||_+ = scale * ||z||_{q_plus}``; ``||.||_+`` is ``kappa_plus``-smooth with
     ``kappa_plus = q_plus - 1`` (>= 1), and
@@ -657,7 +657,7 @@ def q_plus(q: float, d: int) -> float:
 
 def kappa_q(q: float, d: int) -> float:
     """Regularity constant ``kappa_q`` of ``(R^d, ||.||_q)`` for the smooth norm of
-    :func:`q_plus` (seed 000, Lemmas 3.2 and 3.3).
+    :func:`q_plus` (Han et al. 2022, Lemmas 3.2 and 3.3).
 
     * ``1 <= q < 2`` (Lemma 3.3): ``kappa = d^{2/q - 1} = d^{1 - 2/p}``.
     * ``q >= 2`` (Lemma 3.2): the paper's ``min{q - 1, e^2 (log d - 1)}``, raised where needed

@@ -24,8 +24,8 @@ Every loss here has the form ``f(theta; x, y) = phi(<x, theta>, y)``, so
 Because the bounds are stated in the dual pair (``x`` in l_q, ``theta`` in l_p), the formulas
 are the same for every ``p``; ``p`` only fixes which norms the bounds refer to.
 
-Non-smooth Lipschitz losses (the DP-SCO experiments of seeds 002/004): :class:`AbsoluteLoss`
-(least absolute deviations), :class:`HingeLoss` (labels in {-1, +1}) and
+Non-smooth Lipschitz losses (the DP-SCO experiments of Arora, Marinov & Ullah 2020):
+:class:`AbsoluteLoss` (least absolute deviations), :class:`HingeLoss` (labels in {-1, +1}) and
 :class:`GeometricMedianLoss` (``||theta - x||_2``, not a linear predictor); their
 ``gradient`` is a subgradient (``sign(0) = 0``) and ``smoothness`` raises.
 """

@@ -246,7 +246,7 @@ def test_pure_dp_count_is_composed_count_times():
 
 
 def test_many_tiny_pure_dp_steps_are_accounted_accurately():
-    # Seed-000 note: 1e4 steps of tiny pure-DP with a coarse PLD grid (1e-3) gave 5.45 instead
+    # With a coarse PLD grid (1e-3), 1e4 steps of tiny pure-DP once gave 5.45 instead
     # of ~0.7 for the theorem schedule. Here: equal steps eps_t = 0.005, checked against the
     # exact binomial answer and the zCDP / advanced-composition brackets.
     n, eps_t, delta = 10_000, 0.005, 1e-4
@@ -259,7 +259,7 @@ def test_many_tiny_pure_dp_steps_are_accounted_accurately():
     assert got > n * eps_t * math.expm1(eps_t)  # lower-order term of advanced composition
     rdp = epsilon_of(event, delta, method="rdp")
     assert got <= rdp <= 1.5 * got
-    # robust to the grid: the note's coarse interval and an unaligned one
+    # robust to the grid: that coarse interval and an unaligned one
     for h in (1e-3, 3.3e-4):
         coarse = epsilon_of(event, delta, discretization=h)
         assert exact - 1e-9 <= coarse <= exact * (1 + 1e-3)

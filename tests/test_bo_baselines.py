@@ -1,4 +1,4 @@
-"""Baselines of seed 003: DP-GD, private random search (and its GDP conversion), GP-UCB."""
+"""Baselines of Sopa et al. 2025: DP-GD, private random search (and its GDP conversion), GP-UCB."""
 
 import math
 

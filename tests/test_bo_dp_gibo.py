@@ -1,4 +1,4 @@
-"""DP-GIBO (Algorithm 1, seed 003): clipping, sensitivity, noise, privacy, determinism."""
+"""DP-GIBO (Algorithm 1, Sopa et al. 2025): clipping, sensitivity, noise, privacy, determinism."""
 
 import math
 import warnings
@@ -112,7 +112,7 @@ def test_privacy_is_gdp_with_conversion_and_ledger_agrees():
     p = alg.privacy
     assert p.notion == "GDP" and p.mu == 1.5 and p.delta == 1e-6
     assert p.epsilon == pytest.approx(gdp_epsilon(1.5, 1e-6))
-    assert p.basis == "Theorem 3.1, seed 003"
+    assert p.basis == "Theorem 3.1 of Sopa et al. 2025"
     assert p.neighbouring == "replace-one" and p.is_private
     # the ledger (30 Gaussian mechanisms, multiplier sqrt(30)/1.5) re-accounted independently
     eps_pld = epsilon_of(alg.ledger, 1e-6)

@@ -1,9 +1,10 @@
-"""The README and docs are self-contained: no link outside the repository, papers cited by
-authors, title and year (docs/references.md), every relative link resolves; unknown audit
-names fail in one line."""
+"""The README, docs, code and privacy records are self-contained: no link outside the
+repository, papers cited by authors, title and year (docs/references.md) and never by an
+internal number, every relative link resolves; unknown audit names fail in one line."""
 
 from __future__ import annotations
 
+import inspect
 import re
 import subprocess
 import sys
@@ -11,13 +12,25 @@ from pathlib import Path
 
 import pytest
 
+from dpbandits.agents import available_agents, make_agent
+from dpbandits.bo import DPGIBO, ExactGradientDPGD, PrivateRandomSearch
 from dpbandits.cli import main
+from dpbandits.optim import OPTIMIZERS
+from dpbandits.privacy.guarantee import PrivacyGuarantee
 
 ROOT = Path(__file__).resolve().parents[1]
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
-# "seed 000", "Seed 003", "seed001" used as a citation; directory names such as
-# experiments/seed001_dp_erm/ are paths, not citations
-SEED_CITATION = re.compile(r"(?<![/\w])seeds? ?00\d\b(?!_)", re.IGNORECASE)
+# A paper cited by its internal number ("seed 000", "Seeds 002/004", "seed-000 note",
+# "seed001", also in a path), or a pointer to a file outside the repository.
+SEED_CITATION = re.compile(r"seeds?[ _-]?00\d", re.IGNORECASE)
+OUTSIDE = re.compile(r"DESIGN\.md|reference/(notes|seeds)|\.\./shared", re.IGNORECASE)
+#: tracked text files whose words a user reads: code, comments, docs, configs, scripts
+_TEXT_SUFFIXES = {".py", ".md", ".toml", ".sh", ".cfg", ".ini", ".txt", ".yaml", ".yml"}
+
+
+def _forbidden(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines()
+            if SEED_CITATION.search(line) or OUTSIDE.search(line)]
 
 
 def _markdown_files() -> list[Path]:
@@ -31,26 +44,112 @@ def _markdown_files() -> list[Path]:
     return files
 
 
+def _text_files() -> list[Path]:
+    """Tracked text files (committed result data excluded) but this test file, which has to
+    spell the patterns it forbids."""
+    try:
+        out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout.splitlines()
+        files = [ROOT / f for f in out]
+    except (OSError, subprocess.CalledProcessError):
+        files = [p for p in ROOT.rglob("*") if p.is_file()
+                 and not {".venv", ".git"} & set(p.parts)]
+    files = [p for p in files if p.suffix in _TEXT_SUFFIXES or p.parent.name == ".ci"]
+    assert any(p.suffix == ".py" for p in files), "no source files found"
+    return [p for p in files if p != Path(__file__).resolve() and p.exists()]
+
+
 def _user_docs() -> list[Path]:
     return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 @pytest.mark.parametrize("path", _markdown_files(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_reference_outside_the_repository(path):
-    text = path.read_text()
-    assert "../shared" not in text
-    assert "reference/seeds" not in text and "reference/notes" not in text
-    if path.name == "references.md":
-        return  # the bibliography maps the seed numbers of code comments to the papers
-    hits = [line for line in text.splitlines() if SEED_CITATION.search(line)]
+    hits = _forbidden(path.read_text())
     assert not hits, f"cite the paper (docs/references.md), not a seed number: {hits[:3]}"
 
 
-def test_the_citation_pattern_catches_citations_but_not_paths():
-    assert SEED_CITATION.search("Figure 5.1 of seed 000")
-    assert SEED_CITATION.search("Seed 003, Appendix E.4")
-    assert SEED_CITATION.search("the two versions (seeds 002 and 004)")
-    assert not SEED_CITATION.search("see experiments/seed001_dp_erm/ for the runs")
+def test_code_cites_papers_not_seed_numbers_nor_files_outside_the_repository():
+    """Source, comments, docstrings, configs and scripts of dpbandits/, benchmarks/,
+    experiments/, tests/ and scripts/, and every document."""
+    files = _text_files()
+    assert {"dpbandits", "benchmarks", "experiments", "tests"} <= {
+        p.relative_to(ROOT).parts[0] for p in files}
+    hits = [f"{p.relative_to(ROOT)}: {line}" for p in files
+            for line in _forbidden(p.read_text(encoding="utf-8", errors="replace"))]
+    assert not hits, ("cite the paper by authors and year (docs/references.md), not a seed "
+                      f"number, and no file outside the repository: {hits[:5]}")
+
+
+def test_the_citation_patterns_catch_citations_and_outside_pointers():
+    for text in ("Figure 5.1 of seed 000", "Seed 003, Appendix E.4", "Theorem 3.4, seed 000",
+                 "the two versions (seeds 002 and 004)", "Seeds 002/004", "(seed-000 note)",
+                 "note seed-002-004, sections 7-8", "experiments/seed001_dp_erm/"):
+        assert SEED_CITATION.search(text), text
+    for text in ("(DESIGN.md, \"Errors\")", "``reference/notes/sco-baselines.md``",
+                 "../shared/x", "reference/seeds/000.pdf"):
+        assert OUTSIDE.search(text), text
+    for text in ("environment seeds 0..19", "seed 0, thorough tier", "seed = 20240503",
+                 "Han et al. 2022, Theorem 3.4", "experiments/wang2017_dp_erm/"):
+        assert not _forbidden(text), text
+
+
+#: values for the constructor arguments without a default; the rest stay at their defaults
+_REQUIRED = {"epsilon": 1.0, "delta": 1e-5, "loss": "squared", "dim": 5, "p": 1.5,
+             "radius": 1.0, "horizon": 1000}
+#: what a guarantee needs before ``fit``: DP-SVRG's steps depend on the loss, and Private
+#: SGD's default (theorem) calibration applies only for small epsilon
+_SETTINGS = {"dp-svrg": {"step_size": 0.1, "inner_steps": 10},
+             "dp-svrg++": {"step_size": 0.1, "inner_steps": 10},
+             "private-sgd": {"epsilon": 0.1}}
+
+
+def _optimizer(cls, name):
+    params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    kwargs = {p.name: _REQUIRED[p.name] for p in params if p.name in _REQUIRED
+              and (p.default is inspect.Parameter.empty or p.name in ("epsilon", "delta"))}
+    return cls(**{**kwargs, **_SETTINGS.get(name, {})})
+
+
+def _records(component, n=10_000, d=5):
+    """Every guarantee a component states: ``privacy`` and each ``*privacy_for(n[, d])``."""
+    out = []
+    for attr in sorted(a for a in dir(component) if a == "privacy" or a.endswith("privacy_for")):
+        try:
+            value = getattr(component, attr)
+            if callable(value):
+                value = value(n, d) if "d" in inspect.signature(value).parameters else value(n)
+            out.append(value)
+        except RuntimeError:  # a batch optimizer's privacy needs fit() (its n); *_for has it
+            continue
+    return [g for g in out if isinstance(g, PrivacyGuarantee)]
+
+
+def _private_components():
+    for name in available_agents():
+        yield f"agent {name}", make_agent(name, n_arms=2, dim=5, horizon=300)
+    for name, cls in sorted(OPTIMIZERS.items()):
+        yield f"optimizer {name}", _optimizer(cls, name)
+    yield "bo DPGIBO", DPGIBO(mu=1.0, n_iters=5, clip_bound=1.0, batch_size=2)
+    yield "bo ExactGradientDPGD", ExactGradientDPGD(mu=1.0, n_iters=5, clip_bound=1.0)
+    yield "bo PrivateRandomSearch", PrivateRandomSearch(mu=1.0, n_candidates=5,
+                                                        bounds=[[0.0, 1.0]],
+                                                        loss_bounds=[0.0, 1.0])
+
+
+def test_privacy_records_cite_papers_not_seed_numbers():
+    """The privacy record a user reads (basis and caveat of every registered agent and
+    optimizer at its defaults, and of the DP-GIBO methods) names papers by authors and
+    year."""
+    checked, hits = 0, []
+    for label, component in _private_components():
+        records = _records(component)
+        assert records or component.privacy is None, f"{label}: no privacy record"
+        for g in records:
+            checked += 1
+            hits += [f"{label}: {line}" for line in _forbidden(f"{g.basis}\n{g.caveat}")]
+    assert checked >= len(OPTIMIZERS) + 8  # the private agents at least
+    assert not hits, f"cite the paper by authors and year (docs/references.md): {hits[:5]}"
 
 
 @pytest.mark.parametrize("path", _user_docs(), ids=lambda p: p.name)

@@ -1,4 +1,4 @@
-"""Tests for the DP-ERM optimizers of seed 001: DP-SVRG, DP-SVRG++, DP-AccMD, DP-GD.
+"""Tests for the DP-ERM optimizers of Wang, Ye & Xu 2017: DP-SVRG, DP-SVRG++, DP-AccMD, DP-GD.
 
 Convergence tests run with the noise off (``epsilon = inf``) on problems whose minimizer is
 known to high accuracy, and check the inequalities the paper's analysis proves (eq. 39/4 for

@@ -1,4 +1,4 @@
-"""DP-POFW (seed 000, Algorithm 2): per-step privacy of the vertex selection, calibration
+"""DP-POFW (Han et al. 2022, Algorithm 2): per-step privacy of the vertex selection, calibration
 (theorem and accountant), samplers, convergence, validation."""
 
 import math

@@ -1,4 +1,4 @@
-"""DP-TOFW (seed 000, Algorithm 1): calibration, accounting, convergence, validation."""
+"""DP-TOFW (Han et al. 2022, Algorithm 1): calibration, accounting, convergence, validation."""
 
 import math
 

@@ -1,6 +1,6 @@
-"""Tests for Private FTRL (seed 004): faithful updates, the claimed-guarantee calibration,
-the generalized-Gaussian noise, and the privacy audit showing the claim is violated for a
-non-smooth loss (note seed-002-004, sections 7-8)."""
+"""Tests for Private FTRL (Arora, Marinov & Ullah 2020, earlier version): faithful updates, the
+claimed-guarantee calibration, the generalized-Gaussian noise, and the privacy audit showing
+the claim is violated for a non-smooth loss (its Lemma C.1 fails)."""
 
 from __future__ import annotations
 

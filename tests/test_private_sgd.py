@@ -1,5 +1,6 @@
-"""Tests for Private SGD (seed 002, Algorithm 1): stopping time (Theorem 2), convergence rate
-without noise, the Theorem 6 / Remark 1 calibration and the accountant's figure."""
+"""Tests for Private SGD (Arora, Marinov & Ullah 2020, Algorithm 1): stopping time (Theorem 2),
+convergence rate without noise, the Theorem 6 / Remark 1 calibration and the accountant's
+figure."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The recursive gradient of seed 000 (eq. 3.1 / A.1) and the sensitivity of its sum form.
+"""The recursive gradient of Han et al. 2022 (eq. 3.1 / A.1) and the sensitivity of its sum form.
 
 * The recursion and the sum form agree (``theta_0 = theta_1``) on random streams, and the
   optimizers' own search directions equal the recursion computed from their trajectories.

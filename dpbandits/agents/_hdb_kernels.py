@@ -1,4 +1,4 @@
-"""DP-HDB's greedy choice (seed 000, Algorithm 3, lines 11-15) as a numba kernel.
+"""DP-HDB's greedy choice (Han et al. 2022, Algorithm 3, lines 11-15) as a numba kernel.
 
 Importing this module imports numba: it is loaded on the first compiled round
 (:func:`dpbandits._backends.kernels`). The numpy path is

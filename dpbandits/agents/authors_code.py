@@ -1,10 +1,9 @@
 """The two agents of Figure 5.1 *as the authors' code runs them* — NOT certified.
 
 These exist only to reproduce panel A of the Figure 5.1 reproduction ("as published"): the
-published curves come from code that departs from both papers (see
-``reference/notes/seed-000-dp-ofw-and-dp-hdb.md``, "What the authors' code actually
-evaluates", and ``dp-ucb-shariff-sheffet.md`` section 8). They are reconstructed from those
-notes' descriptions of the code, not from the code itself. Their ``privacy`` is marked not
+published curves come from code that departs from both papers (the departures are listed
+below; ``experiments/fig5_1/README.md`` measures them). They are reconstructed from written
+descriptions of the code, not from the code itself. Their ``privacy`` is marked not
 certified, with the reason; :func:`authors_dphdb_per_step_epsilons` and
 :func:`authors_dpucb_noise_multiplier` give what their noise actually supports, for the
 accountant.
@@ -132,7 +131,7 @@ class DPHDBAuthorsCode(PrivateAgent):
         c = authors_dphdb_numerator(horizon, self._delta) if self._private else 0.0
         self._plan = NoisePlan("authors", {"laplace_c": c}, PrivacyGuarantee(
             self._eps, self._delta, notion="JDP", certified=False,
-            basis="authors' code (seed 000 repository)", caveat=_CAVEAT_HDB))
+            basis="authors' code of Han et al. 2022", caveat=_CAVEAT_HDB))
 
     def _reset(self, n_reps, rng):
         self._rng = rng
@@ -173,7 +172,7 @@ class DPHDBAuthorsCode(PrivateAgent):
 
 @register_agent("dp-ucb-authors-code")
 class DPUCBAuthorsCode(PrivateAgent):
-    """DP-UCB as the authors' code of seed 000 runs it (module docstring). Not certified.
+    """DP-UCB as the authors' code of Han et al. 2022 runs it (module docstring). Not certified.
 
     ``backend``: ``"auto"``/``"numba"`` (compiled kernels) or ``"numpy"`` (same streams).
     """
@@ -199,7 +198,7 @@ class DPUCBAuthorsCode(PrivateAgent):
                  if self._private else 0.0)
         self._plan = NoisePlan("authors", {"sigma": sigma}, PrivacyGuarantee(
             self._eps, self._delta, notion="JDP", certified=False,
-            basis="authors' code (seed 000 repository)", caveat=_CAVEAT_UCB))
+            basis="authors' code of Han et al. 2022", caveat=_CAVEAT_UCB))
         self._ups, self._gamma = 0.0, 0.0
         if self._private:  # Proposition 11's constants for the code's sigma
             bounds = gaussian_bounds(horizon, dim * n_arms, sigma, alpha)

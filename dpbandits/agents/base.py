@@ -1,4 +1,4 @@
-"""The agent contract (DESIGN.md, "Agent") and the name registry.
+"""The agent contract (CONTRIBUTING.md, "Add an agent") and the name registry.
 
 An agent is batched over ``R`` independent replications: ``act`` maps contexts of shape
 ``(R, d)`` to arms ``(R,)`` and ``update`` learns from the round just played. Problem sizes

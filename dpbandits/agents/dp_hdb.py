@@ -1,4 +1,5 @@
-"""DP-HDB: private high-dimensional GLM bandit (seed 000, Algorithm 3).
+"""DP-HDB: private high-dimensional GLM bandit (Han et al. 2022, "On Private Online Convex
+Optimization", Algorithm 3).
 
 Disjoint model: a shared context ``x_t``, one parameter ``theta_i`` per arm in the l_1 ball
 of radius ``r``; reward ``zeta(x_t' theta_{a_t}) + noise``. One streaming private optimizer
@@ -109,23 +110,23 @@ def dp_hdb_plan(epsilon: float, delta: float, privacy_split: str,
     if privacy_split == "paper":
         guarantee = PrivacyGuarantee(
             epsilon, delta, notion="JDP", certified=False,
-            basis=f"Theorem 4.1, seed 000, per-arm optimizer: {g.basis}",
+            basis=f"Theorem 4.1 of Han et al. 2022, per-arm optimizer: {g.basis}",
             caveat="each arm's optimizer is calibrated to (epsilon, delta) as in the paper, "
                    "but a changed user can alter two arms' streams (proof B.1): only "
                    "(2 epsilon, 2 delta) follows")
     else:
         guarantee = PrivacyGuarantee(
             epsilon, delta, notion="JDP",
-            basis=("Theorem 4.1, seed 000 (JDP by post-processing of the per-arm iterates), "
-                   "two arms per changed user, each arm's optimizer at (epsilon/2, delta/2): "
-                   f"{g.basis}"))
+            basis=("Theorem 4.1 of Han et al. 2022 (JDP by post-processing of the per-arm "
+                   "iterates), two arms per changed user, each arm's optimizer at (epsilon/2, "
+                   f"delta/2): {g.basis}"))
     return NoisePlan(arm.calibration, arm.scales, guarantee, partial(_two_arms, arm),
                      arm.sensitivities)
 
 
 @register_agent("dp-hdb")
 class DPHDB(PrivateAgent):
-    """Private high-dimensional bandit (Algorithm 3 of seed 000), batched over replications.
+    """Private high-dimensional bandit (Han et al. 2022, Algorithm 3), batched over replications.
 
     Parameters (beyond ``n_arms, dim, horizon``):
     ``epsilon`` (inf: the non-private twin); ``delta`` (default ``1/horizon``);

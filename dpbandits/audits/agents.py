@@ -278,7 +278,7 @@ def _plain_dp_sanity(ctx: AuditContext, sampler, probe, *, statistic: str, canar
 
 
 # --------------------------------------------------------------------------------------------
-# DP-HDB (seed 000, Algorithm 3)
+# DP-HDB (Han et al. 2022, Algorithm 3)
 # --------------------------------------------------------------------------------------------
 
 # K = 2 arms, d = 1 (each arm's l_1 ball is an interval, vertices +-r), squared loss (identity

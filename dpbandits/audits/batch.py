@@ -1,4 +1,5 @@
-"""Audits of the batch private optimizers of seeds 001, 002 and 004.
+"""Audits of the batch private optimizers of Wang, Ye & Xu 2017 and Arora, Marinov & Ullah
+2020.
 
 Canary (Dirac, at the clipping norm): squared loss with ``x = 1, y = -/+ 1e6`` for the
 differing sample (its clipped gradient is ``+/- G`` at every iterate), ``x = 0, y = 0`` (zero
@@ -9,10 +10,11 @@ The claim audited is the one the optimizer reports for the correct instance; bro
 divide the calibrated per-step noise by 10 on the *instance* (the private method that returns
 the noise level is wrapped, the library code is untouched), audited against that claim.
 
-Private FTRL (seed 004) keeps its paper-faithful implementation with ``certified=False``; its
-audit uses the note's counterexample (``f = |w|`` on every sample but the last, ``f = +-w`` on
-the last) and *expects* a violation of the claimed guarantee. The valid bound it reports
-(``certified_privacy_for``) is audited separately and must hold.
+Private FTRL (Arora, Marinov & Ullah 2020, earlier version) keeps its paper-faithful
+implementation with ``certified=False``; its audit uses a counterexample (``f = |w|`` on
+every sample but the last, ``f = +-w`` on the last) and *expects* a violation of the claimed
+guarantee. The valid bound it reports (``certified_privacy_for``) is audited separately and
+must hold.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ def _batch_audit(ctx: AuditContext, make, noise_method: str, n: int, *, gaussian
 
 
 # --------------------------------------------------------------------------------------------
-# seed 001: DP-GD, DP-AccMD, DP-SVRG, DP-SVRG++
+# Wang, Ye & Xu 2017: DP-GD, DP-AccMD, DP-SVRG, DP-SVRG++
 # --------------------------------------------------------------------------------------------
 
 GD_N, GD_T = 10, 16
@@ -132,7 +134,7 @@ for _name, (_cls, *_) in _SVRG.items():
 
 
 # --------------------------------------------------------------------------------------------
-# seed 002: Private SGD
+# Arora, Marinov & Ullah 2020 (revised version): Private SGD
 # --------------------------------------------------------------------------------------------
 
 PSGD_N = 2  # every sample is used (K = n): no amplification, one Gaussian query
@@ -140,7 +142,7 @@ PSGD_N = 2  # every sample is used (K = n): no amplification, one Gaussian query
 
 @register("private-sgd", fast_runs=10_000, thorough_runs=200_000, label=_LABEL)
 def audit_private_sgd(ctx: AuditContext) -> AuditResult:
-    """optim.PrivateSGD (seed 002, accountant calibration)
+    """optim.PrivateSGD (Arora, Marinov & Ullah 2020, accountant calibration)
 
     Canary: one of n = 2 samples with clipped subgradient +-L, the others zero (d = 1, radius 100)
     Broken variant: per-step noise / 10 (noise level patched on the instance)
@@ -157,7 +159,8 @@ def audit_private_sgd(ctx: AuditContext) -> AuditResult:
 
 
 # --------------------------------------------------------------------------------------------
-# seed 004: Private FTRL (claimed guarantee known to be false for non-smooth losses)
+# Arora, Marinov & Ullah 2020 (earlier version): Private FTRL (claimed guarantee known to be
+# false for non-smooth losses)
 # --------------------------------------------------------------------------------------------
 
 FTRL_T = 200
@@ -196,8 +199,8 @@ def _ftrl_audit(ctx: AuditContext):
                         data=canary_pair(_ftrl_data), claim=claim,
                         canary=f"f = |w| on samples 1..{FTRL_T - 1}, last sample f = +w vs -w",
                         notes="published claim known to be false for non-smooth losses "
-                              "(note seed-002-004, section 8.3); the implementation reports "
-                              "it as not certified" if paper else "")
+                              "(its Lemma C.1 fails; tests/test_private_ftrl.py); the "
+                              "implementation reports it as not certified" if paper else "")
 
 
 _FTRL_CANARY = (f"f = |w| on samples 1..{FTRL_T - 1} (mean-reverting iterates), last sample "
@@ -209,8 +212,8 @@ _ftrl_paper = register_variants(
                 "of the algorithm (see private-ftrl-certified)",
     expected="violation", has_broken=False)
 _ftrl_paper("private-ftrl",
-            component="optim.PrivateFTRL (seed 004, Theorem 5.4 claim, "
-                      "certified=False)",
+            component="optim.PrivateFTRL (Arora, Marinov & Ullah 2020, earlier version, "
+                      "Theorem 5.4 claim, certified=False)",
             shows="the published zCDP claim of Private FTRL (amplification by iteration "
                   "without contraction) is violated: the mean-reverting |w| dynamics cancel "
                   "the accumulated noise and expose the last sample")

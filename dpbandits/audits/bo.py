@@ -1,4 +1,4 @@
-"""Audit of DP-GIBO (seed 003, ``dpbandits.bo.dp_gibo.DPGIBO``).
+"""Audit of DP-GIBO (Sopa et al. 2025, ``dpbandits.bo.dp_gibo.DPGIBO``).
 
 Canary: ``n = 4`` individuals in dimension 1; individual 1's loss is ``+1e6 theta`` (``D'``)
 or ``-1e6 theta`` (``D``), whose GP posterior-mean gradient is huge and is clipped to exactly

@@ -73,7 +73,7 @@ GG_P, GG_D = 1.5, 20
 
 @register("generalized-gaussian", fast_runs=20_000, thorough_runs=400_000)
 def audit_generalized_gaussian(ctx: AuditContext) -> AuditResult:
-    """privacy.mechanisms.generalized_gaussian_noise (Lemma 2.1, seed 000)
+    """privacy.mechanisms.generalized_gaussian_noise (Lemma 2.1 of Han et al. 2022)
 
     Canary: query 0 vs s * u in R^20 with ||u||_q = 1 along the all-ones direction (the worst ratio
         ||u||_+/||u||_q in general; here ||.||_+ = ||.||_3 = ||.||_q, so every direction has ratio
@@ -99,7 +99,8 @@ def audit_generalized_gaussian(ctx: AuditContext) -> AuditResult:
 
     return ctx.audit(sampler, epsilon=EPS, delta=DELTA, statistic="privacy loss ln p'(z)/p(z)",
                      canary=f"f(D)=0, f(D')=u, ||u||_q=1, p={GG_P}, d={GG_D}",
-                     basis="Lemma 2.1 of seed 000 (Bassily et al. 2021b), kappa from Lemma 3.2",
+                     basis="Lemma 2.1 of Han et al. 2022 (Bassily et al. 2021b), kappa from "
+                           "Lemma 3.2",
                      extra={"kappa": geo.kappa, "q_plus": geo.q_plus, "sigma": sigma})
 
 

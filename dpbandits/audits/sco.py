@@ -1,4 +1,5 @@
-"""Audits of the DP-SCO baselines of seed 000's Table 5.1 (``dpbandits.optim.sco_baselines``).
+"""Audits of the DP-SCO baselines of Table 5.1 of Han et al. 2022
+(``dpbandits.optim.sco_baselines``).
 
 Canary (Dirac, at the clipping norm): squared loss with ``y = -/+ 1e6`` makes the clipped
 gradient of the differing sample exactly ``+/- L0 e_1`` at every ``theta`` (clipping is part of

@@ -1,4 +1,4 @@
-"""Audits of the streaming private Frank-Wolfe optimizers of seed 000 (DP-TOFW, DP-POFW).
+"""Audits of the streaming private Frank-Wolfe optimizers of Han et al. 2022 (DP-TOFW, DP-POFW).
 
 Canary (Dirac, at the clipping bounds): squared loss ``0.5 (<x, theta> - y)^2``; the first
 sample is ``x = x_bound e_1`` with ``y = +y_bound`` (``D'``) or ``-y_bound`` (``D``); every

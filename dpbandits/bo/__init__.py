@@ -1,4 +1,4 @@
-"""Scalable differentially private Bayesian optimization (seed 003) and its baselines.
+"""Scalable differentially private Bayesian optimization (Sopa et al. 2025) and its baselines.
 
 * :mod:`~dpbandits.bo.kernels` — RBF, Matern-5/2 and polynomial kernels with input gradients
   and cross-Hessians;

@@ -27,7 +27,7 @@ STEP_RULES = frozenset({"sgd", "adagrad"})
 
 
 def clip_and_average(per_individual: np.ndarray, clip_bound: float):
-    """Line 8 of Algorithm 1 (seed 003): ``(1/n) sum_i g_i min(1, B / ||g_i||_2)``.
+    """Line 8 of Algorithm 1 (Sopa et al. 2025): ``(1/n) sum_i g_i min(1, B / ||g_i||_2)``.
 
     ``per_individual`` ``(n, d)``. Returns ``(mean, was_clipped)`` with ``was_clipped`` the
     ``(n,)`` mask of rescaled rows. Every clipped row has l2 norm ``<= B``, so replacing one
@@ -43,7 +43,7 @@ def clip_and_average(per_individual: np.ndarray, clip_bound: float):
 def gdp_noise_std(clip_bound: float, n_iters: int, n: int, mu: float) -> float:
     """Std of the per-coordinate Gaussian noise of line 9: ``2 B sqrt(T) / (n mu)``
     (0 when ``mu = inf``). Each step is then ``(mu / sqrt(T))``-GDP (sensitivity ``2B/n``,
-    Theorem 2.4 of seed 003) and ``T`` steps compose to ``mu``-GDP (Theorem 2.5)."""
+    Theorem 2.4 of Sopa et al. 2025) and ``T`` steps compose to ``mu``-GDP (Theorem 2.5)."""
     if math.isinf(mu):
         return 0.0
     return 2.0 * clip_bound * math.sqrt(n_iters) / (n * mu)
@@ -80,7 +80,7 @@ def private_gradient(per_individual: np.ndarray, clip_bound: float, noise_std: f
 class GDPGradientMethod:
     """Base of DP-GIBO and :class:`~dpbandits.bo.baselines.ExactGradientDPGD`: ``n_iters``
     releases of a clipped mean gradient plus ``N(0, (2 B sqrt(T) / (n mu))^2 I)``, each a
-    step of the rule ``step_rule``, ``mu``-GDP in total (Theorem 3.1 of seed 003).
+    step of the rule ``step_rule``, ``mu``-GDP in total (Theorem 3.1 of Sopa et al. 2025).
 
     Stores the shared parameters unchanged; ``_validate`` re-checks them at every use (they
     may be changed after construction) and sets ``_mu``, ``_T``, ``_B``, ``_bounds`` and

@@ -1,7 +1,7 @@
 """Gradient-informative acquisition: choose evaluation points that make ``grad f(theta)``
-certain (lines 4-5 of Algorithm 1, seed 003).
+certain (lines 4-5 of Algorithm 1, Sopa et al. 2025).
 
-Seed 003 prints the acquisition as
+Sopa et al. 2025 print the acquisition as
 ``alpha(z; D, theta) = -Tr(grad k(theta, D u z) (K + sigma^2 I)^{-1} k(D u z, theta) grad^T)``
 and stops adding points once ``min alpha <= epsilon``. Its proofs (Lemmas A.2-A.4 and the
 proofs of Theorems 3.7/3.10) instead use that the *full* posterior trace
@@ -183,7 +183,7 @@ class GradientDesigner:
         ``<= tolerance`` (adaptive, line 4) or ``batch_size`` points were added (fixed).
 
         Exactly one of ``tolerance``/``batch_size`` must be given. In adaptive mode at least
-        ``min_batch`` (seed 003: ``b`` in ``N+``, so 1) and at most ``max_batch`` points are
+        ``min_batch`` (Sopa et al. 2025: ``b`` in ``N+``, so 1) and at most ``max_batch`` points are
         added; if ``max_batch`` is reached first, ``tolerance_met`` is False.
         """
         rng = check_rng(rng)

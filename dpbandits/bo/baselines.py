@@ -1,4 +1,4 @@
-"""Baselines for DP-GIBO (seed 003): DP-GD with exact gradients, private random search,
+"""Baselines for DP-GIBO (Sopa et al. 2025): DP-GD with exact gradients, private random search,
 non-private GIBO (:class:`dpbandits.bo.dp_gibo.GIBO`) and GP-UCB global BO.
 
 All share DP-GIBO's interface: hyper-parameters in ``__init__``,
@@ -64,8 +64,8 @@ class ExactGradientDPGD(GDPGradientMethod):
     ``delta``, ``record_diagnostics``.
     """
 
-    _basis = ("Gaussian mechanism (sensitivity 2B/n) + GDP composition; as Theorem 3.1, "
-              "seed 003")
+    _basis = ("Gaussian mechanism (sensitivity 2B/n) + GDP composition; as Theorem 3.1 of "
+              "Sopa et al. 2025")
 
     def fit(self, objective: ObjectiveLike, rng: np.random.Generator, n_reps: int = 1
             ) -> BatchResult:
@@ -241,7 +241,7 @@ class GPUCB:
     (Srinivas et al.'s finite-set schedule with ``|D|`` replaced by ``d``, a common heuristic)
     unless ``beta`` is a fixed number.
 
-    Seed 003 compares with the private UCB-BO of Kusner et al. (2015) only through Figure 1
+    Sopa et al. 2025 compare with the private UCB-BO of Kusner et al. (2015) only through Figure 1
     and a rate; its private release is not reproduced here, so this baseline states
     ``privacy = non-private``. ``history`` is the incumbent (best observed point) after every
     evaluation.

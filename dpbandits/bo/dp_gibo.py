@@ -1,5 +1,5 @@
 """DP-GIBO: differentially private gradient-informative Bayesian optimization
-(Algorithm 1 of seed 003, "Scalable Differentially Private Bayesian Optimization").
+(Algorithm 1 of Sopa et al. 2025, "Scalable Differentially Private Bayesian Optimization").
 
 Per iteration ``t = 0..T-1``, at the current iterate ``theta_t``:
 
@@ -48,7 +48,7 @@ from dpbandits.optim.base import BatchResult
 __all__ = ["DPGIBO", "GIBO"]
 
 class DPGIBO(GDPGradientMethod):
-    """Algorithm 1 of seed 003.
+    """Algorithm 1 of Sopa et al. 2025.
 
     Parameters
     ----------
@@ -71,7 +71,7 @@ class DPGIBO(GDPGradientMethod):
         Cap on the adaptive batch (default ``4 (d + 1)``); iterations that hit it are
         recorded in ``extra["tolerance_met"]`` and reported with a ``RuntimeWarning``.
     min_batch : int
-        Least number of new points per iteration in adaptive mode (seed 003: ``b >= 1``).
+        Least number of new points per iteration in adaptive mode (Sopa et al. 2025: ``b >= 1``).
     step_size : float
         ``eta``.
     step_rule : {"sgd", "adagrad"}
@@ -88,7 +88,7 @@ class DPGIBO(GDPGradientMethod):
         Relative diagonal jitter of the GP (data-independent).
     prior_mean : float or "estimated"
         Constant GP prior mean subtracted from every individual's losses: a number fixed in
-        advance (seed 003 uses 0), or ``"estimated"`` — each individual's own constant
+        advance (Sopa et al. 2025 use 0), or ``"estimated"`` — each individual's own constant
         mean, estimated by generalized least squares from that individual's losses at ``D``
         (``c_i = 1' Kt^{-1} y_i / 1' Kt^{-1} 1``, the posterior mean under a flat prior on a
         constant trend). With a zero prior mean, losses far from 0 bias the surrogate
@@ -96,7 +96,7 @@ class DPGIBO(GDPGradientMethod):
         them), which AdaGrad turns into a steady drift; ``"estimated"`` removes that bias
         (a constant loss gives exactly zero surrogate gradient). ``g_i`` still depends only
         on individual ``i``'s losses and is clipped after, so the sensitivity ``2B/n`` and
-        Theorem 3.1 are unchanged. Not part of seed 003; the acquisition still uses the
+        Theorem 3.1 are unchanged. Not part of Sopa et al. 2025; the acquisition still uses the
         zero-mean gradient trace.
     delta : float
         ``delta`` at which the GDP guarantee is converted to ``(epsilon, delta)``.
@@ -106,7 +106,7 @@ class DPGIBO(GDPGradientMethod):
         with ``nonprivate_``. These are NOT private; for analysis only.
     """
 
-    _basis = "Theorem 3.1, seed 003"
+    _basis = "Theorem 3.1 of Sopa et al. 2025"
 
     def __init__(self, *, mu: float, n_iters: int, clip_bound: float,
                  kernel: Kernel | None = None, noise_var: float = 0.0,
@@ -254,7 +254,7 @@ class DPGIBO(GDPGradientMethod):
 
 class GIBO(DPGIBO):
     """Non-private GIBO (``mu = inf``, no clipping unless ``clip_bound`` is given): the
-    ``mu = inf`` reference of seed 003's experiments. Same acquisition and updates."""
+    ``mu = inf`` reference of Sopa et al. 2025's experiments. Same acquisition and updates."""
 
     def __init__(self, *, n_iters: int, clip_bound: float = math.inf, **kwargs: Any) -> None:
         if "mu" in kwargs:

@@ -5,7 +5,7 @@ jitter) I``:
 
 * :class:`GPDesign` — the evaluation set ``D`` alone. Posterior *covariances* do not depend
   on the observed values, so everything DP-GIBO's acquisition needs (the posterior covariance
-  of the gradient, seed 003 Section 2.3) lives here and never touches data.
+  of the gradient, Sopa et al. 2025, Section 2.3) lives here and never touches data.
 * :class:`ExactGP` — a design plus observations ``Y`` of shape ``(m,)`` or ``(m, n)``
   (``n`` outputs sharing the kernel matrix: one column per validation individual in DP-GIBO).
   Adds the posterior mean and the gradient of the posterior mean.
@@ -228,7 +228,7 @@ class GPDesign:
         return prior - A.T @ A
 
     def grad_trace(self, x: ArrayLike) -> float:
-        """``Tr`` of the posterior gradient covariance: the quantity seed 003's tolerance
+        """``Tr`` of the posterior gradient covariance: the quantity Sopa et al. 2025's tolerance
         ``epsilon`` bounds (Lemmas A.2-A.4)."""
         return float(np.trace(self.grad_cov(x)))
 
@@ -240,7 +240,7 @@ class ExactGP(GPDesign):
     ----------
     kernel, noise_var, jitter, max_jitter : see :class:`GPDesign`.
     prior_mean : float
-        Constant prior mean ``m0`` (seed 003 uses 0). Must not depend on data if the GP is
+        Constant prior mean ``m0`` (Sopa et al. 2025 use 0). Must not depend on data if the GP is
         used inside a private algorithm.
     """
 
@@ -319,7 +319,7 @@ class ExactGP(GPDesign):
 
     def grad_mean(self, x: ArrayLike) -> np.ndarray:
         """Gradient of the posterior mean at ``x``: ``(d,)`` or ``(d, n)``
-        (line 7 of Algorithm 1, seed 003, for all ``n`` outputs at once)."""
+        (line 7 of Algorithm 1, Sopa et al. 2025, for all ``n`` outputs at once)."""
         x = check_array("x", x, ndim=1)
         if self._m == 0:
             return np.zeros(x.shape[0]) if self._single else np.zeros((x.shape[0], 0))

@@ -9,13 +9,13 @@ Every kernel ``k(a, b)`` provides, batched over the rows of ``A`` (shape ``(p, d
 ``grad_second(A, B)``   ``(p, m, d)``        ``d k(a, b) / d b``
 ``cross_hessian(A, B)`` ``(p, m, d, d)``     ``[s, t]`` entry ``d^2 k(a, b) / d a_s d b_t``
 ``grad_cov(x)``         ``(d, d)``           prior covariance of ``grad f(x)``, i.e.
-                                             ``cross_hessian(x, x)`` (seed 003, Section 2.3)
+                                             ``cross_hessian(x, x)`` (Sopa et al. 2025, Sec. 2.3)
 ``grad_diag(A)``        ``(p, d)``           ``d k(a, a) / d a`` (zero for stationary kernels)
 
 For a GP ``f ~ GP(0, k)`` the covariance between ``grad f(a)`` and ``f(b)`` is
 ``grad_first(a, b)`` and between ``grad f(a)`` and ``grad f(b)`` is ``cross_hessian(a, b)``,
 which is everything the posterior of the gradient needs. Kernels are immutable once built;
-hyper-parameters are fixed by the user (seed 003 never learns them, Appendix E).
+hyper-parameters are fixed by the user (Sopa et al. 2025 never learn them, Appendix E).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def _lengthscale(value) -> np.ndarray:
 class Kernel(ABC):
     """Base class: input checks shared by every kernel."""
 
-    #: True when ``k(a, b)`` depends on ``a - b`` only (Assumption 3.5 of seed 003).
+    #: True when ``k(a, b)`` depends on ``a - b`` only (Assumption 3.5 of Sopa et al. 2025).
     stationary: bool = True
 
     def _pair(self, A, B):
@@ -209,7 +209,7 @@ class RBF(_Stationary):
     """Squared-exponential kernel ``s^2 exp(-||(a - b) / l||^2 / 2)``.
 
     ``lengthscale`` is a scalar or a length-``d`` array (ARD); ``outputscale`` is ``s^2``.
-    Infinitely differentiable, so Assumption 3.5 of seed 003 holds.
+    Infinitely differentiable, so Assumption 3.5 of Sopa et al. 2025 holds.
     """
 
     def _profile(self, r):
@@ -222,7 +222,8 @@ class Matern52(_Stationary):
     """Matern-5/2 kernel ``s^2 (1 + sqrt5 r + 5 r^2 / 3) exp(-sqrt5 r)``, ``r = ||(a-b)/l||``.
 
     Twice differentiable, so the gradient GP exists; it is *not* four times differentiable,
-    so Assumption 3.5 of seed 003 (needed by the convergence theorems, not by privacy) fails.
+    so Assumption 3.5 of Sopa et al. 2025 (needed by the convergence theorems, not by
+    privacy) fails.
     """
 
     _SQ5 = math.sqrt(5.0)
@@ -238,7 +239,7 @@ class Matern52(_Stationary):
 
 
 class Polynomial(Kernel):
-    """Polynomial kernel ``s^2 (a^T b + c)^p`` (seed 003, Appendix E.3 uses ``p=2, c=1``).
+    """Polynomial kernel ``s^2 (a^T b + c)^p`` (Sopa et al. 2025, Appendix E.3 uses ``p=2, c=1``).
 
     Not stationary; its RKHS is the polynomials of degree ``<= p``, so for ``p = 2`` it holds
     the quadratic negative log-likelihood of the Normal location model exactly.

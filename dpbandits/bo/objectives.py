@@ -1,11 +1,12 @@
-"""Private black-box objectives ``f_x(theta) = (1/n) sum_i L(theta, x_i)`` (seed 003, Sec. 2.4).
+"""Private black-box objectives ``f_x(theta) = (1/n) sum_i L(theta, x_i)`` (Sopa et al. 2025,
+Sec. 2.4).
 
 An :class:`Objective` returns, for a batch of parameter vectors, the loss of **every**
 validation individual separately — the per-individual decomposition DP-GIBO clips. One call
 to :meth:`Objective.losses` with ``b`` points is ``b`` "function evaluations" (``b`` training
 runs in hyper-parameter tuning), each returning ``n`` per-individual losses.
 
-Concrete objectives used by the experiments of seed 003:
+Concrete objectives used by the experiments of Sopa et al. 2025:
 
 * :class:`NormalLocation` — Appendix E.3, ``L = ||x_i - theta||^2 / 2``;
 * :class:`HuberRegression` — Appendix E.4, weighted Huber loss of a linear model;
@@ -185,8 +186,9 @@ def as_objective(objective: ObjectiveLike, dim: int | None = None,
 
 
 class NoisyObjective(Objective):
-    """The noisy oracle of seed 003: ``y_i = L(theta, x_i) + N(0, noise_std^2)`` i.i.d. per
-    individual and evaluation. :meth:`values`/:meth:`value` report the noiseless objective.
+    """The noisy oracle of Sopa et al. 2025: ``y_i = L(theta, x_i) + N(0, noise_std^2)``
+    i.i.d. per individual and evaluation. :meth:`values`/:meth:`value` report the noiseless
+    objective.
 
     ``rng`` drives the evaluation noise only (it models, e.g., DP training), separate from the
     optimizer's generator.

@@ -23,7 +23,7 @@ Registered ids (every one has a single ``entry_point`` and a native ``vector_ent
                                     s = 5, contexts N(0, 0.05^2 I) at unit l_inf norm, linear
                                     link, N(0, 0.05^2) noise
 ``dpbandits/Figure5.1-l1-v0``       the same with unit-l_1 contexts — what the authors' code
-                                    actually feeds DP-HDB (seed-000 note)
+                                    actually feeds DP-HDB (experiments/fig5_1)
 ``dpbandits/SparseLinearBandit-v0`` K = 5, d = 20, T = 2000, s = 3, unit l_inf contexts
 ``dpbandits/LogisticBandit-v0``     K = 3, d = 20, T = 2000, s = 3, logistic link,
                                     theta_scale = 5, Bernoulli rewards

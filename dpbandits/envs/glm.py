@@ -1,4 +1,4 @@
-"""Generalized-linear contextual bandits (Section 4.1 of seed 000).
+"""Generalized-linear contextual bandits (Section 4.1 of Han et al. 2022).
 
 Model: at round ``t`` a context ``x_t`` is drawn (shared by all arms), the agent pulls arm
 ``a_t`` and receives ``r_t = zeta(x_t' theta*_{a_t}) + noise``; ``zeta`` is the inverse link
@@ -264,7 +264,7 @@ _DOC_PARAMS = """
         Box of the uniform law, default [-1, 1].
     normalization : {"linf", "l1", "l2", None}
         Each context is rescaled to unit norm. ``"linf"``: the paper's stated ||x||_inf = 1;
-        ``"l1"``: what the authors' code feeds DP-HDB (see the seed-000 note).
+        ``"l1"``: what the authors' code feeds DP-HDB (see experiments/fig5_1/README.md).
     theta : {"sparse", "gaussian"} or (K, d) array
         Generated per episode from the instance stream: ``"sparse"`` — ``sparsity`` random
         coordinates set to 1, normalized to unit l_1 norm (the paper's code); ``"gaussian"`` —

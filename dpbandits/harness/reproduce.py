@@ -1,6 +1,6 @@
 """Reproductions of published figures, callable from the CLI (``dpbandits reproduce NAME``).
 
-``fig5.1`` — Figure 5.1 of seed 000 (DP-HDB vs DP-UCB, T = 1e4, d = 50, K = 2, epsilon = 1,
+``fig5.1`` — Figure 5.1 of Han et al. 2022 (DP-HDB vs DP-UCB, T = 1e4, d = 50, K = 2, epsilon = 1,
 delta = 1/T), in three panels (see ``experiments/fig5_1/README.md``):
 
 * **A, as published**: the agents as the authors' code runs them (not certified) — DP-HDB on

@@ -1,4 +1,5 @@
-"""A bandit agent's continuous hyper-parameters as a DP-GIBO objective (seed 003 x seed 000).
+"""A bandit agent's continuous hyper-parameters as a DP-GIBO objective (Sopa et al. 2025 x
+Han et al. 2022).
 
 The validation individuals are ``n`` **held-out simulated users**: user ``i`` is one bandit
 problem (its own parameter instance, context stream and reward noise), generated from
@@ -7,8 +8,8 @@ average per-round pseudo-regret on user ``i``'s problem over ``horizon`` rounds.
 one evaluation run as the ``n`` replications of one batched simulation, so one function
 evaluation of DP-GIBO is one call of :func:`~dpbandits.harness.simulate.simulate`.
 
-Why this fits Theorem 3.1 of seed 003: replications of a simulation never share data, so
-user ``i``'s loss depends only on user ``i``'s problem and on the agent's own randomness,
+Why this fits Theorem 3.1 of Sopa et al. 2025: replications of a simulation never share data,
+so user ``i``'s loss depends only on user ``i``'s problem and on the agent's own randomness,
 which is data-independent (``agent_rng(agent_seed)``, the same at every ``params``: common
 random numbers, so the loss surface is smooth in ``params`` rather than re-noised at every
 evaluation). Replacing one user therefore changes one per-individual loss and, after

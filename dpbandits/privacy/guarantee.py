@@ -1,4 +1,4 @@
-"""``PrivacyGuarantee``: the contract every private component states (DESIGN.md)."""
+"""``PrivacyGuarantee``: the contract every private component states (CONTRIBUTING.md)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ class PrivacyGuarantee:
     neighbouring : str
         ``"replace-one"`` (default) or ``"add-remove"``.
     basis : str
-        Which theorem or accountant the numbers come from, e.g. ``"Theorem 3.4, seed 000"``.
+        Which theorem or accountant the numbers come from, e.g. ``"Theorem 3.4 of Han et al.
+        2022"``; papers are cited by authors and year as in ``docs/references.md``.
     certified : bool
         False when the component reproduces a published claim that is known not to hold
         (e.g. Private FTRL for non-smooth losses); ``caveat`` says why.

@@ -1,14 +1,14 @@
 """Noise samplers, private selection and noise calibration.
 
 Every sampler takes a ``numpy.random.Generator`` first and a ``size`` (leading shape), so one
-call serves ``R`` replications (DESIGN.md, "Randomness" and "Batched replications").
+call serves ``R`` replications (CONTRIBUTING.md, "Rules every change keeps").
 
 Contents
 --------
 Noise
     :func:`laplace_noise` (from :func:`standard_laplace`: sign times exponential),
     :func:`gaussian_noise`, :func:`generalized_gaussian_noise`
-    (the l_{q+} "generalized Gaussian" of seed 000, Algorithm 4, Lemma 2.1/3.1).
+    (the l_{q+} "generalized Gaussian" of Han et al. 2022, Algorithm 4, Lemma 2.1/3.1).
 Random matrices (the node noise of DP-UCB's tree)
     :func:`symmetric_gaussian_matrix` (the law of ``(Z + Z^T)/sqrt 2``) and
     :func:`wishart_matrix` (Bartlett), each from the fewest variates its law needs.
@@ -134,8 +134,8 @@ def gaussian_noise(rng: np.random.Generator, sigma, size) -> np.ndarray:
 def generalized_gaussian_noise(rng: np.random.Generator, sigma, q_plus, d, size=()) -> np.ndarray:
     """Sample ``Z ~ G_{||.||_{q+}}(0, sigma²)`` in ``R^d``, ``size`` draws at once.
 
-    The density is proportional to ``exp(-||z||_{q+}² / (2 sigma²))`` (seed 000, Lemma 2.1).
-    Returns an array of shape ``(*size, d)``. Algorithm 4 of seed 000, with two corrections:
+    The density is proportional to ``exp(-||z||_{q+}² / (2 sigma²))`` (Han et al. 2022, Lemma 2.1).
+    Returns an array of shape ``(*size, d)``. Algorithm 4 of Han et al. 2022, with two corrections:
 
     1. radius: ``r² ~ Gamma(shape d/2, scale 2 sigma²)``. The paper prints scale ``2 sigma``,
        a typo: its proof of Lemma 3.1 (polar integration of the density) gives ``2 sigma²``,

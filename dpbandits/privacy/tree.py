@@ -1,9 +1,9 @@
 """Binary-tree aggregation (continual counting) of a stream of arrays.
 
 The binary mechanism of Dwork, Naor, Pitassi & Rothblum (2010) and Chan, Shi & Song (2011),
-used as the tree-based aggregation of Guha Thakurta & Smith (2013) — Algorithm 5 of seed 000 —
-to release every prefix sum ``S_t = z_1 + … + z_t`` (t = 1..T) of a stream of arrays of a
-fixed shape (vectors for DP-TOFW, symmetric matrices for DP-UCB), batched over ``R``
+used as the tree-based aggregation of Guha Thakurta & Smith (2013) — Algorithm 5 of Han et
+al. 2022 — to release every prefix sum ``S_t = z_1 + … + z_t`` (t = 1..T) of a stream of
+arrays of a fixed shape (vectors for DP-TOFW, symmetric matrices for DP-UCB), batched over ``R``
 independent replications.
 
 Construction (0-based levels ``j``; ``t`` counted from 1)
@@ -26,7 +26,7 @@ Numbers that matter for the privacy accounting
   ``L`` is the exact maximum. This is what multiplies the per-datum sensitivity in the
   composition over nodes (l_2 sensitivity ``sqrt(L) Δ`` of the vector of all node sums
   for Gaussian nodes). ``L <= ceil(log2 T) + 1``, with equality iff ``T`` is a power of 2;
-  the paper's count ``ceil(log2 n) + 1`` (seed 000, Alg. 5 and Thm 3.1; it counts the levels
+  the paper's count ``ceil(log2 n) + 1`` (Han et al. 2022, Alg. 5 and Thm 3.1; it counts the levels
   of the padded complete tree, including nodes never completed) is therefore a valid, at
   times slightly loose, upper bound.
 * ``max_nodes_per_release = max_{t <= T} popcount(t) = (T + 1).bit_length() - 1 <= L``.

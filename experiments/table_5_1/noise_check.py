@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """How much noise does the authors' generalized-Gaussian sampler add, relative to the
-distribution seed 000's Lemma 2.1 / Algorithm 4 asks for?  (Table 5.1 discussion, README.)
+distribution Lemma 2.1 / Algorithm 4 of Han et al. 2022 asks for?  (Table 5.1 discussion, README.)
 
     .venv/bin/python -m experiments.table_5_1.noise_check
 

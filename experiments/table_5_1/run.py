@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Reproduce Table 5.1 and Figure 5.3 of seed 000 (DP-TOFW vs DP-SCO baselines).
+"""Reproduce Table 5.1 and Figure 5.3 of Han et al. 2022 (DP-TOFW vs DP-SCO baselines).
 
     .venv/bin/python -m experiments.table_5_1.run --reduced      # a few minutes
     .venv/bin/python -m experiments.table_5_1.run                # full grid (hours: NoisySGD)

@@ -3,12 +3,12 @@
 (:mod:`~dpbandits.optim.batch.data`) and clipped gradients
 (:mod:`~dpbandits.optim.batch.oracle`):
 
-* the DP-SCO baselines of seed 000's Table 5.1 over an l_p ball
+* the DP-SCO baselines of Han et al. 2022's Table 5.1 over an l_p ball
   (:mod:`~dpbandits.optim.batch.lp_ball`): :class:`NoisySFW`, :class:`LocalMD`,
   :class:`NoisySGD`;
-* the DP-ERM methods of seed 001 (Wang, Ye & Xu 2017): :class:`DPSVRG`,
+* the DP-ERM methods of Wang, Ye & Xu 2017: :class:`DPSVRG`,
   :class:`DPSVRGPlusPlus`, :class:`DPGD`, :class:`DPAccMD`;
-* the non-smooth DP-SCO methods of seeds 002/004 (Arora, Marinov & Ullah 2020):
+* the non-smooth DP-SCO methods of Arora, Marinov & Ullah 2020:
   :class:`PrivateSGD`, :class:`PrivateFTRL` (its claim is marked not certified).
 """
 

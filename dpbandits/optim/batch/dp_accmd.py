@@ -1,4 +1,4 @@
-"""DP-AccMD (seed 001, Algorithm 3): private accelerated mirror descent (linear coupling)
+"""DP-AccMD (Wang, Ye & Xu 2017, Algorithm 3): private accelerated mirror descent (linear coupling)
 over a centrally symmetric constraint set ``C`` — here an l_1 ball (the paper's example) or
 an l_2 ball of radius ``r``.
 
@@ -18,8 +18,7 @@ the *noise-free* gradient ``grad F(x_{k+1})`` and only the z-step adds ``b_{k+1}
 ``y_T`` is the output, that version is not covered by the privacy proof (App. B.3 accounts one
 Gaussian query per iteration). Here the *same* noisy gradient ``g~`` is used in both steps, so
 everything released is a post-processing of the ``T`` Gaussian queries the proof accounts
-(note seed-001 section 3, "flagged for implementers"); the paper's utility proof does not
-cover this variant.
+for; the paper's utility proof does not cover this variant.
 
 Subproblems (the paper names neither ``w`` nor solvers):
 
@@ -132,7 +131,7 @@ def l1_squared_prox(x: ArrayLike, g: ArrayLike, beta: float, radius: float) -> n
 
 
 class DPAccMD(FullGradientGaussian):
-    """DP-AccMD (Algorithm 3, seed 001), private reading (noisy gradient in both steps).
+    """DP-AccMD (Algorithm 3, Wang, Ye & Xu 2017), private reading (noisy gradient in both steps).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""DP-GD (seed 001, Algorithm 4): noisy full-batch gradient descent, with the last iterate
+"""DP-GD (Wang, Ye & Xu 2017, Algorithm 4): noisy full-batch gradient descent, with the last iterate
 (Section 6.1, Polyak-Lojasiewicz objectives) or a uniformly random iterate (Section 6.2,
 gradient-norm utility for non-convex objectives) as output.
 
@@ -16,7 +16,7 @@ range restriction). Here ``T`` Gaussian steps of multiplier ``k = sigma n / (2G)
 ledger ``gaussian_event(k, count=T)`` is re-accounted by the PLD accountant.
 
 Random output: the paper prints "m uniformly sampled from {0, ..., m-1}"; its proof (B.9)
-averages over ``{0, ..., T-1}``, which is what is implemented (the note's reading).
+averages over ``{0, ..., T-1}``, which is what is implemented (our reading).
 """
 
 from __future__ import annotations
@@ -68,7 +68,8 @@ def gaussian_privacy(epsilon: float, delta: float, noise_std: float | None, n: i
         eps = float(epsilon)
     mu = math.sqrt(n_steps) / k
     basis = (f"{n_steps} Gaussian steps, multiplier {k:.4g} (sensitivity 2G/n): {mu:.4g}-GDP "
-             f"(exact composition; PLD accountant on the ledger); {basis_alg}, seed 001")
+             f"(exact composition; PLD accountant on the ledger); {basis_alg} of Wang, Ye & Xu "
+             "2017")
     return sigma, k, PrivacyGuarantee(epsilon=eps, delta=float(delta), basis=basis), ledger
 
 
@@ -111,7 +112,7 @@ class FullGradientGaussian(PrivateBatchOptimizer):
 
 
 class DPGD(FullGradientGaussian):
-    """DP-GD (Algorithm 4, seed 001).
+    """DP-GD (Algorithm 4, Wang, Ye & Xu 2017).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""DP-SVRG and DP-SVRG++ (seed 001, Algorithms 1 and 2: Wang, Ye & Xu, "Differentially
+"""DP-SVRG and DP-SVRG++ (Algorithms 1 and 2 of Wang, Ye & Xu 2017, "Differentially
 private empirical risk minimization revisited: faster and more general").
 
 Both minimise ``F^r(x) = (1/n) sum_i f(x; z_i) + r(x)`` by proximal SVRG with Gaussian noise
@@ -31,7 +31,7 @@ Where the paper's range would bite: with ``n`` in the hundreds of thousands, ``T
 is ~1e-6, so the paper's small ``sigma`` is not certified for any practical epsilon. The
 accountant shows why: a step that samples the differing record releases its gradient
 difference with noise ``sigma_1``, which must then be of order ``G`` whatever ``n``. The
-experiments in ``experiments/seed001_dp_erm`` quantify the consequence.
+experiments in ``experiments/wang2017_dp_erm`` quantify the consequence.
 """
 
 from __future__ import annotations
@@ -62,7 +62,8 @@ _BLOCK = 256  # inner steps whose indices / noise are drawn in one call
 
 def svrg_contraction(step_size: float, inner_steps: int, smoothness: float,
                      strong_convexity: float) -> float:
-    """``A`` of eq. (4) (seed 001): ``E F^r(x~_s) - F* <= A (E F^r(x~_{s-1}) - F*) + noise``,
+    """``A`` of eq. (4) (Wang, Ye & Xu 2017):
+    ``E F^r(x~_s) - F* <= A (E F^r(x~_{s-1}) - F*) + noise``,
     ``A = 1/(eta (1 - 8 eta L) mu m) + 8 L eta (m + 1) / (m (1 - 8 L eta))``. ``inf`` when
     ``8 eta L >= 1``."""
     eta, m, L, mu = step_size, inner_steps, smoothness, strong_convexity
@@ -75,7 +76,8 @@ def svrg_contraction(step_size: float, inner_steps: int, smoothness: float,
 def svrg_theory_parameters(smoothness: float, strong_convexity: float,
                            step_size: float | None = None, target: float = 0.5
                            ) -> tuple[float, int, float]:
-    """Step size and epoch length meeting eq. (4) of seed 001: ``A <= target`` (``1/2``).
+    """Step size and epoch length meeting eq. (4) of Wang, Ye & Xu 2017: ``A <= target``
+    (``1/2``).
 
     Theorem 4.2 says ``eta = Theta(1/L) <= 1/(12 L)``, but at ``eta = 1/(12 L)`` the second
     term of ``A`` is ``2 (m+1)/m > 1/2`` for every ``m``: eq. (4) needs ``24 L eta < 1``
@@ -212,8 +214,8 @@ class _VarianceReduced(PrivateBatchOptimizer):
             return PrivacyGuarantee.non_private(f"{self._name} without noise")
         basis = (f"RDP accountant (dp_accounting, replace-one) on {self.total_steps()} steps of "
                  f"[sampled-w/o-replacement Gaussian (q=1/n, multiplier {k_sub:.4g}) + Gaussian "
-                 f"(multiplier {k_full:.4g})]; decomposition of App. B.2, {self._basis_alg}, "
-                 "seed 001")
+                 f"(multiplier {k_full:.4g})]; decomposition of App. B.2, {self._basis_alg} "
+                 "of Wang, Ye & Xu 2017")
         if self.noise_std is None:
             eps = self._eps
         else:
@@ -294,7 +296,8 @@ def _direction(oracle: GradientOracle, snap, x: np.ndarray, idx: np.ndarray):
 
 
 class DPSVRG(_VarianceReduced):
-    """DP-SVRG (Algorithm 1, seed 001): private proximal SVRG for strongly convex ``F^r``.
+    """DP-SVRG (Wang, Ye & Xu 2017, Algorithm 1): private proximal SVRG for strongly convex
+    ``F^r``.
 
     Parameters
     ----------
@@ -331,8 +334,8 @@ class DPSVRG(_VarianceReduced):
 
 
 class DPSVRGPlusPlus(_VarianceReduced):
-    """DP-SVRG++ (Algorithm 2, seed 001): doubling epochs ``m_s = 2^s m``, each epoch starts
-    from the previous epoch's last iterate; for non-strongly convex ``F^r``.
+    """DP-SVRG++ (Wang, Ye & Xu 2017, Algorithm 2): doubling epochs ``m_s = 2^s m``, each
+    epoch starts from the previous epoch's last iterate; for non-strongly convex ``F^r``.
 
     Parameters as :class:`DPSVRG`, except: ``inner_steps`` (``m``, default 10 as in the
     paper's Figure 2) and ``step_size`` (default ``1/(13 L)``, Theorem 4.4). The noise is

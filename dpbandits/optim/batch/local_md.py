@@ -1,6 +1,6 @@
 """LocalMD: phased, localized noisy mirror descent (Asi, Feldman, Koren & Talwar, "Private
 stochastic convex optimization: optimal rates in l1 geometry", ICML 2021, Algorithm 6 calling
-Algorithm 5), one of the DP-SCO baselines of seed 000's Table 5.1 (shared conventions:
+Algorithm 5), one of the DP-SCO baselines of Table 5.1 of Han et al. 2022 (shared conventions:
 :mod:`dpbandits.optim.batch.lp_ball`).
 
 Privacy: Gaussian noise ``sigma_i = c L0 sqrt(d^{1-2/q} log(1/delta)) / (b_i eps_i)`` on the
@@ -8,9 +8,10 @@ mean of ``b_i`` gradients sampled without replacement from the phase's ``n_i`` s
 replace-one l_2 sensitivity of that mean is ``2 L0 d^{1/2-1/q} / b_i`` (``||g||_2 <=
 d^{1/2-1/q} ||g||_q`` for ``q >= 2``), i.e. noise multiplier ``c sqrt(log(1/delta)) / (2
 eps_i)``. Asi et al. prove privacy with the moments accountant and an unspecified constant
-``c``; seed 000's comparison used ``c = 100``. The phases use disjoint samples; the ledger
-composes them sequentially anyway (conservative, and the budgets ``eps_i = 2^-i eps`` sum to
-less than ``eps``), and ``privacy`` is what the replace-one RDP accountant certifies for it.
+``c``; Han et al. 2022 used ``c = 100`` in their comparison. The phases use disjoint samples;
+the ledger composes them sequentially anyway (conservative, and the budgets
+``eps_i = 2^-i eps`` sum to less than ``eps``), and ``privacy`` is what the replace-one RDP
+accountant certifies for it.
 """
 
 from __future__ import annotations
@@ -149,9 +150,9 @@ class LocalMD(LpBallOptimizer):
     ``x = x_{i-1} + (p-1) ||w||_q^{2-q} sign(w) |w|^{q-1}`` (``h`` depends on ``||x - x_{i-1}||_p``
     only, so the Bregman projection onto the ball is radial).
 
-    As in the note and the authors' code, the iterates are restricted to the localization
-    ball only, not to the constraint set (``radius`` enters through ``D`` in ``eta``). Seed 000
-    reports that LocalMD did not converge at any learning-rate scale; that is reproduced, not
+    As in the code of Han et al. 2022, the iterates are restricted to the localization
+    ball only, not to the constraint set (``radius`` enters through ``D`` in ``eta``). Han et al.
+    2022 report that LocalMD did not converge at any learning-rate scale; that is reproduced, not
     fixed.
 
     Parameters
@@ -159,7 +160,7 @@ class LocalMD(LpBallOptimizer):
     p : float in (1, 2]
     radius, epsilon, delta, lipschitz, lr_scale : as for :class:`NoisySFW`
     noise_constant : float > 0
-        ``c`` in ``sigma_i`` (seed 000's comparison: 100).
+        ``c`` in ``sigma_i`` (Han et al. 2022's comparison: 100).
 
     History: phase outputs ``x_0 .. x_k`` (``history_steps`` = cumulative mirror steps).
     """

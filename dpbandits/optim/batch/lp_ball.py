@@ -1,8 +1,8 @@
-"""What the DP-SCO baselines of seed 000's Table 5.1 (NoisySFW, LocalMD, NoisySGD) share:
+"""What the DP-SCO baselines of Han et al. 2022's Table 5.1 (NoisySFW, LocalMD, NoisySGD) share:
 the l_p-ball parameters and the replace-one RDP guarantee of their ledgers.
 
 They are batch optimizers (``fit(loss, X, y, rng, n_reps=None) -> BatchResult``) over the
-l_p ball ``C = {||theta||_p <= radius}`` (spec: ``reference/notes/sco-baselines.md``). Every
+l_p ball ``C = {||theta||_p <= radius}`` (the papers cited in each module). Every
 per-sample gradient is clipped to ``||g||_q <= L0`` (``q`` dual to ``p``; the ``lipschitz``
 parameter), so the sensitivities hold for any data; ``BatchResult.n_clipped`` counts the
 clips. With data inside the bounds nothing is clipped and the algorithms are the papers'.

@@ -1,7 +1,7 @@
 """NoisySFW: noisy stochastic Frank-Wolfe with variance reduction (Bassily, Guzmán & Nandi,
-"Non-Euclidean differentially private stochastic convex optimization", COLT 2021 — seed 000's
-"Bassily et al. 2021b" — Algorithm 3), one of the DP-SCO baselines of seed 000's Table 5.1
-(shared conventions: :mod:`dpbandits.optim.batch.lp_ball`).
+"Non-Euclidean differentially private stochastic convex optimization", COLT 2021 — the
+"Bassily et al. 2021b" of Han et al. 2022 — Algorithm 3), one of the DP-SCO baselines of
+Table 5.1 of Han et al. 2022 (shared conventions: :mod:`dpbandits.optim.batch.lp_ball`).
 
 Clipping: besides every per-sample gradient (``||g||_q <= L0``), each per-sample *difference*
 ``clip grad f(theta_t) - clip grad f(theta_{t-1})`` is clipped to ``L1 ||theta_t -
@@ -12,10 +12,10 @@ only 2-Lipschitz). ``extra["n_diff_clipped"]`` counts the difference clips.
 Privacy: each sample enters exactly one noisy aggregate (first half ``B0`` once, then
 disjoint batches of the second half), so by parallel composition the output is
 ``(epsilon, delta)``-DP as soon as each aggregate is, and each aggregate uses the generalized
-Gaussian mechanism (seed 000 Lemma 2.1 = Bassily et al. 2021b) with
+Gaussian mechanism (Lemma 2.1 of Han et al. 2022 = Bassily et al. 2021b) with
 ``sigma = s sqrt(2 kappa log(1/delta)) / epsilon`` for its l_q sensitivity ``s``:
 ``s0 = 2 L0 / |B0|`` and ``s = 2 L1 eta M / b`` (``M = 2 radius``). With ``|B0| = n/2`` and
-``b = sqrt(n)/2`` these are the note's ``sigma_0 = 4 sqrt(2 kappa) L0 sqrt(log(1/delta))/(n
+``b = sqrt(n)/2`` these are the bounds ``sigma_0 = 4 sqrt(2 kappa) L0 sqrt(log(1/delta))/(n
 eps)`` and ``sigma = sqrt(32 kappa L1^2 M^2 eta^2 log(1/delta) / (n eps^2))``; for other
 ``n`` the actual (floored) batch sizes are used, which only adds noise. When the smooth norm
 is Euclidean (``q_plus = 2``: ``p = 2``, or small ``d``) the noise is an ordinary Gaussian;
@@ -191,7 +191,8 @@ class NoisySFW(LpBallOptimizer):
             "Bassily, Guzman & Nandi 2021 Alg. 3 (NoisySFW): "
             + ("Gaussian mechanism (smooth norm l_2; exact check, Balle & Wang 2018)"
                if sch.gaussian_branch else
-               f"generalized Gaussian mechanism (seed 000 Lemma 2.1, kappa={sch.kappa:.4g}, "
+               f"generalized Gaussian mechanism (Lemma 2.1 of Han et al. 2022, "
+               f"kappa={sch.kappa:.4g}, "
                f"||.||_+ = l_{sch.q_plus:.4g})")
             + f" on each of {sch.n_rounds + 1} aggregates over disjoint samples (parallel "
             "composition); sensitivities enforced by clipping"

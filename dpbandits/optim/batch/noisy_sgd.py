@@ -1,6 +1,6 @@
 """NoisySGD: projected noisy SGD with ``n^2`` steps (Bassily, Feldman, Guzmán & Talwar,
 "Stability of stochastic gradient descent on nonsmooth convex losses", NeurIPS 2020,
-Algorithm 2), one of the DP-SCO baselines of seed 000's Table 5.1 (shared conventions:
+Algorithm 2), one of the DP-SCO baselines of Han et al. 2022's Table 5.1 (shared conventions:
 :mod:`dpbandits.optim.batch.lp_ball`).
 
 Privacy: ``n^2`` steps, one index per step, Gaussian noise ``sigma`` per coordinate; the

@@ -1,9 +1,10 @@
-"""Gradients and regularizers of the batch optimizers of seeds 001/002/004.
+"""Gradients and regularizers of the batch optimizers of Wang, Ye & Xu 2017 and Arora,
+Marinov & Ullah 2020.
 
 * :class:`GradientOracle` — per-sample gradients **clipped** to a norm bound (the Lipschitz
   constant the privacy proofs assume), their mean over the data set, and the clip counts;
-* :class:`Regularizer` — the simple regularizer ``r`` of seed 001 (none, ``l2``, ``l1``) with
-  its value and proximal operator; :func:`objective` the regularized empirical risk.
+* :class:`Regularizer` — the simple regularizer ``r`` of Wang, Ye & Xu 2017 (none, ``l2``,
+  ``l1``) with its value and proximal operator; :func:`objective` the regularized empirical risk.
 
 Clipping is part of every algorithm here: a per-sample gradient ``g`` with ``||g||_q > G`` is
 rescaled to norm ``G`` and counted, so the sensitivity used by the noise calibration holds

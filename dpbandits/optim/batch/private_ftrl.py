@@ -1,4 +1,4 @@
-"""Private FTRL (seed 004, Algorithm 1: the earlier version of Arora, Marinov & Ullah) —
+"""Private FTRL (Algorithm 1 of the earlier version of Arora, Marinov & Ullah 2020) —
 implemented faithfully, with its claimed guarantee marked **not certified**.
 
 One pass over the data in the given order (``T = n``), lazy projection (dual averaging)::
@@ -33,7 +33,7 @@ The noise is calibrated so that the *claim* meets the target ``(epsilon, delta)`
 tight zCDP -> DP conversion, or Mironov's RDP -> DP conversion at the largest allowed order).
 The claim is **false for non-smooth losses**: the proof of Proposition 5.3 treats the
 accumulated gradients ``sum_{j<t} grad f(w_j, z_j)`` — functions of the same noise — as a
-fixed shift, and Lemma C.1 is numerically false (note seed-002-004, sections 7-8). With
+fixed shift, and Lemma C.1 is numerically false. With
 ``f = |w|`` on all but the last sample the iterate is mean-reverting, the accumulated noise
 cancels and the last sample is exposed; ``tests/test_private_ftrl.py`` audits exactly that
 and finds an empirical epsilon far above the claim. Hence ``privacy.certified`` is False.
@@ -70,11 +70,12 @@ from dpbandits.privacy.guarantee import PrivacyGuarantee
 __all__ = ["PrivateFTRL", "generalized_gaussian_coordinates", "FTRL_CAVEAT"]
 
 FTRL_CAVEAT = (
-    "Private FTRL's guarantee (seed 004, Theorems 4.1/5.4, 4.3/5.5, 4.4) is claimed by "
+    "Private FTRL's guarantee (Arora, Marinov & Ullah 2020, earlier version, Theorems "
+    "4.1/5.4, 4.3/5.5, 4.4) is claimed by "
     "amplification by iteration without contraction; it is false for non-smooth losses "
     "(Proposition 5.3 treats the noise-dependent accumulated gradients as a fixed shift; "
     "Lemma C.1 is false), and an audit with f = |w| on all but the last sample exceeds it "
-    "(note seed-002-004 sections 7-8; tests/test_private_ftrl.py). A valid bound for the same "
+    "(tests/test_private_ftrl.py). A valid bound for the same "
     "noise is certified_privacy_for(n)."
 )
 
@@ -83,7 +84,8 @@ def generalized_gaussian_coordinates(rng: np.random.Generator, sigma: float, q: 
                                      size: int | tuple[int, ...]) -> np.ndarray:
     """I.i.d. draws with density ``q / (2 sigma Gamma(1/q)) exp(-|x|^q / sigma^q)``
     (``scipy.stats.gennorm(q, scale=sigma)``): ``|x| = sigma Gamma(1/q, 1)^{1/q}``, random
-    sign. The density of a vector of them is ``∝ exp(-||xi||_q^q / sigma^q)`` (seed 004)."""
+    sign. The density of a vector of them is ``∝ exp(-||xi||_q^q / sigma^q)`` (Arora,
+    Marinov & Ullah 2020)."""
     mag = rng.gamma(1.0 / q, 1.0, size=size) ** (1.0 / q)
     sign = np.where(rng.random(size=size) < 0.5, -1.0, 1.0)
     return sigma * mag * sign
@@ -97,7 +99,8 @@ def _alpha_max(q: float) -> float:
 
 
 class PrivateFTRL(PrivateBatchOptimizer):
-    """Private FTRL of seed 004 (Algorithm 1), batched over replications.
+    """Private FTRL (Arora, Marinov & Ullah 2020, earlier version, Algorithm 1), batched over
+    replications.
 
     Parameters
     ----------
@@ -132,7 +135,7 @@ class PrivateFTRL(PrivateBatchOptimizer):
         check_positive("radius", radius)
         pv = check_p("p", p, low=1.0, low_open=True)
         if pv > 2.0:
-            raise ValueError(f"p must be in (1, 2] (seed 004 reduces p > 2 to p = 2), got {p}")
+            raise ValueError(f"p must be in (1, 2] (the paper reduces p > 2 to p = 2), got {p}")
         check_choice("step_schedule", step_schedule, {"fixed", "anytime"})
         check_choice("noise", noise, {"all", "first"})
         if step_size is not None:
@@ -203,12 +206,14 @@ class PrivateFTRL(PrivateBatchOptimizer):
         if float(self.p) == 2.0:
             eps = acc.zcdp_epsilon(claim, delta)
             thm = "Theorem 5.4 (4.1)" if self.noise == "all" else "Theorem 4.4 (D.1)"
-            basis = f"claimed {claim:.4g}-zCDP ({thm}, seed 004), tight zCDP->DP conversion"
+            basis = (f"claimed {claim:.4g}-zCDP ({thm} of Arora, Marinov & Ullah 2020, earlier "
+                     "version), tight zCDP->DP conversion")
         else:
             a_max = _alpha_max(self.q)
             eps = claim + math.log(1.0 / delta) / (a_max - 1.0)
             thm = "Theorem 5.5 (4.3)" if self.noise == "all" else "Theorem 4.4 (D.1)"
-            basis = (f"claimed (alpha, {claim:.4g})-RDP for alpha < {a_max:.4g} ({thm}, seed 004),"
+            basis = (f"claimed (alpha, {claim:.4g})-RDP for alpha < {a_max:.4g} ({thm} of "
+                     "Arora, Marinov & Ullah 2020, earlier version),"
                      " RDP->DP conversion (Mironov, Prop. 3) at alpha -> alpha_max")
         return PrivacyGuarantee(epsilon=eps, delta=delta, basis=basis, certified=False,
                                 caveat=FTRL_CAVEAT)

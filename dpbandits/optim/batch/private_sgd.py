@@ -1,4 +1,4 @@
-"""Private SGD (seed 002, Algorithm 1: Arora, Marinov & Ullah, "Private stochastic convex
+"""Private SGD (Algorithm 1 of Arora, Marinov & Ullah 2020, "Private stochastic convex
 optimization: efficient algorithms for non-smooth objectives", revised version).
 
 Projected SGD over the l_2 ball ``W = {||w||_2 <= radius}`` that samples indices uniformly
@@ -6,7 +6,7 @@ Projected SGD over the l_2 ball ``W = {||w||_2 <= radius}`` that samples indices
 **noise-only** step; it stops as soon as more than ``n/2`` distinct samples have been used
 (``K = floor(n/2) + 1`` fresh steps, after ``tau ~ n ln 2`` iterations, ``tau <= 2n`` with
 probability ``>= 1 - 2 exp(-n/16)``, Theorem 2) and outputs the average of the iterates at
-which a fresh sample was used (the note's reading of the garbled output line)::
+which a fresh sample was used (our reading of the garbled output line)::
 
     w_{t+1} = P(w_t - eta (grad f(w_t; z_{y_t}) + xi_t))   if y_t is fresh
     w_{t+1} = P(w_t - eta xi_t)                            otherwise,     xi_t ~ N(0, sigma^2 I)
@@ -72,7 +72,7 @@ def expected_stopping_time(n: int) -> tuple[float, float]:
 
 
 class PrivateSGD(PrivateBatchOptimizer):
-    """Private SGD of seed 002 (Algorithm 1), batched over replications.
+    """Private SGD (Arora, Marinov & Ullah 2020, Algorithm 1), batched over replications.
 
     Parameters
     ----------
@@ -116,15 +116,16 @@ class PrivateSGD(PrivateBatchOptimizer):
         lo, hi = 6.0 * math.exp(-n / 16.0), 3.0 * math.exp(-4.0)
         if not lo <= delta_bar <= hi:
             raise ValueError(
-                f"Remark 1 of seed 002 needs 6 exp(-n/16) <= delta <= 3 exp(-4), i.e. delta in "
-                f"[{lo:.3g}, {hi:.3g}] for n={n}; got delta={delta_bar}. Use "
-                "calibration='accountant'."
+                f"Remark 1 of Arora, Marinov & Ullah 2020 needs 6 exp(-n/16) <= delta <= "
+                f"3 exp(-4), i.e. delta in [{lo:.3g}, {hi:.3g}] for n={n}; got "
+                f"delta={delta_bar}. Use calibration='accountant'."
             )
         eps_in = eps_bar / (8.0 * math.sqrt(math.log(3.0 / delta_bar)))
         if eps_in > 1.0 / (2.0 * math.sqrt(n)):
             raise ValueError(
-                f"Theorem 6 of seed 002 needs eps <= 1/(2 sqrt(n)); with Remark 1 that is "
-                f"epsilon <= {8.0 * math.sqrt(math.log(3.0 / delta_bar)) / (2 * math.sqrt(n)):.4g}"
+                f"Theorem 6 of Arora, Marinov & Ullah 2020 needs eps <= 1/(2 sqrt(n)); with "
+                f"Remark 1 that is epsilon <= "
+                f"{8.0 * math.sqrt(math.log(3.0 / delta_bar)) / (2 * math.sqrt(n)):.4g}"
                 f" for n={n}, delta={delta_bar}; got epsilon={eps_bar}. Use "
                 "calibration='accountant'."
             )
@@ -192,7 +193,7 @@ class PrivateSGD(PrivateBatchOptimizer):
             epsilon=self.accountant_epsilon(n), delta=self._delta,
             basis=(f"RDP accountant (replace-one): one Gaussian step (multiplier {k:.4g}) per "
                    f"sample, on a w/o-replacement subset of {n_fresh_steps(n)} of {n}; "
-                   "Algorithm 1, seed 002"))
+                   "Algorithm 1 of Arora, Marinov & Ullah 2020"))
 
     def theorem_privacy_for(self, n: int) -> PrivacyGuarantee | None:
         """Theorem 6's claimed guarantee for this noise (``None`` if the theorem does not
@@ -215,7 +216,8 @@ class PrivateSGD(PrivateBatchOptimizer):
         rdp_eps = self.accountant_epsilon(n, claim_delta)
         amp_eps = self.amplified_epsilon(n, claim_delta)
         ok = min(rdp_eps, amp_eps) <= claim_eps
-        basis = (f"Theorem 6 / Remark 1, seed 002 (advanced composition); for the same noise at "
+        basis = (f"Theorem 6 / Remark 1 of Arora, Marinov & Ullah 2020 (advanced composition); "
+                 f"for the same noise at "
                  f"delta={claim_delta:.3g} the RDP accountant gives epsilon={rdp_eps:.4g} and "
                  f"the exact Gaussian amplified by sampling (Balle et al. 2018, Thm 10) "
                  f"{amp_eps:.4g}")

@@ -1,4 +1,4 @@
-"""Streaming private Frank-Wolfe optimizers of seed 000 (the optimizers behind DP-HDB):
+"""Streaming private Frank-Wolfe optimizers of Han et al. 2022 (the optimizers behind DP-HDB):
 :class:`DPTOFW` (Algorithm 1, tree aggregation) and :class:`DPPOFW` (Algorithm 2, private
 vertex selection), on the shared recursive-gradient machinery of
 :mod:`~dpbandits.optim.streaming.frank_wolfe`."""

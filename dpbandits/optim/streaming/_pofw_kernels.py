@@ -1,4 +1,4 @@
-"""DP-POFW's step (seed 000, Algorithm 2) as numba kernels, for GLM losses (identity and
+"""DP-POFW's step (Han et al. 2022, Algorithm 2) as numba kernels, for GLM losses (identity and
 logistic links) with Laplace report-noisy-min.
 
 One call of :func:`step` advances every row: clip ``x`` to ``||x||_inf <= x_bound`` and ``y``

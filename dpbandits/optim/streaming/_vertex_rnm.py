@@ -1,6 +1,6 @@
 """Report-noisy-min over the ``2d`` vertices ``±e_j``, sampled exactly from a few random words.
 
-The selection of DP-POFW (seed 000, Algorithm 2) returns ``argmin_i s_i + beta L_i`` with
+The selection of DP-POFW (Han et al. 2022, Algorithm 2) returns ``argmin_i s_i + beta L_i`` with
 scores ``s_i = dir_i`` (``i < d``, vertex ``+e_i``) and ``s_{d+j} = -dir_j`` (vertex ``-e_j``)
 and ``L_i`` i.i.d. Laplace(0, 1). Only the index is released, so any sampler of *the index's
 law* gives the same mechanism. This one draws far fewer variates than the ``2d`` Laplace

@@ -1,4 +1,4 @@
-"""DP-POFW: private polyhedral online Frank-Wolfe (seed 000, Algorithm 2, ``p = 1``).
+"""DP-POFW: private polyhedral online Frank-Wolfe (Han et al. 2022, Algorithm 2, ``p = 1``).
 
 Constraint set: the l_1 ball of radius ``r`` (diameter ``D = 2r``), whose LMO is a vertex
 ``±r e_j``. For ``t = 1..n``: the recursive gradient ``d_t`` in its sum form (eq. 3.1; no tree;
@@ -222,7 +222,7 @@ def accountant_kappa(horizon: int, epsilon: float, delta: float, selection: str)
 
 # --------------------------------------------------------------------------- optimizer
 class DPPOFW(StreamingFrankWolfe):
-    """Private polyhedral online Frank-Wolfe (seed 000, Algorithm 2), batched over rows.
+    """Private polyhedral online Frank-Wolfe (Han et al. 2022, Algorithm 2), batched over rows.
 
     Parameters are those of :class:`dpbandits.optim.streaming.frank_wolfe.StreamingFrankWolfe`
     (``loss, dim, radius, horizon, epsilon, delta, calibration, x_bound, y_bound,
@@ -293,8 +293,8 @@ class DPPOFW(StreamingFrankWolfe):
         if n >= 2:  # Algorithm 2's scale needs log n > 0 (horizon 1: accountant only)
             c_th = self._beta * self._D * self._s_theorem + self._L
             k_paper, k_th = theorem_kappa(n, eps, delta)
-            basis = ("Theorem 3.4, seed 000 (proof A.6): each selection step eps_t-DP, "
-                     "eps_t = 2 sqrt(t)/((t+1) kappa), Azuma composition")
+            basis = ("Theorem 3.4 of Han et al. 2022 (proof A.6): each selection step "
+                     "eps_t-DP, eps_t = 2 sqrt(t)/((t+1) kappa), Azuma composition")
             if self._selection == "gumbel":
                 basis += " (exponential-mechanism steps, each eps_t-DP)"
             if k_th > k_paper:

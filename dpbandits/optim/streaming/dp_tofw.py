@@ -1,4 +1,5 @@
-"""DP-TOFW: private tree-based online Frank-Wolfe (seed 000, Algorithm 1, ``1 < p <= inf``).
+"""DP-TOFW: private tree-based online Frank-Wolfe (Han et al. 2022, Algorithm 1,
+``1 < p <= inf``).
 
 For ``t = 1..n``: push the increment ``g_t`` of the recursive gradient (eq. 3.1, see
 :mod:`dpbandits.optim.streaming.frank_wolfe`) into the binary-tree aggregator
@@ -140,7 +141,7 @@ def _plan(used: str, sigma_plus: float, std: float | None, multiplier: float | N
 
 
 class DPTOFW(StreamingFrankWolfe):
-    """Private tree-based online Frank-Wolfe (seed 000, Algorithm 1), batched over rows.
+    """Private tree-based online Frank-Wolfe (Han et al. 2022, Algorithm 1), batched over rows.
 
     Parameters are those of :class:`dpbandits.optim.streaming.frank_wolfe.StreamingFrankWolfe`
     (``loss, dim, p, radius, horizon, epsilon, delta, calibration, x_bound, y_bound,
@@ -210,7 +211,7 @@ class DPTOFW(StreamingFrankWolfe):
         sens = increment_sensitivity(self._L, self._beta, self._D, self._s_theorem)
         sigma_plus = theorem_sigma_plus(n, geom.kappa, delta, eps, constant)
         node_eps, node_delta = eps / h, delta / h
-        basis = ("Theorem 3.1 (eq. 3.2), seed 000: Lemma 2.1 per tree node with "
+        basis = ("Theorem 3.1 (eq. 3.2) of Han et al. 2022: Lemma 2.1 per tree node with "
                  f"(eps, delta)/{h}, basic composition over ceil(log2 n)+1 = {h} nodes")
         h_tree = tree_levels(n)
         if geom.q_plus == 2.0:
@@ -268,7 +269,8 @@ class DPTOFW(StreamingFrankWolfe):
             sensitivity=sens, nodes_per_datum=h_tree, node_epsilon=node_eps,
             node_delta=node_delta,
         )
-        basis = ("Theorem 3.1 proof (Lemma 2.1 per node, basic composition), seed 000, with "
+        basis = ("Theorem 3.1 proof (Lemma 2.1 per node, basic composition) of Han et al. "
+                 "2022, with "
                  f"the tree's exact {h_tree} nodes per datum: no numerical accountant exists "
                  "for generalized-Gaussian noise")
         return _plan("accountant", sigma_plus, None, None, sens, h_tree,

@@ -1,10 +1,10 @@
-"""Shared machinery of the streaming private Frank-Wolfe optimizers of seed 000.
+"""Shared machinery of the streaming private Frank-Wolfe optimizers of Han et al. 2022.
 
 :class:`~dpbandits.optim.streaming.dp_tofw.DPTOFW` (Algorithm 1, ``1 < p <= inf``) and
 :class:`~dpbandits.optim.streaming.dp_pofw.DPPOFW` (Algorithm 2, ``p = 1``) share everything
 except how the search direction is privatized; this module holds the common part:
 
-* the recursive gradient of Xie et al. (2020) in its *sum form* (seed 000, eq. 3.1)::
+* the recursive gradient of Xie et al. (2020) in its *sum form* (Han et al. 2022, eq. 3.1)::
 
       d_t = (1/(t+1)) sum_{i<=t} g_i,
       g_i = (i+1) grad f(theta_i, x_i) - i grad f(theta_{i-1}, x_i)
@@ -34,8 +34,8 @@ except how the search direction is privatized; this module holds the common part
   ``eta_t = min(1, lr_scale / (t + 1))`` (the paper's ``1/(t+1)`` for ``lr_scale = 1``);
 * the replace-one sensitivity of one increment ``g_i`` (:func:`increment_sensitivity`).
 
-Sensitivity (seed 000, proofs A.1 and A.6)
-------------------------------------------
+Sensitivity (Han et al. 2022, proofs A.1 and A.6)
+-------------------------------------------------
 Condition on the released past, so ``theta_1..theta_t`` are the same on neighbouring streams
 that differ in sample ``i``; only ``g_i`` changes. Writing ``a = grad f(theta_i, x_i)``,
 ``b = grad f(theta_{i-1}, x_i)`` and primes for ``x_i'``::
@@ -109,7 +109,8 @@ _MAX_CHUNK_STEPS = 256
 
 # --------------------------------------------------------------------------- reference maths
 def frank_wolfe_step_size(t: int, lr_scale: float = 1.0) -> float:
-    """``eta_t = min(1, lr_scale / (t + 1))`` (seed 000: ``1/(t+1)`` for ``lr_scale = 1``)."""
+    """``eta_t = min(1, lr_scale / (t + 1))`` (Han et al. 2022: ``1/(t+1)`` for
+    ``lr_scale = 1``)."""
     return min(1.0, lr_scale / (t + 1.0))
 
 

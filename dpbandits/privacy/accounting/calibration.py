@@ -285,7 +285,7 @@ def _largest_gaussian_precision(base: np.ndarray, steps: int, epsilon: float, de
 @functools.lru_cache(maxsize=256)
 def svrg_multipliers(n: int, steps: int, epsilon: float, delta: float, sens_sub: float,
                      sens_full: float) -> tuple[float, float]:
-    """Noise split of a variance-reduced step (DP-SVRG/DP-SVRG++, App. B.2 of seed 001).
+    """Noise split of a variance-reduced step (DP-SVRG/DP-SVRG++, App. B.2 of Wang, Ye & Xu 2017).
 
     The step's query ``d_i + v~`` (``d_i`` the sampled gradient difference, replace-one
     sensitivity ``sens_sub``; ``v~`` the snapshot full gradient, sensitivity ``sens_full``) is

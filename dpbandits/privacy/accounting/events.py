@@ -137,7 +137,7 @@ def wor_gaussian_event(n: int, sample_size: int, noise_multiplier: float, count:
 
 
 def svrg_event(n: int, steps: int, k_sub: float, k_full: float) -> _ev.DpEvent:
-    """``steps`` variance-reduced steps of DP-SVRG (seed 001, App. B.2): each a Gaussian
+    """``steps`` variance-reduced steps of DP-SVRG (Wang, Ye & Xu 2017, App. B.2): each a Gaussian
     (multiplier ``k_sub``) on one uniformly sampled record composed with a Gaussian
     (multiplier ``k_full``) on the full gradient (see
     :func:`~dpbandits.privacy.accounting.calibration.svrg_multipliers`)."""
@@ -173,7 +173,8 @@ def check_event(event: object, name: str = "event") -> _ev.DpEvent:
 
 @attr.s(frozen=True, slots=True, auto_attribs=True)
 class GeneralizedGaussianDpEvent(dp_accounting.DpEvent):
-    """One generalized-Gaussian mechanism (seed 000 Lemma 2.1; NoisySFW's aggregates): noise
+    """One generalized-Gaussian mechanism (Lemma 2.1 of Han et al. 2022; NoisySFW's
+    aggregates): noise
     ``G_{||.||_+}(0, sigma^2)`` with ``||z||_+ = scale ||z||_{q_plus}`` on a query of l_q
     sensitivity ``s``, with ``sigma / s = sigma_over_sensitivity = sqrt(2 kappa
     log(1/delta)) / epsilon``, hence ``(epsilon, delta)``-DP by Lemma 2.1. No dp_accounting

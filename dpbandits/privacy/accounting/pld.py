@@ -7,7 +7,7 @@ once), and its randomized-response PLD rounds each loss up to the grid, which is
 up to one grid step per composed step and fragile (the loss of a 0.005-DP step is computed a
 hair above 0.005, so on a 1e-3 grid every step is charged 0.006: 1e4 such steps give 6.5
 instead of 1.70 at delta = 1e-4). That bias is what makes 1e4 steps of tiny epsilon come out
-at several times the true value with a coarse grid (seed-000 note).
+at several times the true value with a coarse grid (tests/test_accounting.py).
 This module builds the pure-DP PLD with dp_accounting's *pessimistic connect-the-dots*
 discretization instead (Doroshenko et al. 2022), whose error is second order in the grid
 step, and chooses the grid relative to the per-step privacy loss (``_auto_discretization``).

@@ -21,8 +21,8 @@ grids, kept because their committed results were computed on them (re-accounting
 another grid moves, e.g., LocalMD's certified epsilon at ``n = 1000`` from 0.02875 to 0.03102):
 :data:`WOR_SEARCH_ORDERS` (a subset of :data:`RDP_ORDERS` up to 56, used by the noise searches
 of DP-SVRG and Private SGD; their ledgers re-accounted on :data:`RDP_ORDERS` can only give a
-smaller epsilon) and :data:`SCO_BASELINE_ORDERS` (LocalMD's and NoisySGD's ledgers, seed 000's
-baselines). Any set of orders gives a valid bound.
+smaller epsilon) and :data:`SCO_BASELINE_ORDERS` (LocalMD's and NoisySGD's ledgers, the
+baselines of Han et al. 2022). Any set of orders gives a valid bound.
 """
 
 from __future__ import annotations

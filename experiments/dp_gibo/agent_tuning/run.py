@@ -1,7 +1,7 @@
 """DP-GIBO tuning DP-HDB's l_1 radius and pre-selection gap h_sub on held-out simulated users
-(seed 003's optimizer on seed 000's agent), against non-private GIBO, private random search
-and the agent's defaults. Also maps the loss surface on a grid, for the tuned agent and for
-the certified epsilon = 1 agent.
+(the optimizer of Sopa et al. 2025 on the agent of Han et al. 2022), against non-private GIBO,
+private random search and the agent's defaults. Also maps the loss surface on a grid, for the
+tuned agent and for the certified epsilon = 1 agent.
 
     python -m experiments.dp_gibo.agent_tuning.run [--quick] [--out DIR] [--plot-only]
 

@@ -1,4 +1,4 @@
-"""Appendix E.3 of seed 003 (Figure 3): DP-GIBO on the location of a Normal model.
+"""Appendix E.3 of Sopa et al. 2025 (Figure 3): DP-GIBO on the location of a Normal model.
 
     python -m experiments.dp_gibo.e3_normal_location.run [--quick]   (from the repository root)
 

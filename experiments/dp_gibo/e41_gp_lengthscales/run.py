@@ -1,4 +1,4 @@
-"""Example 4.1 / Appendix E.1 of seed 003 (Figure 2, left block): DP-GIBO tuning the 15
+"""Example 4.1 / Appendix E.1 of Sopa et al. 2025 (Figure 2, left block): DP-GIBO tuning the 15
 lengthscales of a GP regression on private validation data; sweeps over the bias tolerance
 epsilon, the privacy level mu (against private random search and non-private GP-UCB) and the
 evaluation noise sigma.

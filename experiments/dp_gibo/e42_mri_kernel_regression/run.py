@@ -1,4 +1,4 @@
-"""Substitute for Example 4.2 / Appendix E.2 of seed 003 (Figure 2, right): DP-GIBO
+"""Substitute for Example 4.2 / Appendix E.2 of Sopa et al. 2025 (Figure 2, right): DP-GIBO
 (mu = 1) vs non-private GIBO vs private random search, tuning 41 hyper-parameters of a
 kernel ridge regression on a real image shipped with matplotlib (see config.toml and
 README.md for why this replaces the UCI CT-slice SVM task).

@@ -1,4 +1,4 @@
-"""Appendix E.4 of seed 003 (Figure 4): DP-GIBO vs DP-GD (and non-private GD) on a
+"""Appendix E.4 of Sopa et al. 2025 (Figure 4): DP-GIBO vs DP-GD (and non-private GD) on a
 weighted Huber linear regression.
 
     python -m experiments.dp_gibo.e4_huber_regression.run [--quick]   (from the repository root)

@@ -1,18 +1,18 @@
 #!/usr/bin/env python
-"""Seeds 002/004: utility of Private SGD (seed 002) and Private FTRL (seed 004) on a
-non-smooth problem with a known minimizer, swept over n and epsilon, against the stated
-rates; and the empirical privacy audit of Private FTRL's claimed guarantee.
+"""Arora, Marinov & Ullah 2020: utility of Private SGD (revised version) and Private FTRL
+(earlier version) on a non-smooth problem with a known minimizer, swept over n and epsilon,
+against the stated rates; and the empirical privacy audit of Private FTRL's claimed guarantee.
 
-    .venv/bin/python -m experiments.seed002_004_nonsmooth.run           # ~5 min
-    .venv/bin/python -m experiments.seed002_004_nonsmooth.run --quick   # ~1 min
+    .venv/bin/python -m experiments.arora2020_nonsmooth.run           # ~5 min
+    .venv/bin/python -m experiments.arora2020_nonsmooth.run --quick   # ~1 min
 
 Problem: least absolute deviations ``f(w; x, y) = |<x, w> - y|`` with ``x`` uniform on the
 unit sphere of R^d and ``y = <x, theta*> + U[-b, b]``; for ``||w - theta*|| <= b`` the
 population risk is exactly ``F(w) = F(theta*) + ||w - theta*||^2 / (2 b d)``, so the excess
 population risk of every output is computed in closed form. ``W`` is the unit l_2 ball,
 ``L = 1``. Neither paper has experiments (both are theoretical); the comparison is with the
-stated bounds: Theorem 6 of seed 002 (``5 L D / sqrt(n) + 20 L D sqrt(d ln(1/delta)) /
-(eps n)``, D = 2 the diameter, valid for eps <= 1/(2 sqrt n)) and Theorem 4.1 of seed 004
+stated bounds: Theorem 6 of the revised version (``5 L D / sqrt(n) + 20 L D sqrt(d ln(1/delta)) /
+(eps n)``, D = 2 the diameter, valid for eps <= 1/(2 sqrt n)) and Theorem 4.1 of the earlier version
 (``O(L D log T / sqrt T + ...)``).
 
 Methods (all batched over replications, each replication its own data set):
@@ -180,8 +180,8 @@ def plot_utility(df, prv, conf, out):
     for extra_ax in flat[len(eps_list) + 1:]:
         extra_ax.axis("off")
     flat[-1].legend(handles, labels, loc="center", frameon=False, fontsize=10)
-    fig.suptitle(f"LAD regression, d = {pc['d']}: Private SGD (seed 002) vs Private FTRL "
-                 "(seed 004); bands: 2 s.e. over replications")
+    fig.suptitle(f"LAD regression, d = {pc['d']}: Private SGD vs Private FTRL (Arora, Marinov "
+                 "& Ullah 2020); bands: 2 s.e. over replications")
     fig.tight_layout()
     fig.savefig(out / "excess_risk.png", dpi=110)
     plt.close(fig)

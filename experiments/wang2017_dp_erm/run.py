@@ -1,11 +1,11 @@
 #!/usr/bin/env python
-"""Seed 001, Appendix A, Figures 1 and 2: DP-SVRG vs DP-GD (l2-regularized logistic
+"""Wang, Ye & Xu 2017, Appendix A, Figures 1 and 2: DP-SVRG vs DP-GD (l2-regularized logistic
 regression, lambda = 1e-2) and DP-SVRG++ vs DP-GD (unregularized), epsilon in {0.2, 0.5, 1},
 delta = 1e-3; optimality gap against gradient evaluations and wall time.
 
-    .venv/bin/python -m experiments.seed001_dp_erm.run            # default (~10 min)
-    .venv/bin/python -m experiments.seed001_dp_erm.run --quick    # smoke run (~1 min)
-    .venv/bin/python -m experiments.seed001_dp_erm.run --full     # paper sizes (n = 2e5, T = 15)
+    .venv/bin/python -m experiments.wang2017_dp_erm.run            # default (~10 min)
+    .venv/bin/python -m experiments.wang2017_dp_erm.run --quick    # smoke run (~1 min)
+    .venv/bin/python -m experiments.wang2017_dp_erm.run --full     # paper sizes (n = 2e5, T = 15)
 
 Data sets (no internet here, Covertype cannot be downloaded):
 * ``iris`` — a real data set shipped with SciPy (``scipy/io/arff/tests/data/iris.arff``):
@@ -217,8 +217,9 @@ def plot(df: pd.DataFrame, figure: int, dataset: str, out: Path):
             ax.set_xlabel("gradient evaluations" if xcol == "grad_evals" else "wall time (s)")
             ax.set_ylabel("optimality gap F(w) - F*")
     fig.legend(handles, labels, loc="center right", frameon=False)
-    fig.suptitle(f"Seed 001, Figure {figure} ({'DP-SVRG' if figure == 1 else 'DP-SVRG++'} vs "
-                 f"DP-GD), delta = 1e-3; bands: min-max over replications")
+    fig.suptitle(f"Wang, Ye & Xu 2017, Figure {figure} "
+                 f"({'DP-SVRG' if figure == 1 else 'DP-SVRG++'} vs DP-GD), delta = 1e-3; "
+                 "bands: min-max over replications")
     fig.tight_layout(rect=(0, 0, 0.85, 1))
     fig.savefig(out, dpi=110)
     plt.close(fig)
