@@ -328,7 +328,7 @@ def _add_output(p: argparse.ArgumentParser, *, plots: bool = True) -> None:
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
-    from dpbandits.harness.config import DEFAULT_N_REPS
+    from dpbandits._defaults import DEFAULT_N_REPS
 
     p.add_argument("--config", help="TOML configuration file (flags override it)")
     p.add_argument("--env", help="registered environment id (see dpbandits list)")

@@ -106,3 +106,21 @@ def test_audit_command_json(capsys):
     assert out[0]["component"] == "laplace"
     assert {"epsilon", "delta", "eps_lb", "confidence", "runs", "verdict"} <= set(out[0])
     assert out[0]["verdict"] == "consistent"
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("argv", [["--help"], ["run", "--help"], ["sweep", "--help"]])
+def test_help_loads_neither_the_harness_nor_the_accountant(argv):
+    import subprocess
+    import sys
+
+    from _waits import HANG_CAP
+
+    heavy = ("dp_accounting", "dpbandits.harness", "dpbandits.agents", "numba", "pandas",
+             "matplotlib", "scipy")
+    code = ("import sys\nfrom dpbandits.cli import main\n"
+            f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+            f"print('LOADED', sorted(m for m in {heavy!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=HANG_CAP, check=True).stdout
+    assert "usage:" in out and out.strip().endswith("LOADED []"), out[-300:]

@@ -32,6 +32,7 @@ import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 
+from dpbandits._defaults import DEFAULT_N_REPS  # noqa: F401  (re-exported: a run's default)
 from dpbandits.errors import MissingExtraError, UserError
 
 
@@ -42,8 +43,6 @@ class ConfigError(UserError, ValueError):
 TOP_KEYS = {"env", "horizon", "n_reps", "seed", "seeds", "record_every", "out", "env_params",
             "env_grid", "agents", "n_jobs", "scheduler", "plugins"}
 AGENT_KEYS = {"name", "params", "grid"}
-#: replications when neither the config nor the command line says (a 95% band needs n > 1)
-DEFAULT_N_REPS = 10
 #: keys that do not change what a run computes (left out of its fingerprint)
 _NOT_FINGERPRINTED = {"out", "n_jobs", "scheduler", "plugins"}
 
