@@ -7,7 +7,7 @@ A generic auditor. It knows no algorithm: it receives a randomized procedure as 
 neighbouring inputs) and statistics of each library component live in :mod:`dpbandits.audits`.
 
 Method (``reference/notes/privacy-auditing.md``; StatDP, DP-Sniper, Delta-Siege, Nasr et al.)
-------------------------------------------------------------------------------------------
+---------------------------------------------------------------------------------------------
 A rule "reject ``D`` when the statistic exceeds ``tau``" has false-positive rate
 ``p0 = P_D(S > tau)`` and power ``p1 = P_D'(S > tau)``. With one-sided Clopper-Pearson bounds
 ``p0+`` (upper) and ``p1-`` (lower), ``(epsilon, delta)``-DP for the set and its complement
