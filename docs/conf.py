@@ -47,15 +47,13 @@ nitpick_ignore_regex = [(r"py:.*", r"(?!dpbandits\b).*")]
 html_theme = "furo"
 html_title = f"dpbandits {release}"
 html_static_path = ["_static"]
+templates_path = ["_templates"]  # page.html: our own footer
 html_css_files = ["site.css"]
 html_copy_source = False
 html_show_sourcelink = False
 html_show_sphinx = False
 html_permalinks_icon = "#"
-html_theme_options = {
-    "footer_icons": [],  # furo's default footer links to an outside site
-    "navigation_with_keys": True,
-}
+html_theme_options = {"footer_icons": [], "navigation_with_keys": True}
 html_last_updated_fmt = None
 html_use_index = True
 # search works from disk (the index is a script); its result summaries would fetch() each

@@ -18,7 +18,8 @@ as the library implements it, and a broken variant that adds half the noise.
 import matplotlib.pyplot as plt
 import numpy as np
 
-from dpbandits.privacy.audit import AuditSpec, audit, format_table
+from dpbandits.audits import AUDITS
+from dpbandits.privacy.audit import AuditSpec, audit
 from dpbandits.privacy.mechanisms import laplace_noise, laplace_scale
 
 EPSILON = 1.0
@@ -40,7 +41,16 @@ for variant, factor, expected in (("as implemented", 1.0, "consistent"),
                      runs=20_000, seed=0, variant=variant, broken=factor != 1.0,
                      expected=expected, statistic="released count")
     results.append(audit(sampler(factor), spec))
-print(format_table(results))
+
+
+def show(result):
+    print(f"{result.variant:28s} claim epsilon {result.epsilon:g}, lower bound "
+          f"{result.eps_lb:.3f} at {result.confidence:.0%} confidence -> {result.verdict} "
+          f"(expected {result.expected})")
+
+
+for result in results:
+    show(result)
 
 # %%
 # The released values in the two worlds: with the calibrated noise they overlap enough that
@@ -52,8 +62,8 @@ for ax, (result, factor) in zip(axes, zip(results, (1.0, 0.5), strict=True), str
     for world in (0, 1):
         ax.hist(sampler(factor)(world, 20_000, rng), bins=bins, alpha=0.5, density=True,
                 label="D (count 10)" if world == 0 else "D' (count 11)")
-    ax.set_title(f"{result.variant}: claimed epsilon {result.epsilon:g}, "
-                 f"lower bound {result.eps_lb:.2f} ({result.verdict})")
+    ax.set_title(f"{result.variant}\nclaimed epsilon {result.epsilon:g}, lower bound "
+                 f"{result.eps_lb:.2f}: {result.verdict}", fontsize=10)
     ax.set_xlabel("released value")
 axes[0].legend()
 fig.tight_layout()
@@ -61,7 +71,5 @@ fig.tight_layout()
 # %%
 # The library's own catalogue audits every private component the same way; each entry has a
 # broken variant that the audit must catch (``dpbandits audit laplace``).
-from dpbandits.audits import AUDITS  # noqa: E402
-
-catalogue = [AUDITS["laplace"](seed=0), AUDITS["laplace"](seed=0, broken=True)]
-print(format_table(catalogue))
+for result in (AUDITS["laplace"](seed=0), AUDITS["laplace"](seed=0, broken=True)):
+    show(result)
