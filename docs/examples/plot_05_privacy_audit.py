@@ -44,9 +44,9 @@ for variant, factor, expected in (("as implemented", 1.0, "consistent"),
 
 
 def show(result):
-    print(f"{result.variant:28s} claim epsilon {result.epsilon:g}, lower bound "
-          f"{result.eps_lb:.3f} at {result.confidence:.0%} confidence -> {result.verdict} "
-          f"(expected {result.expected})")
+    print(f"{result.variant}: claimed epsilon {result.epsilon:g}, lower bound "
+          f"{result.eps_lb:.3f} (confidence {result.confidence:g})\n"
+          f"    verdict {result.verdict}, expected {result.expected}")
 
 
 for result in results:
