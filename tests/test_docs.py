@@ -162,6 +162,30 @@ def test_relative_links_resolve_and_nothing_links_outside(path):
             assert (path.parent / file).exists(), f"{path.name}: broken link {target}"
 
 
+def _site_sources() -> list[Path]:
+    """What the documentation site is built from besides the Markdown pages: its
+    configuration, template and stylesheet, and the gallery's example scripts."""
+    docs = ROOT / "docs"
+    return sorted([docs / "conf.py", *docs.glob("examples/*"), *docs.glob("_templates/*"),
+                   *docs.glob("_static/*")])
+
+
+@pytest.mark.parametrize("path", _site_sources(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_site_sources_link_nothing_outside_and_cite_papers(path):
+    text = path.read_text()
+    assert "http://" not in text and "https://" not in text
+    hits = [line for line in text.splitlines() if SEED_CITATION.search(line)]
+    assert not hits, f"cite the paper (docs/references.md), not a seed number: {hits[:3]}"
+
+
+def test_every_docs_page_is_in_the_site():
+    index = (ROOT / "docs/index.md").read_text()
+    for page in (ROOT / "docs").glob("*.md"):
+        if page.name != "index.md":
+            assert f"\n{page.stem}\n" in index, f"{page.name} is in no toctree of docs/index.md"
+    assert "{include} ../README.md" in index
+
+
 def test_reference_anchors_used_in_links_exist():
     anchors = set(re.findall(r'<a id="([^"]+)"></a>', (ROOT / "docs/references.md").read_text()))
     for path in _markdown_files():

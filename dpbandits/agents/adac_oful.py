@@ -9,7 +9,7 @@ statistic uses ``u = clip(x)/L`` (``||u||_2 <= 1``, ``L = context_bound``) and
 ``y = clip(r, B)``; both clips are counted.
 
 Algorithm (the paper's blueprint: rarely switching OFUL, Gaussian mechanism, adaptive episodes)
---------------------------------------------------------------------------------------------
+-----------------------------------------------------------------------------------------------
 * An episode ends when the design's determinant has grown by ``det_factor`` (the paper's
   ``det V_t > 2 det V_tau``) or, with ``schedule="doubling"``, at rounds fixed in advance
   (lengths ``first_episode * 2^j``).
@@ -28,6 +28,7 @@ Two trust readings (``protect``)
   released design and the episode ends are exact functions of the contexts (audit
   ``adac-oful-published``).
 * ``"user"`` (default) -- what the code certifies for users ``(x_t, r_t)``:
+
   - the episode's release is the per-arm Gram ``sum u u^T`` (GOE noise, ``N(0, sigma_G^2)``
     on the diagonal, ``N(0, sigma_G^2/2)`` off it) and ``sum y u`` (``N(0, sigma_b^2 I)``):
     one Gaussian mechanism with the exact joint sensitivity of

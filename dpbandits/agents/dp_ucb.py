@@ -12,12 +12,14 @@ Notation and constants follow the paper (draft of 2018-06, see the implementatio
 ``L~^2 = L^2 + B~^2`` (A6); ``m = 1 + ceil(log2 T)``.
 
 Gaussian nodes (Section 4.2): symmetrized ``Z = (Z' + Z'^T)/sqrt(2)``, ``Z'_ij ~ N(0, s^2)``,
+
 - ``"theorem"``: ``s^2 = 16 m L~^4 ln(4/delta)^2 / epsilon^2``;
 - ``"accountant"``: the smallest ``s`` for which dp_accounting certifies (epsilon, delta)
   for the Gaussian tree: the effective l_2 sensitivity of one datum is
   ``||vv^T - v'v'^T||_F / sqrt(2) <= L~^2`` (diagonal noise is sqrt(2) larger), and it sits
   in ``nodes_per_datum`` nodes, so the whole release is a Gaussian mechanism with noise
   multiplier ``s / (sqrt(nodes_per_datum) L~^2)``.
+
 ``Upsilon = s sqrt(2m) (4 sqrt(D) + 2 ln(2T/alpha))``; the shift ``2 Upsilon I`` is added
 once to each release (not per node); ``rho_min = Upsilon``, ``rho_max = 3 Upsilon``,
 ``gamma = sqrt(m / Upsilon) s (sqrt(D) + sqrt(2 ln(2T/alpha)))`` (Proposition 11, the exact

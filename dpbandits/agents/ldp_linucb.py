@@ -4,7 +4,7 @@ Learning", arXiv 2006.00701, contextual linear bandit algorithm). Reference note
 ``docs/agents-modern.md``.
 
 Protocol (disjoint model: ``K`` arms, one ``theta_k`` each, contexts shared)
----------------------------------------------------------------------------
+----------------------------------------------------------------------------
 1. The server broadcasts its current noisy sums; user ``t`` computes the optimistic arm
    ``argmax_k <u, theta_k> + beta_t sqrt(u^T V_k^-1 u)`` on its own device
    (``u = clip(x)/L``, so ``||u||_2 <= 1``; ties uniformly at random).

@@ -38,7 +38,7 @@ norm of every row it returns (``||u|| = 1`` up to a relative ``(6d + 60) 2^-53``
   ``m`` releases). Scores ``<x_S, theta_S>`` have the argmax of ``<u, theta_S>``.
 
 Privacy (replace-one neighbouring on one user's ``(x_t, r_t)``)
---------------------------------------------------------------
+---------------------------------------------------------------
 * Screening release: a user adds ``v e_a`` with ``||v|| <= y_max``; projected on the
   contrast subspace the replace-one sensitivity is ``2 y_max sqrt((K-1)/K)`` (same arm; a
   change of arm gives at most ``sqrt(2) y_max``). Noise ``N(0, sigma_A^2)`` in that

@@ -3,6 +3,7 @@
 Every kernel ``k(a, b)`` provides, batched over the rows of ``A`` (shape ``(p, d)``) and
 ``B`` (shape ``(m, d)``):
 
+======================= ==================== ===============================================
 ``__call__(A, B)``      ``(p, m)``           the Gram matrix ``k(a_i, b_j)``
 ``diag(A)``             ``(p,)``             ``k(a_i, a_i)``
 ``grad_first(A, B)``    ``(p, m, d)``        ``d k(a, b) / d a``
@@ -11,6 +12,7 @@ Every kernel ``k(a, b)`` provides, batched over the rows of ``A`` (shape ``(p, d
 ``grad_cov(x)``         ``(d, d)``           prior covariance of ``grad f(x)``, i.e.
                                              ``cross_hessian(x, x)`` (Sopa et al. 2025, Sec. 2.3)
 ``grad_diag(A)``        ``(p, d)``           ``d k(a, a) / d a`` (zero for stationary kernels)
+======================= ==================== ===============================================
 
 For a GP ``f ~ GP(0, k)`` the covariance between ``grad f(a)`` and ``f(b)`` is
 ``grad_first(a, b)`` and between ``grad f(a)`` and ``grad f(b)`` is ``cross_hessian(a, b)``,

@@ -18,7 +18,7 @@ Selection (``selection=``)
 inverse CDF. Both use a schedule ``b_t = c / sqrt(t)``.
 
 Per-step privacy (pinned in ``tests/test_dp_pofw.py``)
------------------------------------------------------
+------------------------------------------------------
 Conditioned on the released past, neighbouring streams (sample ``i`` replaced) differ at step
 ``t >= i`` only through ``d_t - d_t' = (g_i - g_i') / (t+1)``, and ``||g_i - g_i'||_inf <= 2
 (beta D s + L) =: 2C`` (:mod:`dpbandits.optim.streaming.frank_wolfe`). Each score ``<d_t, ±r
@@ -242,7 +242,7 @@ class DPPOFW(StreamingFrankWolfe):
     ``constant`` (``C = beta D s + L``, in gradient units): ``b_t = kappa D C / sqrt(t)``.
 
     Example (K arms x R replications stacked on the batch axis, as DP-HDB does)
-    -------
+    ---------------------------------------------------------------------------
     >>> K, R, d = 2, 3, 4
     >>> opt = DPPOFW("squared", dim=d, radius=1.0, horizon=50, epsilon=1.0,
     ...              delta=0.02).reset(n_reps=R * K, rng=0)

@@ -1,0 +1,128 @@
+"""The built documentation site (``bash scripts/docs.sh`` -> ``site/``) as a reader meets it:
+every page opened from disk in headless Chromium loads without a console error and with
+every image, search works without a server, nothing links or loads from outside the site,
+and the API reference documents every public name. Skipped when ``site/`` or Chromium is
+absent (CI builds the site, then runs these)."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+from _browser import Browser, chromium
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = ROOT / "site"
+# Sphinx's own copies (page sources, downloads) are not pages a reader navigates
+NOT_PAGES = ("_sources", "_downloads", "_static", "_images")
+
+needs_site = pytest.mark.skipif(not (SITE / "index.html").exists(),
+                                reason="site/ is not built (bash scripts/docs.sh builds it)")
+needs_chromium = pytest.mark.skipif(chromium() is None,
+                                    reason="chromium is not installed (apt-get install chromium)")
+pytestmark = [pytest.mark.integration, needs_site]
+
+
+def _pages() -> list[Path]:
+    return sorted(p for p in SITE.rglob("*.html")
+                  if not set(p.relative_to(SITE).parts) & set(NOT_PAGES))
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with Browser() as b:
+        yield b
+
+
+@needs_chromium
+def test_every_page_loads_without_console_errors_or_missing_images(browser):
+    pages = _pages()
+    assert len(pages) > 20, [p.name for p in pages]
+    problems = {}
+    for page in pages:
+        report = browser.load(page)
+        if report.errors or report.broken_images:
+            problems[str(page.relative_to(SITE))] = report.errors + [
+                f"image not shown: {src}" for src in report.broken_images]
+    assert not problems, problems
+
+
+@needs_chromium
+def test_gallery_pages_show_the_plots_their_examples_drew(browser):
+    examples = sorted((SITE / "gallery").glob("plot_*.html"))
+    assert len(examples) >= 5
+    for page in examples:
+        report = browser.load(page)
+        assert not report.errors and not report.broken_images, (page.name, report)
+        plots = browser.evaluate("document.querySelectorAll('img.sphx-glr-single-img,"
+                                 " img.sphx-glr-multi-img').length")
+        assert plots >= 1, f"{page.name} shows no plot"
+
+
+@needs_chromium
+def test_search_works_from_disk(browser):
+    report = browser.load(f"{(SITE / 'search.html').as_uri()}?q=snips", settle=1.0)
+    assert not report.errors, report.errors
+    hits = browser.evaluate("Array.from(document.querySelectorAll('#search-results li a'))"
+                            ".map(a => a.getAttribute('href'))")
+    assert any("dpbandits.datasets" in h for h in hits), hits
+
+
+ATTR = re.compile(r'\b(?:href|src)="([^"]*)"')
+
+
+def test_nothing_links_or_loads_outside_the_site_and_every_local_link_resolves():
+    problems = []
+    for page in _pages():
+        for target in ATTR.findall(page.read_text()):
+            if re.match(r"(?:[a-z][a-z0-9+.-]*:|//)", target):
+                if not target.startswith(("data:", "mailto:", "javascript:")):
+                    problems.append(f"{page.name}: outside link {target}")
+                continue
+            file = target.split("#", 1)[0].split("?", 1)[0]
+            if file and not (page.parent / file).is_file():  # from disk a folder is no page
+                problems.append(f"{page.relative_to(SITE)}: broken link {target}")
+    assert not problems, problems[:20]
+
+
+def _object(name: str):
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for part in parts[i:]:
+            obj = getattr(obj, part)
+        return obj
+    raise LookupError(name)
+
+
+def test_api_reference_documents_every_public_name():
+    """Every name of every public module's ``__all__`` has an entry: under its own module,
+    or under the package that defines it (a re-export is documented once)."""
+    import pkgutil
+
+    import dpbandits
+
+    anchors = set()
+    for page in (SITE / "api").glob("*.html"):
+        anchors |= set(re.findall(r'<dt class="sig sig-object py" id="(dpbandits[\w.]*)"',
+                                  page.read_text()))
+    documented = set()
+    for anchor in anchors:
+        try:
+            documented.add(id(_object(anchor)))
+        except (LookupError, AttributeError):
+            pass
+    missing = []
+    for info in pkgutil.walk_packages(dpbandits.__path__, "dpbandits."):
+        if any(part.startswith("_") for part in info.name.split(".")):
+            continue
+        module = importlib.import_module(info.name)
+        for name in getattr(module, "__all__", []):
+            if f"{info.name}.{name}" not in anchors and id(getattr(module, name)) not in documented:
+                missing.append(f"{info.name}.{name}")
+    assert not missing, missing
