@@ -6,13 +6,15 @@ stay in the unit ball after rounding), its learning on a small instance, errors 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
 
 from dpbandits.agents import make_agent
-from dpbandits.agents.moment_ls import _unit_rows
+from dpbandits.agents.moment_ls import moment_ls_plan
 from dpbandits.audits.moment_ls import screen_canary, screen_params
+from dpbandits.geometry import normalize_rows
 from dpbandits.harness.compare import compare
 from dpbandits.privacy.accounting import epsilon_of, gdp_mu
 
@@ -42,16 +44,75 @@ def test_ledger_certifies_the_claim(eps, delta, K, d):
         assert a.release_mu(kind) == pytest.approx(1.0 / a.multiplier, rel=1e-12)
 
 
+# Recorded at 9b7ed51, before the calibration became a NoisePlan (dp_accounting 0.6): the
+# multiplier, the certified epsilon (float.hex) and the four noise scales. The plan must give
+# them bit for bit (a new dp_accounting minor release may move the last bits: re-record then).
+BEFORE_PLAN = [
+    (dict(n_arms=2, dim=50, horizon=10000, epsilon=1.0),
+     "0x1.97c53536bb66ep+1", "0x1.ffffe03879b74p-1",
+     ("0x1.c888ab0fe4fffp+2", "0x1.0e81f639d924cp-4", "0x1.8c76af8054577p+2",
+      "0x1.c9cbf7d2161f1p-1")),
+    (dict(n_arms=4, dim=10, horizon=10000, epsilon=0.3, delta=1e-06),
+     "0x1.9fc1b345b5eb8p+3", "0x1.33331f1f1e612p-2",
+     ("0x1.d179a71b3e57bp+4", "0x1.79a99426cae9ep-1", "0x1.943a7ce8803eap+4",
+      "0x1.2734ec86325b4p+2")),
+    (dict(n_arms=3, dim=20, horizon=10000, epsilon=3.0, delta=0.001, intercept=0.5,
+          n_factors=2, moment_share=0.5, gram_share=0.2, clip_screen=0.3, clip_fit=0.7,
+          screen_size=5),
+     "0x1.0989623ac608fp+0", "0x1.7fffeae61a607p+1",
+     ("0x1.d5682c2705cecp+0", "0x1.1bdee1459c7e7p-3", "0x1.778689b8d1721p+1",
+      "0x1.06de2d34929c9p-1")),
+    (screen_params(2), "0x1.dd8572e001632p+1", "0x1.ffffe174e7c63p-1",
+     ("0x1.0b502161cc51bp+3", "0x1.5dfeb0d2fec1dp+2", "0x1.d047ce3098c3dp+2",
+      "0x1.7b155bd772754p+1")),
+    (screen_params(3), "0x1.dd8572e001632p+1", "0x1.ffffe174e7c63p-1",
+     ("0x1.0b502161cc51bp+3", "0x1.9423a80a9c87bp+2", "0x1.d047ce3098c3dp+2",
+      "0x1.7b155bd772754p+1")),
+]
+
+
+@pytest.mark.parametrize("params, multiplier, epsilon, sigmas", BEFORE_PLAN)
+def test_the_plan_keeps_the_former_calibration_bit_for_bit(params, multiplier, epsilon,
+                                                             sigmas):
+    a = make_agent(NAME, **params)
+    assert a.plan.calibration == "accountant" and a.privacy.certified
+    assert a.multiplier == float.fromhex(multiplier)
+    assert a.plan.ledger.noise_multiplier == a.multiplier
+    assert epsilon_of(a.ledger, a.privacy.delta) == float.fromhex(epsilon)
+    assert a.sigmas == dict(zip(("moment", "contrast", "gram", "target"),
+                                map(float.fromhex, sigmas), strict=True))
+    # the plan is one pure function of the validated parameters
+    plan = moment_ls_plan(a._eps, a._delta, n_arms=a.n_arms, y_screen=a._y_screen,
+                          y_fit=a._y_fit, moment_share=a._mshare, gram_share=a._gshare)
+    assert plan.scales == a.plan.scales and plan.sensitivities == a.plan.sensitivities
+
+
+def test_noise_parameters_are_read_only_views_of_the_plan():
+    a = agent()
+    for name in ("multiplier", "sigmas", "sensitivities"):
+        with pytest.raises(AttributeError, match="noise plan"):
+            setattr(a, name, getattr(a, name))
+    assert a.privacy is a.plan.guarantee and a.ledger is a.plan.ledger
+    assert a.multiplier == a.plan.scales["multiplier"]
+    assert a.sensitivities == dict(a.plan.sensitivities)
+
+
 def test_non_private_twin_has_no_ledger_and_no_noise():
     a = agent(epsilon=math.inf)
     assert a.ledger is None and not a.privacy.is_private
-    assert set(a.sigmas.values()) == {0.0}
+    assert set(a.sigmas.values()) == {0.0} and a.multiplier == 0.0
+    assert a.plan.calibration == "none"
 
 
 def test_halving_a_noise_scale_breaks_the_calibration():
     a = agent(n_arms=3)
-    a.sigmas = {**a.sigmas, "moment": a.sigmas["moment"] / 2}
-    assert a.release_mu("screen") > 1.2 / a.multiplier
+    with pytest.raises(AttributeError, match="noise plan"):
+        a.sigmas = {**a.sigmas, "moment": a.sigmas["moment"] / 2}
+    broken = a.with_plan(a.plan.scaled(2.0, "moment"))
+    assert broken.sigmas["moment"] == a.sigmas["moment"] / 2
+    assert broken.release_mu("screen") > 1.2 / a.multiplier
+    assert broken.ledger is None and not broken.privacy.certified
+    assert a.release_mu("screen") == pytest.approx(1.0 / a.multiplier, rel=1e-12)
 
 
 def test_noiseless_screening_release_is_the_exact_moment_and_contrasts():
@@ -113,16 +174,35 @@ ADVERSARIAL = [
 ]
 
 
+def _exact_sq_norm(row) -> Fraction:
+    return sum((Fraction(float(v)) ** 2 for v in row), Fraction(0))
+
+
 @pytest.mark.parametrize("x", ADVERSARIAL)
-def test_unit_rows_stay_in_the_unit_ball_on_adversarial_floats(x):
-    u, inv, scale = _unit_rows(x[None, :])
-    assert np.isfinite(u).all() and np.isfinite(inv).all()
-    assert float(np.sqrt((u**2).sum())) <= 1.0
-    assert math.fsum(float(v) ** 2 for v in u[0]) <= 1.0
-    if np.any(x != 0):
-        # the direction is x's (compare after rescaling by the largest entry)
-        ref = x / np.abs(x).max()
-        assert np.allclose(u[0], ref / np.linalg.norm(ref), rtol=1e-9, atol=1e-300)
+@pytest.mark.parametrize("r", [3.0, -1e-300, 1e300, 0.0])
+def test_unit_rows_stay_in_the_unit_ball_on_adversarial_floats(x, r):
+    """The screening rows (``u``, targets ``clip(r/||x||)``): exact ``||u|| <= 1`` in
+    rational arithmetic, the direction of ``x``, and the target of the exact norm (Python's
+    ``math.hypot`` is correctly scaled), clipped when the quotient overflows."""
+    a = agent(dim=4, clip_screen=1.0)  # y_max = 1 / sqrt(4)
+    a.reset(1, np.random.default_rng(0))
+    u, y, clipped, zero = a._rows(x[None, :], np.array([r]))
+    assert np.isfinite(u).all() and np.isfinite(y).all()
+    assert _exact_sq_norm(u[0]) <= 1
+    assert np.array_equal(a._rows(x[None, :]), u)  # acting sees the same rows
+    if not np.any(x != 0):
+        assert zero[0] and not u.any()
+        return
+    assert not zero[0]
+    # the direction is x's (compare after rescaling by the largest entry)
+    ref = x / np.abs(x).max()
+    assert np.allclose(u[0], ref / np.linalg.norm(ref), rtol=1e-9, atol=1e-300)
+    assert _exact_sq_norm(u[0]) > Fraction(1) - Fraction(1, 10**12)
+    with np.errstate(over="ignore"):
+        y_ref = np.float64(r) / math.hypot(*x)
+    expected = float(np.clip(y_ref, -0.5, 0.5))
+    assert float(y[0]) == pytest.approx(expected, rel=1e-12, abs=1e-300)
+    assert bool(clipped[0]) == (abs(y_ref) > 0.5)
 
 
 @pytest.mark.parametrize("K", [2, 3, 5])
@@ -159,10 +239,20 @@ def test_fit_rows_stay_in_the_unit_ball_and_targets_are_clipped():
         a.update(x, a.act(x), rng.normal(size=1))
     assert a.screened_ is not None
     for x in ADVERSARIAL:
-        for r in (1e300, -1e-310, 3.0):
-            z, y, _, zero = a._rows(x[None, :], np.array([r]))
-            assert float(np.sqrt((z**2).sum())) <= 1.0
-            assert abs(float(y[0])) <= a._y_fit or zero[0]
+        for r in (1e300, -1e-310, 3.0, 0.01):
+            z, y, clipped, zero = a._rows(x[None, :], np.array([r]))
+            assert _exact_sq_norm(z[0]) <= 1
+            assert abs(float(y[0])) <= a._y_fit
+            if zero[0]:
+                continue
+            # y = clip(r / (||f|| ||g||)) for the augmented f and the features g of u
+            f = np.append(x, a._kappa)
+            g = a._features(normalize_rows(f[None, :], 2.0, 1.0)[0])[0]
+            with np.errstate(over="ignore"):
+                y_ref = np.float64(r) / math.hypot(*f) / math.hypot(*g)
+            assert float(y[0]) == pytest.approx(float(np.clip(y_ref, -a._y_fit, a._y_fit)),
+                                                rel=1e-9, abs=1e-300)
+            assert bool(clipped[0]) == (abs(y_ref) > a._y_fit)
 
 
 def test_clipping_and_zero_rows_are_counted():

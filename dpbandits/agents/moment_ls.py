@@ -19,8 +19,11 @@ releases so far. Actions are greedy on the current estimate, ties broken uniform
 Every statistic uses row-normalized data. A row is augmented with an intercept coordinate,
 ``f = (x, kappa)`` with ``kappa = intercept * sqrt(d)`` (``intercept = 0``: none), and
 ``u = f / ||f||_2``, ``y = r / ||f||_2`` clipped to ``[-y_max, y_max]``: ``y = <u, (theta,
-beta/kappa)> + noise/||f||`` is again linear in ``u``, and ``||u||_2 <= 1`` is enforced after
-rounding (:func:`_unit_rows`).
+beta/kappa)> + noise/||f||`` is again linear in ``u``. ``u`` and ``||f||`` come from
+:func:`dpbandits.geometry.normalize_rows`, which certifies the exact norm ``||u||_2 <= 1`` of
+every row it returns for every finite context (tiny entries whose squares underflow and huge
+ones included); ``y`` divides ``r`` by the computed norm, which may be subnormal: a quotient
+that overflows is clipped like any other.
 
 * **Screening (phase A).** Per episode, release together, as one Gaussian mechanism,
   (i) the arm-independent second moment ``M = sum_t u_t u_t^T`` over *all* users of the
@@ -86,6 +89,14 @@ Every release is one Gaussian mechanism ``v + N(0, C)`` with a known diagonal ``
   Huang, Roth, Roughgarden & Wu 2014, "Private matchings and allocations", STOC; Shariff &
   Sheffet 2018, "Differentially private contextual linear bandits", NeurIPS). ``ledger`` is
   that Gaussian event.
+* The plan (:func:`moment_ls_plan`, calibration ``"accountant"``, the only one) has the
+  scales ``multiplier`` (``k``), ``moment`` (``sigma_M``), ``contrast`` (``sigma_c``),
+  ``gram`` (``sigma_G``) and ``target`` (``sigma_b``), standard deviations in the units of
+  the released sums, and the sensitivities ``moment`` and ``gram`` (``sqrt 2``),
+  ``contrast`` (``2 y_max sqrt((K-1)/K)``) and ``target`` (``2 y_max``) they are relative
+  to. The noise is drawn from the plan's scales and the ledger is the plan's;
+  ``multiplier``, ``sigmas`` and ``sensitivities`` are read-only views of it, and
+  :meth:`release_mu` recomputes a release's ``mu`` from them.
 
 Defaults (how they were chosen)
 -------------------------------
@@ -100,61 +111,89 @@ Factors and the intercept changed nothing measurable without noise and cost regr
 (more Gram coordinates, more Gram noise), so they are off by default (measured; README of the
 study).
 
-Enforced and counted: ``||u|| <= 1`` and ``||z|| <= 1`` after rounding (``_unit_rows``);
-targets clipped (``n_clipped_rewards_``); rows with ``f = 0`` or ``g = 0`` contribute nothing
-(``n_zero_rows_``). The noise a release adds is drawn from the scales in ``sigmas``, which the
-sensitivity bounds above size; ``sensitivity_check`` recomputes the bound for a given pair.
+Enforced and counted: ``||u|| <= 1`` and ``||z|| <= 1`` for the floats used
+(:func:`~dpbandits.geometry.normalize_rows`); targets clipped (``n_clipped_rewards_``); rows
+with ``f = 0`` or ``g = 0`` contribute nothing (``n_zero_rows_``).
 """
 
 from __future__ import annotations
 
 import math
 
-import dp_accounting
 import numpy as np
 
 from dpbandits._validation import check_int, check_positive, check_real
 from dpbandits.agents.base import PrivateAgent, register_agent
 from dpbandits.agents.screened_ls import _goe, episode_ends, fit_sensitivity
+from dpbandits.geometry import normalize_rows
 from dpbandits.privacy.accounting import calibrate, gaussian_event
 from dpbandits.privacy.accounting import gaussian_multiplier as _gdp_multiplier
 from dpbandits.privacy.guarantee import PrivacyGuarantee
-
-#: relative shrink applied after normalizing, so that ``||u|| <= 1`` survives rounding
-_SHRINK = 1.0 - 2.0**-40
+from dpbandits.privacy.plan import NoisePlan, PlanView
 
 
-def _unit_rows(f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(u, inv_norm_over_scale, scale)`` with ``u = f / ||f||_2`` and ``||u||_2 <= 1``
-    guaranteed after rounding; zero rows give ``u = 0``.
-
-    The norm is computed safely: each row is first divided by its largest ``|entry|`` (so
-    the largest entry is 1 and no square underflows or overflows), then normalized and
-    shrunk by ``1 - 2^-40``; ``1/||f|| = inv / scale``. Rows must be finite.
-    LOCAL HELPER -- switch to the shared row-norm/normalize primitive of
-    ``dpbandits.geometry`` once it lands (issue 25)."""
-    scale = np.max(np.abs(f), axis=-1)
-    zero = scale == 0.0
-    safe = np.where(zero, 1.0, scale)
-    g = f / safe[..., None]                      # entries in [-1, 1], the largest is +-1
-    norm = np.sqrt(np.einsum("...j,...j->...", g, g))  # in [1, sqrt(D)]
-    inv = np.where(zero, 0.0, _SHRINK / np.where(zero, 1.0, norm))
-    u = g * inv[..., None]
-    # enforce the bound the noise is sized for, whatever the rounding did
-    over = np.sqrt(np.einsum("...j,...j->...", u, u)) > 1.0
-    if over.any():  # pragma: no cover - never seen; kept as the enforcement of the bound
-        u[over] = 0.0
-        inv = np.where(over, 0.0, inv)
-    return u, inv, safe
-
-
-def _targets(r: np.ndarray, inv: np.ndarray, scale: np.ndarray, y_max: float):
-    """``clip(r / ||f||, y_max)`` computed as ``(r * inv) / scale`` without overflow:
-    ``|r * inv| <= |r|`` and a quotient that overflows is clipped like any other."""
-    with np.errstate(over="ignore"):
-        y_raw = (r * inv) / scale
+def _targets(r: np.ndarray, norms: tuple[np.ndarray, ...], y_max: float
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """``clip(r / (n_1 n_2 ...), y_max)`` for the row norms ``norms`` (computed by
+    :func:`~dpbandits.geometry.normalize_rows`), as successive quotients ``(r / n_1) / n_2``
+    so that no product of norms underflows: a norm may be subnormal and a quotient overflow
+    to ``inf``, which is clipped like any other (and counted); a norm of ``inf`` gives 0.
+    Rows where a norm is 0 get 0 (the caller marks them zero rows). Returns ``(y, clipped)``.
+    """
+    y_raw = np.asarray(r, dtype=float)
+    zero = np.zeros(y_raw.shape, dtype=bool)
+    with np.errstate(over="ignore"):  # r / (subnormal norm) may be inf: clipped below
+        for n in norms:
+            zero |= n == 0.0
+            y_raw = y_raw / np.where(n == 0.0, 1.0, n)
+    y_raw = np.where(zero, 0.0, y_raw)
     y = np.clip(y_raw, -y_max, y_max)
     return y, y != y_raw
+
+
+#: the noise scales of the releases (standard deviations), in the plan's order
+_RELEASED = ("moment", "contrast", "gram", "target")
+
+
+def moment_ls_plan(epsilon: float, delta: float, *, n_arms: int, y_screen: float,
+                   y_fit: float, moment_share: float, gram_share: float) -> NoisePlan:
+    """The noise plan of moment-debiased least squares (module docstring) for validated
+    ``epsilon`` (inf: no noise), ``delta``, the clip levels ``y_screen``, ``y_fit`` of the
+    two kinds of release, the moment's share ``moment_share`` of the screening release and
+    the Gram's share ``gram_share`` of the fitting release.
+
+    Both kinds of release get one certified multiplier ``k``: each release's sensitivity
+    (:func:`fit_sensitivity`, module doc) in its noise metric is exactly ``1/k``."""
+    K = n_arms
+    sensitivities = {"moment": math.sqrt(2.0),
+                     "contrast": 2.0 * y_screen * math.sqrt((K - 1) / K),
+                     "gram": math.sqrt(2.0), "target": 2.0 * y_fit}
+    if not math.isfinite(epsilon):
+        return NoisePlan.non_private("moment-debiased least squares with noise off",
+                                     dict.fromkeys(("multiplier", *_RELEASED), 0.0),
+                                     sensitivities=sensitivities)
+    base = _gdp_multiplier(epsilon, delta, 1)  # exact GDP, nudged up until the PLD certifies it
+    k = calibrate(gaussian_event, epsilon, delta, lower=base, growth=1.0 + 1e-4, rtol=math.inf)
+    scales = {"multiplier": k}
+    for (mat, vec), g in ((("moment", "contrast"), moment_share),
+                          (("gram", "target"), gram_share)):
+        # multipliers k_mat, k_vec with 1/k_mat^2 : 1/k_vec^2 = g : 1 - g, scaled so that
+        # the exact joint sensitivity of the release is 1/k
+        unit = fit_sensitivity(1.0 / math.sqrt(g), 1.0 / math.sqrt(1.0 - g))
+        scales[mat] = unit * k / math.sqrt(g) * sensitivities[mat]
+        scales[vec] = unit * k / math.sqrt(1.0 - g) * sensitivities[vec]
+    guarantee = PrivacyGuarantee(
+        epsilon, delta, notion="JDP", neighbouring="replace-one",
+        basis=("Gaussian mechanisms on row-normalized statistics (||u|| <= 1 certified for "
+               "every finite context, targets clipped), each user released at most once: "
+               "every episode's release (the arm-independent second moment with the arm "
+               "contrasts; or per-arm Gram and targets of the fitted features) is one "
+               "Gaussian mechanism whose exact joint sensitivity makes it 1/k-GDP, k "
+               "certified at (epsilon, delta) by the dp_accounting PLD accountant; "
+               "episodes on a fixed schedule hold disjoint users (parallel composition); "
+               "actions post-process the releases and the user's own context (billboard "
+               "lemma, Hsu et al. 2014; Shariff & Sheffet 2018)"))
+    return NoisePlan("accountant", scales, guarantee, gaussian_event(k), sensitivities)
 
 
 @register_agent("dp-moment-ls")
@@ -226,62 +265,34 @@ class MomentLS(PrivateAgent):
         self._ends = episode_ends(horizon, self._n0)[0]
         self._n_screen = min(check_int("screen_episodes", screen_episodes, low=1),
                              len(self._ends))
-        self._calibrate()
+        self._plan = moment_ls_plan(self._eps, self._delta, n_arms=n_arms,
+                                    y_screen=self._y_screen, y_fit=self._y_fit,
+                                    moment_share=self._mshare, gram_share=self._gshare)
 
-    # -- calibration -------------------------------------------------------------------------
-    def _calibrate(self) -> None:
-        """Noise scales of both kinds of release at one certified multiplier ``k``: each
-        release's sensitivity (:func:`fit_sensitivity`, module doc) in its noise metric is
-        exactly ``1/k``."""
-        K = self.n_arms
-        self.sensitivities = {"moment": math.sqrt(2.0),
-                              "contrast": 2.0 * self._y_screen * math.sqrt((K - 1) / K),
-                              "gram": math.sqrt(2.0), "target": 2.0 * self._y_fit}
-        if not self._private:
-            self.multiplier = 0.0
-            self.sigmas = dict.fromkeys(self.sensitivities, 0.0)
-            return
-        base = _gdp_multiplier(self._eps, self._delta, 1)
-        k = calibrate(gaussian_event, self._eps, self._delta, lower=base,
-                      growth=1.0 + 1e-4, rtol=math.inf)
-        self.multiplier = k
-        self.sigmas = {}
-        for (mat, vec), g in ((("moment", "contrast"), self._mshare),
-                              (("gram", "target"), self._gshare)):
-            unit = fit_sensitivity(1.0 / math.sqrt(g), 1.0 / math.sqrt(1.0 - g))
-            self.sigmas[mat] = unit * k / math.sqrt(g) * self.sensitivities[mat]
-            self.sigmas[vec] = unit * k / math.sqrt(1.0 - g) * self.sensitivities[vec]
+    # -- the plan's noise, read-only ------------------------------------------------------
+    @PlanView
+    def multiplier(self) -> float:
+        """``k``: every release is ``1/k``-GDP (0 without noise)."""
+        return self._plan.scales["multiplier"]
+
+    @PlanView
+    def sigmas(self) -> dict:
+        """Noise standard deviations of the moment, contrast, Gram and target releases."""
+        return {k: self._plan.scales[k] for k in _RELEASED}
+
+    @PlanView
+    def sensitivities(self) -> dict:
+        """Replace-one l2 sensitivities the ``sigmas`` are relative to."""
+        return dict(self._plan.sensitivities)
 
     def release_mu(self, kind: str) -> float:
         """The GDP ``mu`` of one release of ``kind`` ("screen" or "fit") at the noise scales
-        in ``sigmas``: :func:`fit_sensitivity` of the release's two noise multipliers (each
-        scale over its part's sensitivity). Equals ``1/multiplier`` as calibrated."""
+        of the plan: :func:`fit_sensitivity` of the release's two noise multipliers (each
+        scale over its part's sensitivity). Equals ``1/multiplier`` for the agent's own plan.
+        """
         mat, vec = ("moment", "contrast") if kind == "screen" else ("gram", "target")
-        return fit_sensitivity(self.sigmas[mat] / self.sensitivities[mat],
-                               self.sigmas[vec] / self.sensitivities[vec])
-
-    # -- privacy -----------------------------------------------------------------------------
-    @property
-    def privacy(self) -> PrivacyGuarantee:
-        if not self._private:
-            return PrivacyGuarantee.non_private("moment-debiased least squares with noise off")
-        return PrivacyGuarantee(
-            self._eps, self._delta, notion="JDP", neighbouring="replace-one",
-            basis=("Gaussian mechanisms on row-normalized statistics (||u|| <= 1 enforced after "
-                   "rounding, targets clipped), each user released at most once: every "
-                   "episode's release (the arm-independent second moment with the arm "
-                   "contrasts; or per-arm Gram and targets of the fitted features) is one "
-                   "Gaussian mechanism whose exact joint sensitivity makes it 1/k-GDP, k "
-                   "certified at (epsilon, delta) by the dp_accounting PLD accountant; "
-                   "episodes on a fixed schedule hold disjoint users (parallel composition); "
-                   "actions post-process the releases and the user's own context (billboard "
-                   "lemma, Hsu et al. 2014; Shariff & Sheffet 2018)"))
-
-    @property
-    def ledger(self) -> dp_accounting.DpEvent | None:
-        """The Gaussian event of every episode's release (parallel composition over disjoint
-        users: their maximum, and they are equal)."""
-        return gaussian_event(self.multiplier) if self._private else None
+        scales, sens = self._plan.scales, self._plan.sensitivities
+        return fit_sensitivity(scales[mat] / sens[mat], scales[vec] / sens[vec])
 
     @property
     def episode_ends_(self) -> list[int]:
@@ -337,23 +348,23 @@ class MomentLS(PrivateAgent):
     def _rows(self, contexts: np.ndarray, rewards: np.ndarray | None = None):
         """Rows the current phase uses: ``(z, y, clipped, zero)``; ``z`` only when
         ``rewards`` is None (for acting, where the positive row scale is irrelevant)."""
-        u, inv, scale = _unit_rows(self._augment(contexts))
-        zero = inv == 0.0
+        u, norm_f = normalize_rows(self._augment(contexts), 2.0, 1.0)
+        zero = norm_f == 0.0
         if self._support is None:
             if rewards is None:
                 return u
-            y, clipped = _targets(rewards, inv, scale, self._y_screen)
+            y, clipped = _targets(rewards, (norm_f,), self._y_screen)
             return u, y, clipped, zero
-        z, inv2, scale2 = _unit_rows(self._features(u))
+        z, norm_g = normalize_rows(self._features(u), 2.0, 1.0)
         if rewards is None:
             return z
-        # y = r / (||f|| ||g||), ||g|| = scale2 / inv2, ||f|| = scale / inv
-        y, clipped = _targets(rewards, inv * inv2, scale * scale2, self._y_fit)
-        return z, y, clipped, zero | (inv2 == 0.0)
+        # y = r / (||f|| ||g||), as (r / ||f||) / ||g||
+        y, clipped = _targets(rewards, (norm_f, norm_g), self._y_fit)
+        return z, y, clipped, zero | (norm_g == 0.0)
 
     def act(self, contexts: np.ndarray) -> np.ndarray:
         if self._support is not None and self._n_fits == 0:
-            u = _unit_rows(self._augment(contexts))[0]
+            u = normalize_rows(self._augment(contexts), 2.0, 1.0)[0]
             scores = np.einsum("rkj,rj->rk", self._theta_screen, u)
         else:
             scores = np.einsum("rkj,rj->rk", self._theta, self._rows(contexts))
@@ -384,9 +395,9 @@ class MomentLS(PrivateAgent):
         K, D = self.n_arms, self._D
         rng = self._noise_rng
         raw_c = self._sum - self._sum.mean(axis=1, keepdims=True)
-        g = rng.standard_normal(raw_c.shape) * self.sigmas["contrast"]
+        g = rng.standard_normal(raw_c.shape) * self._plan.scales["contrast"]
         c_noise = g - g.mean(axis=1, keepdims=True)  # N(0, sigma^2) in the contrast subspace
-        m_noise = _goe(rng, self._M.shape, self.sigmas["moment"])
+        m_noise = _goe(rng, self._M.shape, self._plan.scales["moment"])
         self._M_released += self._M + m_noise
         self._c_released += raw_c + c_noise
         self._n_screens += 1
@@ -394,7 +405,7 @@ class MomentLS(PrivateAgent):
         self._sum[:] = 0.0
         self._M[:] = 0.0
         # ridge regression of the contrasts on the moment (per arm: the same matrix)
-        m_noise_norm = 2.0 * self.sigmas["moment"] * math.sqrt(self._n_screens * D)
+        m_noise_norm = 2.0 * self._plan.scales["moment"] * math.sqrt(self._n_screens * D)
         lam = max(self._ridge_screen * m_noise_norm / K, 1e-12)
         w, v = np.linalg.eigh(self._M_released / K)
         w = np.maximum(w, 0.0) + lam
@@ -428,8 +439,8 @@ class MomentLS(PrivateAgent):
     def _release_fit(self) -> None:
         R, K, p = self._sum.shape
         rng = self._noise_rng
-        gram_noise = _goe(rng, self._gram.shape, self.sigmas["gram"])
-        b_noise = rng.standard_normal(self._sum.shape) * self.sigmas["target"]
+        gram_noise = _goe(rng, self._gram.shape, self._plan.scales["gram"])
+        b_noise = rng.standard_normal(self._sum.shape) * self._plan.scales["target"]
         self._gram_released += self._gram + gram_noise
         self._b_released += self._sum + b_noise
         self._n_fits += 1
@@ -437,7 +448,7 @@ class MomentLS(PrivateAgent):
         self._sum[:] = 0.0
         self._gram[:] = 0.0
         w, v = np.linalg.eigh(self._gram_released)
-        lam = self._ridge * 2.0 * self.sigmas["gram"] * math.sqrt(self._n_fits * p)
+        lam = self._ridge * 2.0 * self._plan.scales["gram"] * math.sqrt(self._n_fits * p)
         w = np.maximum(w, 0.0) + max(lam, 1e-12)
         proj = np.einsum("rkji,rkj->rki", v, self._b_released)
         self._theta = np.einsum("rkij,rkj->rki", v, proj / w)

@@ -13,7 +13,8 @@ estimate, is uniform whatever the world. Run at K = 2 and K = 3 (the contrast se
 depends on K). The fitting release is the mechanism of ``dp-screened-ls`` (audited as
 ``dp-screened-ls-fit``).
 
-Broken variants patch the *instance* (its noise scales), never the code.
+Broken variants are copies of the instance drawing from a changed noise plan (one scale
+divided by a factor: :func:`~dpbandits.audits._scaffold.shrink_plan`), never changed code.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import numpy as np
 
 from dpbandits.agents.moment_ls import MomentLS
 from dpbandits.audits._registry import AuditContext, register
-from dpbandits.audits._scaffold import signed
+from dpbandits.audits._scaffold import shrink_plan, signed
 from dpbandits.privacy.accounting import gdp_mu
 from dpbandits.privacy.audit import AuditResult
 
@@ -49,11 +50,11 @@ def screen_canary(agent: MomentLS) -> tuple[np.ndarray, np.ndarray, float]:
     return np.array([1.0, 0.0]), np.array([c, math.sqrt(1.0 - c * c)]), agent._y_screen
 
 
-def _screen_audit(ctx: AuditContext, n_arms: int, broken_field: str, factor: float
+def _screen_audit(ctx: AuditContext, n_arms: int, broken_scale: str, factor: float
                   ) -> AuditResult:
     probe = MomentLS(**screen_params(n_arms))
     if ctx.broken:
-        probe.sigmas = {**probe.sigmas, broken_field: probe.sigmas[broken_field] / factor}
+        probe = shrink_plan(probe, factor, broken_scale)
     u0, u1, y = screen_canary(MomentLS(**screen_params(n_arms)))
     s_m, s_c = probe.sigmas["moment"], probe.sigmas["contrast"]
     d_m = (np.outer(u1, u1) - np.outer(u0, u0)) / s_m**2

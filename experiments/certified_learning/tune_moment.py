@@ -36,17 +36,15 @@ INSTANCES = {**TUNING, **TUNING_MORE}
 
 
 class NoiseAblation(MomentLS):
-    """dp-moment-ls with the noise scales named in ``zero`` set to 0 (a diagnostic; its
-    privacy statement is wrong by construction)."""
+    """dp-moment-ls with the noise scales named in ``zero`` set to 0 (a diagnostic): a changed
+    noise plan (:meth:`~dpbandits.privacy.plan.NoisePlan.replaced`), whose guarantee says it
+    is not certified and which has no ledger."""
 
     def __init__(self, *, zero: tuple = (), **kw):
         self.zero = tuple(zero)
         super().__init__(**kw)
-
-    def _calibrate(self) -> None:
-        super()._calibrate()
-        for key in self.zero:
-            self.sigmas[key] = 0.0
+        if self.zero:
+            self._plan = self._plan.replaced(**dict.fromkeys(self.zero, 0.0))
 
 
 def run(agents: dict, instances: list[str], reps: int) -> dict:
