@@ -293,3 +293,20 @@ def test_reruns_are_bit_identical():
                             env_params={"n_arms": 3, "dim": 8, "horizon": 300})
         return res[NAME].cum_regret
     assert np.array_equal(run(), run())
+
+
+def test_the_adversarial_check_catches_a_naive_normalization(monkeypatch):
+    """The ``_contributions`` hook sees what ``_update`` adds: with ``x / sqrt(sum x^2)``
+    (squares that underflow) instead of the certified primitive, the contract check fails."""
+    from dpbandits.agents import agent_class, moment_ls
+    from dpbandits.testing import ContractError, check_adversarial_inputs, instance_for_checks
+
+    check_adversarial_inputs(instance_for_checks(agent_class("dp-moment-ls")))
+
+    def naive(x, q=2.0, bound=1.0):
+        norms = np.sqrt(np.einsum("...j,...j->...", x, x))
+        return x / np.where(norms > 0, norms, 1.0)[..., None], norms
+
+    monkeypatch.setattr(moment_ls, "normalize_rows", naive)
+    with pytest.raises(ContractError, match="underflowing squares"):
+        check_adversarial_inputs(instance_for_checks(agent_class("dp-moment-ls")))

@@ -390,6 +390,41 @@ class MomentLS(PrivateAgent):
                 self._release_screen() if screening else self._release_fit()
             self._episode += 1
 
+    def _contributions(self, contexts: np.ndarray, arms: np.ndarray, rewards: np.ndarray):
+        """Each user's share of the release it would enter, without noise, whitened
+        (:mod:`dpbandits.privacy.contributions`), on replication 0's state: while screening,
+        the upper triangle of its ``u u^T`` (off-diagonals times ``sqrt 2``) over the moment's
+        noise sd and its contrast ``y u e_a - (1/K) y u 1`` over the contrasts' noise sd; once
+        fitting, its features' ``z z^T`` over ``sigma_G`` and ``y z`` over ``sigma_b`` in its
+        arm's block. Either release's declared sensitivity is ``1/multiplier``."""
+        from dpbandits.agents._private_ridge import whitened_terms
+        from dpbandits.privacy.contributions import Contribution
+
+        n, K = contexts.shape[0], self.n_arms
+        saved = {name: getattr(self, name) for name in ("_support", "_factors")}
+        try:  # replication 0's screened set and factors, seen by the n users
+            for name, value in saved.items():
+                if value is not None:
+                    setattr(self, name, np.broadcast_to(value[:1], (n, *value.shape[1:])))
+            z, y, _, zero = self._rows(contexts, rewards)  # as _update computes them
+        finally:
+            for name, value in saved.items():
+                setattr(self, name, value)
+        y = np.where(zero, 0.0, y)
+        sigmas, sens = self._plan.scales, 1.0 / self.multiplier
+        if self._support is not None:
+            terms = whitened_terms(z, y, arms, K, math.sqrt(2.0), sigmas["gram"],
+                                   sigmas["target"])
+            return [Contribution("fit", terms, sens)]
+        iu, ju = np.triu_indices(z.shape[1])
+        weight = np.where(iu == ju, 1.0, math.sqrt(2.0)) / sigmas["moment"]
+        v = np.zeros((n, K, z.shape[1]))
+        v[np.arange(n), arms] = y[:, None] * z
+        contrast = (v - v.mean(axis=1, keepdims=True)) / sigmas["contrast"]
+        moment = z[:, iu] * z[:, ju] * weight
+        return [Contribution("screen", np.concatenate([moment, contrast.reshape(n, -1)], 1),
+                             sens)]
+
     # -- releases ----------------------------------------------------------------------------
     def _release_screen(self) -> None:
         K, D = self.n_arms, self._D
