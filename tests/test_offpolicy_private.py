@@ -32,7 +32,7 @@ def test_one_replaced_round_moves_the_query_by_at_most_the_sensitivity(estimator
                                reward_range=reward_range)
     rng = np.random.default_rng(1)
     n, K, worst = 6, 3, 0.0
-    for _ in range(3000):
+    for _ in range(400):  # extreme values are drawn often: 400 pairs come near the bound
         rounds = [_random_round(rng, K, lo, hi) for _ in range(n + 1)]
         pis = rng.dirichlet(np.ones(K) * 0.3, n + 1)
         stats = []
