@@ -248,7 +248,11 @@ def _run_parallel(todo, compute, store, setup, n_jobs, scheduler, progress, desc
             pass
 
     if parent is not None:
-        consume(Parallel(n_jobs=n_jobs, return_as="generator_unordered")(jobs))
+        # Each loky worker follows this process from its start (the initializer), not from
+        # its first task: a worker that the parent spawned but never fed would otherwise wait
+        # for tasks until loky's idle timeout.
+        with parallel_config(backend="loky", initializer=follow_parent, initargs=(parent,)):
+            consume(Parallel(n_jobs=n_jobs, return_as="generator_unordered")(jobs))
         return
     client = _dask_client(scheduler)
     try:
@@ -265,8 +269,10 @@ _FOLLOWED_PARENT: int | None = None
 def follow_parent(parent_pid: int) -> None:
     """Make this local worker process die with ``parent_pid``, whatever the timing.
 
-    - Already orphaned (the parent died while this worker was starting up, so the task
-      outlived it): exit now.
+    Local workers call it twice: as loky's worker initializer, once the worker has started
+    (so a worker the parent spawned but never fed follows it too), and with every task.
+
+    - Already orphaned (the parent died while this worker was starting up): exit now.
     - On Linux, ask the kernel for SIGKILL when the parent dies (``PR_SET_PDEATHSIG``): it
       arrives even while this process holds the GIL (numba compiling a kernel). The kernel
       ties the signal to the parent *thread* that started the worker; loky starts workers from
