@@ -124,7 +124,7 @@ import numpy as np
 
 from dpbandits._validation import check_int, check_positive, check_real
 from dpbandits.agents.base import PrivateAgent, register_agent
-from dpbandits.agents.screened_ls import _goe, episode_ends, fit_sensitivity
+from dpbandits.agents.screened_ls import FitRelease, _goe, episode_ends, fit_sensitivity
 from dpbandits.geometry import normalize_rows
 from dpbandits.privacy.accounting import calibrate, gaussian_event
 from dpbandits.privacy.accounting import gaussian_multiplier as _gdp_multiplier
@@ -197,7 +197,7 @@ def moment_ls_plan(epsilon: float, delta: float, *, n_arms: int, y_screen: float
 
 
 @register_agent("dp-moment-ls")
-class MomentLS(PrivateAgent):
+class MomentLS(FitRelease, PrivateAgent):
     """Moment-debiased screening, then least squares on the screened coordinates and the
     contexts' leading private factors; JDP (module doc).
 
@@ -470,23 +470,6 @@ class MomentLS(PrivateAgent):
         self._b_released = np.zeros((R, K, p))
         self._gram_released = np.zeros((R, K, p, p))
         self._n_fits = 0
-
-    def _release_fit(self) -> None:
-        R, K, p = self._sum.shape
-        rng = self._noise_rng
-        gram_noise = _goe(rng, self._gram.shape, self._plan.scales["gram"])
-        b_noise = rng.standard_normal(self._sum.shape) * self._plan.scales["target"]
-        self._gram_released += self._gram + gram_noise
-        self._b_released += self._sum + b_noise
-        self._n_fits += 1
-        self._log("fit", self._sum, b_noise, self._gram, gram_noise)
-        self._sum[:] = 0.0
-        self._gram[:] = 0.0
-        w, v = np.linalg.eigh(self._gram_released)
-        lam = self._ridge * 2.0 * self._plan.scales["gram"] * math.sqrt(self._n_fits * p)
-        w = np.maximum(w, 0.0) + max(lam, 1e-12)
-        proj = np.einsum("rkji,rkj->rki", v, self._b_released)
-        self._theta = np.einsum("rkij,rkj->rki", v, proj / w)
 
     def _log(self, kind: str, raw: np.ndarray, noise: np.ndarray, mat: np.ndarray,
              mat_noise: np.ndarray) -> None:

@@ -190,8 +190,34 @@ def screened_ls_plan(epsilon: float, delta: float, *, n_arms: int, y_screen: flo
     return NoisePlan("accountant", scales, guarantee, gaussian_event(k), sensitivities)
 
 
+class FitRelease:
+    """The fitting release shared by the screened least-squares agents: one Gaussian
+    mechanism on the episode's per-arm Gram (symmetric noise, :func:`_goe`) and targets, added
+    to the running released sums, then the ridge estimate on them (eigenvalues floored at 0
+    plus ``lam = ridge * 2 sigma_G sqrt(n_fits * p)``, a bound on the noise's spectral
+    norm). Needs ``_sum`` (R, K, p), ``_gram`` (R, K, p, p), their released twins, ``_plan``
+    scales ``gram`` and ``target``, ``_noise_rng``, ``_ridge``, ``_n_fits`` and ``_log``."""
+
+    def _release_fit(self) -> None:
+        R, K, p = self._sum.shape
+        rng = self._noise_rng
+        gram_noise = _goe(rng, self._gram.shape, self._plan.scales["gram"])
+        b_noise = rng.standard_normal(self._sum.shape) * self._plan.scales["target"]
+        self._gram_released += self._gram + gram_noise
+        self._b_released += self._sum + b_noise
+        self._n_fits += 1
+        self._log("fit", self._sum, b_noise, self._gram, gram_noise)
+        self._sum[:] = 0.0
+        self._gram[:] = 0.0
+        w, v = np.linalg.eigh(self._gram_released)
+        lam = self._ridge * 2.0 * self._plan.scales["gram"] * math.sqrt(self._n_fits * p)
+        w = np.maximum(w, 0.0) + max(lam, 1e-12)
+        proj = np.einsum("rkji,rkj->rki", v, self._b_released)
+        self._theta = np.einsum("rkij,rkj->rki", v, proj / w)
+
+
 @register_agent("dp-screened-ls")
-class ScreenedLS(PrivateAgent):
+class ScreenedLS(FitRelease, PrivateAgent):
     """Private screening, then least squares on the screened coordinates; JDP (module doc).
 
     Parameters (beyond ``n_arms, dim, horizon``)
@@ -401,22 +427,6 @@ class ScreenedLS(PrivateAgent):
         self._gram_released = np.zeros((R, K, s, s))
         self._n_fits = 0
 
-    def _release_fit(self) -> None:
-        R, K, s = self._sum.shape
-        rng = self._noise_rng
-        gram_noise = _goe(rng, self._gram.shape, self._plan.scales["gram"])
-        b_noise = rng.standard_normal(self._sum.shape) * self._plan.scales["target"]
-        self._gram_released += self._gram + gram_noise
-        self._b_released += self._sum + b_noise
-        self._n_fits += 1
-        self._log("fit", self._sum, b_noise, self._gram, gram_noise)
-        self._sum[:] = 0.0
-        self._gram[:] = 0.0
-        w, v = np.linalg.eigh(self._gram_released)
-        lam = self._ridge * 2.0 * self._plan.scales["gram"] * math.sqrt(self._n_fits * s)
-        w = np.maximum(w, 0.0) + max(lam, 1e-12)
-        proj = np.einsum("rkji,rkj->rki", v, self._b_released)
-        self._theta = np.einsum("rkij,rkj->rki", v, proj / w)
 
     def _log(self, kind: str, raw: np.ndarray, noise: np.ndarray,
              gram: np.ndarray | None = None, gram_noise: np.ndarray | None = None) -> None:
