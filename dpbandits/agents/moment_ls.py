@@ -57,7 +57,7 @@ private linear regression: optimal and adaptive prediction & estimation in unbou
 UAI) and Sheffet (2017, "Differentially private ordinary least squares", ICML).
 
 Privacy (replace-one neighbouring on one user's ``(x_t, r_t)``)
---------------------------------------------------------------
+---------------------------------------------------------------
 Every release is one Gaussian mechanism ``v + N(0, C)`` with a known diagonal ``C``; it is
 ``mu``-GDP for ``mu = sup ||C^{-1/2}(v(D) - v(D'))||`` over neighbours (Dong, Roth & Su 2022,
 "Gaussian differential privacy", JRSS B, Theorem 2.7). Matrices are released as the vector

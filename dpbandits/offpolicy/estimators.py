@@ -5,25 +5,25 @@ rounds ``(x_i, a_i, r_i, p_i)``, importance weights ``w_i = pi(a_i | x_i) / p_i`
 model-based estimators, reward-model predictions ``q_i(k) = q_hat(x_i, k)`` with
 ``q_i(pi) = sum_k pi(k | x_i) q_i(k)``:
 
-==================  ==========================================================================
-``ips``             ``mean_i w_i r_i`` (Horvitz & Thompson 1952, *A generalization of
-                    sampling without replacement from a finite universe*); unbiased when
-                    ``p_i > 0`` wherever ``pi`` puts mass
-``clipped_ips``     ``mean_i min(w_i, M) r_i`` (truncated importance sampling: Ionides 2008,
-                    *Truncated importance sampling*); biased down, lower variance
-``snips``           ``sum_i w_i r_i / sum_i w_i`` (Swaminathan & Joachims 2015, *The
-                    self-normalized estimator for counterfactual learning*)
-``direct_method``   ``mean_i q_i(pi)`` (the regression estimate; Dudík, Langford & Li 2011)
-``doubly_robust``   ``mean_i [q_i(pi) + w_i (r_i - q_i(a_i))]`` (Dudík, Langford & Li 2011,
-                    *Doubly robust policy evaluation and learning*): unbiased if the
-                    propensities are right, whatever the model
-``self_normalized_dr``  ``mean_i q_i(pi) + sum_i w_i (r_i - q_i(a_i)) / sum_i w_i`` (the
-                    self-normalized DR of obp; Kallus & Uehara 2019, *Intrinsically efficient,
-                    stable, and bounded off-policy evaluation for reinforcement learning*)
-``switch_dr``       ``mean_i [q_i(pi) + 1{w_i <= tau} w_i (r_i - q_i(a_i))]`` (Wang, Agarwal &
-                    Dudík 2017, *Optimal and adaptive off-policy evaluation in contextual
-                    bandits*: DR where the weight is at most ``tau``, the model alone above)
-==================  ==========================================================================
+========================  ==========================================================================
+``ips``                   ``mean_i w_i r_i`` (Horvitz & Thompson 1952, *A generalization of
+                          sampling without replacement from a finite universe*); unbiased when
+                          ``p_i > 0`` wherever ``pi`` puts mass
+``clipped_ips``           ``mean_i min(w_i, M) r_i`` (truncated importance sampling: Ionides 2008,
+                          *Truncated importance sampling*); biased down, lower variance
+``snips``                 ``sum_i w_i r_i / sum_i w_i`` (Swaminathan & Joachims 2015, *The
+                          self-normalized estimator for counterfactual learning*)
+``direct_method``         ``mean_i q_i(pi)`` (the regression estimate; Dudík, Langford & Li 2011)
+``doubly_robust``         ``mean_i [q_i(pi) + w_i (r_i - q_i(a_i))]`` (Dudík, Langford & Li 2011,
+                          *Doubly robust policy evaluation and learning*): unbiased if the
+                          propensities are right, whatever the model
+``self_normalized_dr``    ``mean_i q_i(pi) + sum_i w_i (r_i - q_i(a_i)) / sum_i w_i`` (the
+                          self-normalized DR of obp; Kallus & Uehara 2019, *Intrinsically efficient,
+                          stable, and bounded off-policy evaluation for reinforcement learning*)
+``switch_dr``             ``mean_i [q_i(pi) + 1{w_i <= tau} w_i (r_i - q_i(a_i))]`` (Wang, Agarwal &
+                          Dudík 2017, *Optimal and adaptive off-policy evaluation in contextual
+                          bandits*: DR where the weight is at most ``tau``, the model alone above)
+========================  ==========================================================================
 
 Switch-DR as written is Wang et al.'s Switch estimator with DR in place of IPS: their
 ``sum_a pi(a|x) q(x, a) 1{rho(x, a) > tau}`` over the large-weight actions plus the DR term

@@ -4,8 +4,9 @@
 Every private component (agent, optimizer, Bayesian-optimization method) computes, by one
 pure function of its validated parameters, a :class:`NoisePlan`: the noise parameters it
 draws with (``scales``), the sensitivities they are relative to, its ledger (a
-``dp_accounting.DpEvent``), its guarantee (:class:`~dpbandits.privacy.guarantee.
-PrivacyGuarantee`) and the calibration that produced them. The plan is immutable (like
+``dp_accounting.DpEvent``), its guarantee
+(:class:`~dpbandits.privacy.guarantee.PrivacyGuarantee`) and the calibration that produced
+them. The plan is immutable (like
 dp_accounting's events); components inheriting :class:`Planned` read ``privacy`` and
 ``ledger`` from it and draw their noise from its scales, so the noise added and the ledger
 that certifies it cannot drift apart. An audit's broken variant is a *changed plan*
