@@ -14,7 +14,7 @@ Conventions
   entries cannot underflow to zero and powers of huge entries cannot overflow.
 
 Rows with a certified norm bound (the one clipping / normalizing primitive)
---------------------------------------------------------------------------
+---------------------------------------------------------------------------
 :func:`clip_rows` (rows scaled into ``||x||_q <= c``) and :func:`normalize_rows` (every
 non-zero row scaled onto norm ``c``, from inside) are the package's only ways to bound a row's
 norm; their validated forms are :func:`clip_to_norm` and :func:`normalize_to_norm`, and
