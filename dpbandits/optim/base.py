@@ -11,11 +11,13 @@ can be recomputed independently of the code that calibrated it.
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from abc import abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, Self, cast
 
 import dp_accounting
 import numpy as np
@@ -32,6 +34,7 @@ from dpbandits._validation import (
 from dpbandits.geometry import clip_to_norm
 from dpbandits.losses import LossLike, make_loss
 from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.privacy.plan import NoisePlan
 
 __all__ = [
     "BatchOptimizer",
@@ -214,13 +217,22 @@ def clipped_gradient_sum(loss: LossLike, theta: np.ndarray, X: np.ndarray, y: np
 
 
 class PrivateBatchOptimizer(BatchOptimizer):
-    """Per-size guarantees: the noise of these methods depends on the data-set size ``n``
+    """Per-size noise plans: the noise of these methods depends on the data-set size ``n``
     (sensitivities ``2G/n``, sampling rates ``1/n``) and for some on the dimension ``d``, so
-    ``privacy_for(n, d)`` / ``ledger_for(n, d)`` give them before fitting and ``privacy`` /
-    ``ledger`` for the last ``fit``."""
+    their calibration is a pure function ``plan_for(n, d) -> NoisePlan``
+    (:mod:`dpbandits.privacy.plan`), cached per size. ``privacy_for(n, d)`` and
+    ``ledger_for(n, d)`` come from it before fitting, ``plan`` / ``privacy`` / ``ledger``
+    for the last ``fit``, and ``fit`` draws its noise from the plan's scales.
+
+    Subclasses implement ``_make_plan_for(n, d)`` (``d`` is None unless ``_plan_uses_d``).
+    An audit's broken variant is :meth:`with_plan`: a copy whose plan of every size is a
+    changed version of its own (``opt.with_plan(lambda plan: plan.scaled(10))``).
+    """
 
     epsilon: Any
     delta: Any
+    #: True when the plan depends on the dimension ``d`` (else it is cached per ``n``)
+    _plan_uses_d = False
 
     def _check_target(self) -> None:
         """Validate ``epsilon``, ``delta`` (and ``noise_std`` if the method has it); sets
@@ -233,13 +245,53 @@ class PrivateBatchOptimizer(BatchOptimizer):
             needs_delta=noise_std is None)
         self._fitted: tuple[int, int] | None = None
 
-    def privacy_for(self, n: int, d: int | None = None) -> PrivacyGuarantee:
-        """Guarantee for a data set of ``n`` samples in dimension ``d``."""
+    def _make_plan_for(self, n: int, d: int | None) -> NoisePlan:
+        """The noise plan for ``n`` samples (in dimension ``d`` when ``_plan_uses_d``), from
+        the validated parameters only."""
         raise NotImplementedError  # pragma: no cover - abstract
 
-    def ledger_for(self, n: int, d: int | None = None) -> dp_accounting.DpEvent:
-        """Ledger for a data set of ``n`` samples in dimension ``d``."""
-        raise NotImplementedError  # pragma: no cover - abstract
+    def plan_for(self, n: int, d: int | None = None) -> NoisePlan:
+        """The frozen noise plan of a fit on ``n`` samples in dimension ``d``: the noise
+        scales ``fit`` draws with, the guarantee and the ledger (computed once per size)."""
+        key = (self._check_n(n), d if self._plan_uses_d else None)
+        plans = self.__dict__.setdefault("_plans", {})
+        plan = plans.get(key)
+        if plan is None:
+            plan = self._make_plan_for(*key)
+            change = self.__dict__.get("_plan_change")
+            if change is not None:
+                changed = change(plan)
+                if not isinstance(changed, NoisePlan) or set(changed.scales) != set(
+                        plan.scales):
+                    raise ValueError(
+                        f"{type(self).__name__}.with_plan: the change must return a "
+                        f"NoisePlan with the scales {list(plan.scales)}, got {changed!r}")
+                plan = changed
+            plans[key] = plan
+        return plan
+
+    def privacy_for(self, n: int, d: int | None = None) -> PrivacyGuarantee:
+        """Guarantee of a fit on ``n`` samples in dimension ``d`` (its plan's)."""
+        return self.plan_for(n, d).guarantee
+
+    def ledger_for(self, n: int, d: int | None = None) -> dp_accounting.DpEvent | None:
+        """Ledger of a fit on ``n`` samples in dimension ``d`` (its plan's; None for a plan
+        changed by :meth:`with_plan`)."""
+        return self.plan_for(n, d).ledger
+
+    def with_plan(self, change: Callable[[NoisePlan], NoisePlan]) -> Self:
+        """A copy of this optimizer whose plan for every size is ``change(own plan)`` -- a
+        changed version with the same scale names (:meth:`NoisePlan.scaled` /
+        :meth:`NoisePlan.replaced`, e.g. ``lambda plan: plan.scaled(10)``): an audit's
+        broken variant, whose guarantee says it is not certified. Everything else (step
+        sizes, batch sizes) is the optimizer's own."""
+        if not callable(change):
+            raise TypeError(f"{type(self).__name__}.with_plan: change must be a function "
+                            f"NoisePlan -> NoisePlan, got {change!r}")
+        twin = copy.deepcopy(self)
+        object.__setattr__(twin, "_plans", {})
+        object.__setattr__(twin, "_plan_change", change)
+        return twin
 
     @staticmethod
     def _check_n(n) -> int:
@@ -260,12 +312,17 @@ class PrivateBatchOptimizer(BatchOptimizer):
         return fitted
 
     @property
-    def privacy(self) -> PrivacyGuarantee:
-        return self.privacy_for(*self._require_fit())
+    def plan(self) -> NoisePlan:
+        """The noise plan of the last ``fit``."""
+        return self.plan_for(*self._require_fit())
 
     @property
-    def ledger(self) -> dp_accounting.DpEvent:
-        return self.ledger_for(*self._require_fit())
+    def privacy(self) -> PrivacyGuarantee:
+        return self.plan.guarantee
+
+    @property
+    def ledger(self) -> dp_accounting.DpEvent | None:
+        return self.plan.ledger
 
     def _gradient_clip(self, d: int) -> tuple[float, float]:
         """``(q, G)``: every per-sample gradient is clipped to ``||g||_q <= G`` (subclasses
@@ -296,7 +353,7 @@ class PrivateBatchOptimizer(BatchOptimizer):
         """Record the fitted size and return the result with its guarantee."""
         self._fitted = (n, d)
         return BatchResult(theta=theta, history=history, history_steps=history_steps,
-                           privacy=self.privacy_for(n, d), n_clipped=n_clipped,
+                           privacy=self.plan.guarantee, n_clipped=n_clipped,
                            n_gradient_evals=int(n_gradient_evals), extra=extra)
 
 

@@ -31,7 +31,9 @@ noise (``epsilon = inf``) has calibration ``"none"``.
 from __future__ import annotations
 
 import copy
+import functools
 import math
+import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Self
@@ -40,8 +42,8 @@ from dp_accounting import DpEvent
 
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 
-__all__ = ["ALIASES", "CALIBRATIONS", "NoisePlan", "PlanView", "Planned", "Scales",
-           "check_calibration"]
+__all__ = ["ALIASES", "CALIBRATIONS", "NoisePlan", "PlanMethod", "PlanView", "Planned",
+           "Scales", "check_calibration"]
 
 #: the calibration vocabulary: value -> what it means (module docstring)
 CALIBRATIONS: dict[str, str] = {
@@ -221,12 +223,34 @@ class PlanView(property):
     from, instead of changing a number the noise or the ledger would not follow."""
 
     def __set__(self, obj, value):
-        name = getattr(self.fget, "__name__", "attribute")
-        raise AttributeError(
-            f"{type(obj).__name__}.{name} is read from its noise plan (.plan), which both the "
+        raise AttributeError(_read_only(obj, getattr(self.fget, "__name__", "attribute")))
+
+
+def _read_only(obj: Any, name: str) -> str:
+    return (f"{type(obj).__name__}.{name} is read from its noise plan (.plan), which both the "
             "noise and the ledger follow, so it cannot be assigned: build the component with "
-            f"other parameters (set_params / clone), or, for an audit, use "
-            f".with_plan(.plan.scaled(...))")
+            "other parameters (set_params / clone), or, for an audit, use "
+            ".with_plan(.plan.scaled(...))")
+
+
+class PlanMethod:
+    """A method computed from the component's plan (e.g. a batch optimizer's ``sigma(n)``):
+    assigning its name on an instance raises ``AttributeError`` as for :class:`PlanView`,
+    instead of shadowing the method with a number the noise would not follow."""
+
+    def __init__(self, func: Callable[..., Any]):
+        self.func = func
+        self.name = func.__name__
+        functools.update_wrapper(self, func)  # type: ignore[arg-type]
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
+        return self.func if obj is None else types.MethodType(self.func, obj)
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        raise AttributeError(_read_only(obj, self.name))
 
 
 class Planned:

@@ -202,7 +202,7 @@ class DPAccMD(FullGradientGaussian):
     def fit(self, loss: LossLike, X: ArrayLike, y: ArrayLike | None, rng: np.random.Generator,
             n_reps: int | None = None) -> BatchResult:
         loss, rng, data = start_fit(loss, X, y, rng, n_reps, loss_names=False, min_n=2)
-        sigma = self._noise(data.n)[0]
+        sigma = self.noise_std_for(data.n)
         R, n, d, T = data.n_reps, data.n, data.d, int(self.n_iters)
         r = float(self.radius)
         L = self._L(loss)

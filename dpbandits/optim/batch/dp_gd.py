@@ -39,6 +39,7 @@ from dpbandits.optim.batch.data import check_theta0, start_fit
 from dpbandits.optim.batch.oracle import GradientOracle, Regularizer
 from dpbandits.privacy import accounting as acc
 from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.privacy.plan import NoisePlan, PlanMethod
 
 __all__ = ["DPGD", "FullGradientGaussian", "gaussian_privacy"]
 
@@ -94,21 +95,23 @@ class FullGradientGaussian(PrivateBatchOptimizer):
         check_int("record_every", self.record_every, low=1)
         self._check_target()
 
-    def _noise(self, n):
-        n = self._check_n(n)
-        return gaussian_privacy(self._eps, self._delta, self.noise_std, n,
-                                float(self.clip_norm), int(self.n_iters), self._label,
-                                self._basis_alg)
+    def _make_plan_for(self, n: int, d: int | None) -> NoisePlan:
+        """One scale, ``sigma`` (the per-coordinate std of the noise on every full gradient,
+        sensitivity ``2 clip_norm / n``), with the guarantee and ledger of
+        :func:`gaussian_privacy`."""
+        sigma, _, guarantee, ledger = gaussian_privacy(
+            self._eps, self._delta, self.noise_std, n, float(self.clip_norm),
+            int(self.n_iters), self._label, self._basis_alg)
+        if sigma == 0.0:
+            return NoisePlan("none", {"sigma": 0.0}, guarantee, ledger)
+        return NoisePlan("accountant", {"sigma": sigma}, guarantee, ledger,
+                         {"sigma": 2.0 * float(self.clip_norm) / n})
 
+    @PlanMethod
     def noise_std_for(self, n: int) -> float:
-        """Per-coordinate std of the noise added to every full gradient."""
-        return self._noise(n)[0]
-
-    def privacy_for(self, n: int, d: int | None = None) -> PrivacyGuarantee:
-        return self._noise(n)[2]
-
-    def ledger_for(self, n: int, d: int | None = None) -> dp_accounting.DpEvent:
-        return self._noise(n)[3]
+        """Per-coordinate std of the noise added to every full gradient (the plan's
+        ``sigma``)."""
+        return self.plan_for(n).scales["sigma"]
 
 
 class DPGD(FullGradientGaussian):
@@ -165,7 +168,7 @@ class DPGD(FullGradientGaussian):
             n_reps: int | None = None) -> BatchResult:
         loss, rng, data = start_fit(loss, X, y, rng, n_reps, loss_names=False, min_n=2)
         eta = self._eta(loss)
-        sigma = self._noise(data.n)[0]
+        sigma = self.noise_std_for(data.n)
         R, n, d, T = data.n_reps, data.n, data.d, int(self.n_iters)
         oracle = GradientOracle(loss, data, float(self.clip_norm))
         reg = self._reg

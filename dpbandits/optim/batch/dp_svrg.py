@@ -54,6 +54,7 @@ from dpbandits.optim.batch.data import check_theta0, prepare_data, start_fit
 from dpbandits.optim.batch.oracle import GradientOracle, Regularizer
 from dpbandits.privacy import accounting as acc
 from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.privacy.plan import NoisePlan, PlanMethod
 
 __all__ = ["DPSVRG", "DPSVRGPlusPlus", "svrg_contraction", "svrg_theory_parameters"]
 
@@ -179,48 +180,38 @@ class _VarianceReduced(PrivateBatchOptimizer):
         _, m = self._resolve(None)
         return int(sum(self._epoch_lengths(m)))
 
-    def _noise(self, n: int) -> tuple[float, float, float]:
-        """``(sigma, k_sub, k_full)``: total per-step std and the ledger's multipliers."""
-        n = self._check_n(n)
+    def _make_plan_for(self, n: int, d: int | None) -> NoisePlan:
+        """One scale, ``sigma`` (the per-coordinate std of every step's noise): calibrated by
+        the accountant on the decomposition of App. B.2 (module docstring), or ``noise_std``
+        with what the accountant certifies for it."""
         G = float(self.clip_norm)
         sens_sub, sens_full = 4.0 * G, 2.0 * G / n
         steps = self.total_steps()
-        if self.noise_std is not None:
+        if self.noise_std is not None and float(self.noise_std) > 0.0:
             sigma = float(self.noise_std)
-            if sigma == 0.0:
-                return 0.0, 0.0, 0.0
-            k_sub, k_full = acc.svrg_split(n, steps, sigma, self._delta, sens_sub,
-                                           sens_full)
-            return sigma, k_sub, k_full
-        if not math.isfinite(self.epsilon):
-            return 0.0, 0.0, 0.0
-        k_sub, k_full = acc.svrg_multipliers(n, steps, self._eps, self._delta,
-                                             sens_sub, sens_full)
-        return math.hypot(k_sub * sens_sub, k_full * sens_full), k_sub, k_full
-
-    def noise_std_for(self, n: int) -> float:
-        """Per-coordinate std of the noise added to every variance-reduced gradient."""
-        return self._noise(n)[0]
-
-    def ledger_for(self, n: int, d: int | None = None) -> dp_accounting.DpEvent:
-        sigma, k_sub, k_full = self._noise(n)
-        if sigma == 0.0:
-            return dp_accounting.NonPrivateDpEvent()
-        return acc.svrg_event(int(n), self.total_steps(), k_sub, k_full)
-
-    def privacy_for(self, n: int, d: int | None = None) -> PrivacyGuarantee:
-        sigma, k_sub, k_full = self._noise(n)
-        if sigma == 0.0:
-            return PrivacyGuarantee.non_private(f"{self._name} without noise")
-        basis = (f"RDP accountant (dp_accounting, replace-one) on {self.total_steps()} steps of "
+            k_sub, k_full = acc.svrg_split(n, steps, sigma, self._delta, sens_sub, sens_full)
+        elif self.noise_std is not None or not math.isfinite(self.epsilon):
+            return NoisePlan.non_private(f"{self._name} without noise", {"sigma": 0.0},
+                                         events=dp_accounting.NonPrivateDpEvent())
+        else:
+            k_sub, k_full = acc.svrg_multipliers(n, steps, self._eps, self._delta, sens_sub,
+                                                 sens_full)
+            sigma = math.hypot(k_sub * sens_sub, k_full * sens_full)
+        ledger = acc.svrg_event(n, steps, k_sub, k_full)
+        basis = (f"RDP accountant (dp_accounting, replace-one) on {steps} steps of "
                  f"[sampled-w/o-replacement Gaussian (q=1/n, multiplier {k_sub:.4g}) + Gaussian "
                  f"(multiplier {k_full:.4g})]; decomposition of App. B.2, {self._basis_alg} "
                  "of Wang, Ye & Xu 2017")
-        if self.noise_std is None:
-            eps = self._eps
-        else:
-            eps = acc.replace_one_rdp_epsilon(self.ledger_for(n), self._delta)
-        return PrivacyGuarantee(epsilon=eps, delta=self._delta, basis=basis)
+        eps = (self._eps if self.noise_std is None
+               else acc.replace_one_rdp_epsilon(ledger, self._delta))
+        return NoisePlan("accountant", {"sigma": sigma},
+                         PrivacyGuarantee(epsilon=eps, delta=self._delta, basis=basis), ledger)
+
+    @PlanMethod
+    def noise_std_for(self, n: int) -> float:
+        """Per-coordinate std of the noise added to every variance-reduced gradient (the
+        plan's ``sigma``)."""
+        return self.plan_for(n).scales["sigma"]
 
     # ---------------------------------------------------------------- the algorithm
     def variance_reduced_gradient(self, loss: LossLike, theta: ArrayLike, snapshot: ArrayLike,
@@ -242,9 +233,11 @@ class _VarianceReduced(PrivateBatchOptimizer):
         ``X (R, n, d)``; history = the snapshots ``x~_0, ..., x~_T``."""
         loss, rng, data = start_fit(loss, X, y, rng, n_reps, loss_names=False, min_n=2)
         if self._from_loss:  # derived from a previous loss's smoothness: recompute
-            self._resolved = None
+            before, self._resolved = self._resolved, None
+            if self._resolve(loss) != before:  # another epoch length: other plans
+                self._plans = {}
         eta, m = self._resolve(loss)
-        sigma, _, _ = self._noise(data.n)
+        sigma = self.noise_std_for(data.n)
         R, n, d = data.n_reps, data.n, data.d
         oracle = GradientOracle(loss, data, float(self.clip_norm))
         reg = self._reg

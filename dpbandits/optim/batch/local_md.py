@@ -39,6 +39,7 @@ from dpbandits.optim.batch.data import start_fit
 from dpbandits.optim.batch.lp_ball import LpBallOptimizer
 from dpbandits.privacy import accounting
 from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.privacy.plan import NoisePlan, PlanMethod
 
 __all__ = ["LocalMD", "LocalMDPhase", "local_md_phases", "sample_without_replacement"]
 
@@ -176,40 +177,46 @@ class LocalMD(LpBallOptimizer):
         self._check_ball()
         self._c = check_positive("noise_constant", noise_constant)
 
-    def phases(self, n: int, d: int) -> tuple[float, list[LocalMDPhase]]:
-        """Base step and phases for ``n`` samples in dimension ``d`` (:func:`local_md_phases`)."""
+    _plan_uses_d = True
+
+    def _phases(self, n: int, d: int, noise_constant: float
+                ) -> tuple[float, list[LocalMDPhase]]:
         return local_md_phases(n, d, p=self._p, radius=self._radius, epsilon=self._eps,
                                delta=self._delta, lipschitz=self._L0, lr_scale=self._lr,
-                               noise_constant=self._c)
+                               noise_constant=noise_constant)
 
-    def ledger_for(self, n: int, d: int | None = None) -> dp_accounting.DpEvent:
-        """Per phase ``T_i`` sampled-without-replacement Gaussian steps (sequentially
-        composed over phases although their samples are disjoint; conservative)."""
+    @PlanMethod
+    def phases(self, n: int, d: int) -> tuple[float, list[LocalMDPhase]]:
+        """Base step and phases for ``n`` samples in dimension ``d`` (:func:`local_md_phases`),
+        their noise from the plan's ``noise_constant``."""
+        return self._phases(n, d, self.plan_for(n, d).scales["noise_constant"])
+
+    def _make_plan_for(self, n: int, d: int | None) -> NoisePlan:
+        """One scale, ``noise_constant`` (``c``: every phase's ``sigma_i`` and noise
+        multiplier are proportional to it). The ledger: per phase ``T_i``
+        sampled-without-replacement Gaussian steps (sequentially composed over phases
+        although their samples are disjoint; conservative); the guarantee: what the RDP
+        accountant certifies for it (replace-one)."""
         if not self._private:
-            return _ev.NonPrivateDpEvent()
-        _, phases = self.phases(n, d)
+            return NoisePlan.non_private("LocalMD without noise (epsilon = inf)",
+                                         {"noise_constant": 0.0},
+                                         events=_ev.NonPrivateDpEvent())
+        _, phases = self._phases(n, d, self._c)  # type: ignore[arg-type]  # d checked there
         if not phases:
-            return _ev.NoOpDpEvent()
-        return _ev.ComposedDpEvent(events=[
+            return NoisePlan("theorem", {"noise_constant": self._c}, PrivacyGuarantee(
+                epsilon=self._eps, delta=self._delta, basis="LocalMD ran no phase: the output "
+                "(the zero vector) does not depend on the data"), _ev.NoOpDpEvent())
+        ledger = _ev.ComposedDpEvent(events=[
             accounting.wor_gaussian_event(ph.n_samples, ph.batch_size, ph.noise_multiplier,
                                           ph.n_steps)
             for ph in phases
         ])
-
-    def privacy_for(self, n: int, d: int | None = None) -> PrivacyGuarantee:
-        """What the RDP accountant certifies for the ledger (replace-one)."""
-        if not self._private:
-            return PrivacyGuarantee.non_private("LocalMD without noise (epsilon = inf)")
-        _, phases = self.phases(n, d)
-        if not phases:
-            return PrivacyGuarantee(
-                epsilon=self._eps, delta=self._delta, basis="LocalMD ran no phase: the output "
-                "(the zero vector) does not depend on the data")
-        return self._accountant_guarantee(
-            self.ledger_for(n, d),
+        guarantee = self._accountant_guarantee(
+            ledger,
             f"Asi, Feldman, Koren & Talwar 2021 Alg. 5/6 (LocalMD), noise constant "
             f"c={self._c:g}, {len(phases)} phases with eps_i = 2^-i eps",
         )
+        return NoisePlan("theorem", {"noise_constant": self._c}, guarantee, ledger)
 
     def fit(self, loss: str | LossLike, X: ArrayLike, y: ArrayLike | None, rng: np.random.Generator,
             n_reps: int | None = None) -> BatchResult:

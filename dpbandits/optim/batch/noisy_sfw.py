@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import dp_accounting
 import numpy as np
@@ -49,6 +49,7 @@ from dpbandits.optim.batch.data import start_fit
 from dpbandits.optim.batch.lp_ball import LpBallOptimizer
 from dpbandits.privacy import accounting
 from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.privacy.plan import NoisePlan, PlanMethod
 from dpbandits.privacy.mechanisms import (
     gaussian_mechanism_delta,
     gaussian_sigma_analytic,
@@ -176,17 +177,36 @@ class NoisySFW(LpBallOptimizer):
         self._check_ball()
         self._L1 = check_positive("smoothness", smoothness)
 
-    def schedule(self, n: int, d: int) -> NoisySFWSchedule:
-        """Batch sizes, step size and noise levels for ``n`` samples in dimension ``d``."""
+    _plan_uses_d = True
+
+    def _calibrated_schedule(self, n: int, d: int) -> NoisySFWSchedule:
         return noisy_sfw_schedule(n, d, p=self._p, radius=self._radius, epsilon=self._eps,
                                   delta=self._delta, lipschitz=self._L0,
                                   smoothness=self._L1, lr_scale=self._lr)
 
-    def privacy_for(self, n: int, d: int | None = None) -> PrivacyGuarantee:
-        """``(epsilon, delta)``-DP: generalized Gaussian mechanism per disjoint aggregate."""
-        sch = self.schedule(n, d)
+    @PlanMethod
+    def schedule(self, n: int, d: int) -> NoisySFWSchedule:
+        """Batch sizes, step size and noise levels for ``n`` samples in dimension ``d``; the
+        noise fields (``sigma0``, ``sigma``, ``sigma_over_sensitivity``,
+        ``noise_multiplier``) follow the plan's ``multiplier``."""
+        sch = self._calibrated_schedule(n, d)
+        ratio = self.plan_for(n, d).scales["multiplier"]
         if not self._private:
-            return PrivacyGuarantee.non_private("NoisySFW without noise (epsilon = inf)")
+            return sch
+        # the calibration's own plan gives its own numbers (x * (r / r) == x exactly)
+        z = sch.noise_multiplier * (ratio / sch.sigma_over_sensitivity)
+        return replace(sch, sigma0=ratio * sch.sensitivity0, sigma=ratio * sch.sensitivity,
+                       sigma_over_sensitivity=ratio, noise_multiplier=z)
+
+    def _make_plan_for(self, n: int, d: int | None) -> NoisePlan:
+        """One scale, ``multiplier``: each aggregate's generalized-Gaussian ``sigma`` over its
+        l_q sensitivity (``sqrt(2 kappa log(1/delta)) / eps``, Lemma 2.1, or raised on the
+        Gaussian branch); the guarantee is that of the one mechanism a sample enters
+        (aggregates are over disjoint samples, parallel composition)."""
+        sch = self._calibrated_schedule(n, d)  # type: ignore[arg-type]  # d checked there
+        if not self._private:
+            return NoisePlan.non_private("NoisySFW without noise (epsilon = inf)",
+                                         {"multiplier": 0.0}, events=_ev.NonPrivateDpEvent())
         basis = (
             "Bassily, Guzman & Nandi 2021 Alg. 3 (NoisySFW): "
             + ("Gaussian mechanism (smooth norm l_2; exact check, Balle & Wang 2018)"
@@ -198,30 +218,27 @@ class NoisySFW(LpBallOptimizer):
             "composition); sensitivities enforced by clipping"
         )
         if sch.gaussian_branch or self._eps <= _LEMMA_2_1_MAX_EPS:
-            return PrivacyGuarantee(epsilon=self._eps, delta=self._delta, basis=basis)
-        return PrivacyGuarantee(
-            epsilon=self._eps, delta=self._delta, basis=basis, certified=False,
-            caveat=(f"epsilon {self._eps:.3g} > {_LEMMA_2_1_MAX_EPS}: Lemma 2.1 (generalized "
-                    "Gaussian mechanism) is not trusted there; its Gaussian instance fails "
-                    "for large epsilon"),
-        )
-
-    def ledger_for(self, n: int, d: int | None = None) -> dp_accounting.DpEvent:
-        """The one mechanism a sample enters (aggregates are over disjoint samples).
-
-        Gaussian branch (``q_plus = 2``): a ``GaussianDpEvent`` with the noise multiplier
-        relative to the l_2 sensitivity. Otherwise a
-        :class:`~dpbandits.privacy.accounting.GeneralizedGaussianDpEvent`
-        (no accountant supports it; the guarantee rests on Lemma 2.1).
-        """
-        sch = self.schedule(n, d)
-        if not self._private:
-            return _ev.NonPrivateDpEvent()
+            guarantee = PrivacyGuarantee(epsilon=self._eps, delta=self._delta, basis=basis)
+        else:
+            guarantee = PrivacyGuarantee(
+                epsilon=self._eps, delta=self._delta, basis=basis, certified=False,
+                caveat=(f"epsilon {self._eps:.3g} > {_LEMMA_2_1_MAX_EPS}: Lemma 2.1 "
+                        "(generalized Gaussian mechanism) is not trusted there; its Gaussian "
+                        "instance fails for large epsilon"),
+            )
+        # The ledger: the one mechanism a sample enters. Gaussian branch (q_plus = 2): a
+        # GaussianDpEvent with the noise multiplier relative to the l_2 sensitivity;
+        # otherwise a GeneralizedGaussianDpEvent (no accountant supports it; the guarantee
+        # rests on Lemma 2.1).
         if sch.gaussian_branch:
-            return _ev.GaussianDpEvent(noise_multiplier=sch.noise_multiplier)
-        return accounting.GeneralizedGaussianDpEvent(
-            sch.sigma_over_sensitivity, sch.q_plus, sch.plus_scale, sch.kappa, self._eps,
-            self._delta)
+            ledger: dp_accounting.DpEvent = _ev.GaussianDpEvent(
+                noise_multiplier=sch.noise_multiplier)
+        else:
+            ledger = accounting.GeneralizedGaussianDpEvent(
+                sch.sigma_over_sensitivity, sch.q_plus, sch.plus_scale, sch.kappa, self._eps,
+                self._delta)
+        return NoisePlan("theorem", {"multiplier": sch.sigma_over_sensitivity}, guarantee,
+                         ledger, {"first": sch.sensitivity0, "rounds": sch.sensitivity})
 
     def fit(self, loss: str | LossLike, X: ArrayLike, y: ArrayLike | None, rng: np.random.Generator,
             n_reps: int | None = None) -> BatchResult:
@@ -231,7 +248,7 @@ class NoisySFW(LpBallOptimizer):
         R, n, d = data.n_reps, data.n, data.d
         if n < 4:
             raise ValueError(f"NoisySFW needs n >= 4 samples, got n={n}")
-        sch = self.schedule(n, d)
+        sch = self.schedule(n, d)  # noise levels from the plan
         p, q, r, eta, L0, L1 = self._p, self._q, self._radius, sch.eta, self._L0, self._L1
 
         def noise(sigma, size):

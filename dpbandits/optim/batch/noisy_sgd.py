@@ -52,7 +52,7 @@ from dpbandits.optim.batch.data import start_fit
 from dpbandits.optim.batch.lp_ball import LpBallOptimizer
 from dpbandits.privacy import accounting
 from dpbandits.privacy.accounting import SCO_BASELINE_ORDERS
-from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.privacy.plan import NoisePlan, PlanMethod, check_calibration
 
 __all__ = ["BACKENDS", "NoisySGD", "noisy_sgd_noise_multiplier", "noisy_sgd_step_size"]
 
@@ -79,7 +79,7 @@ def noisy_sgd_noise_multiplier(n: int, n_steps: int, *, epsilon: float, delta: f
     n = check_int("n", n, low=1)
     n_steps = check_int("n_steps", n_steps, low=1)
     eps = check_epsilon(epsilon)
-    check_choice("calibration", calibration, {"theorem", "accountant"})
+    calibration = check_calibration(calibration, CALIBRATIONS, "NoisySGD")
     if not math.isfinite(eps):
         return math.inf
     delta = check_delta_open(delta, why="for a private NoisySGD")
@@ -102,6 +102,8 @@ def _loss_code(loss) -> tuple[int, float] | None:
 
 
 BACKENDS = frozenset({"auto", "numba", "numpy"})
+#: the calibrations of NoisySGD (:mod:`dpbandits.privacy.plan`)
+CALIBRATIONS = ("theorem", "accountant")
 
 
 class NoisySGD(LpBallOptimizer):
@@ -118,8 +120,10 @@ class NoisySGD(LpBallOptimizer):
     p : float in [2, inf]
         (``q <= 2``, so the l_2 sensitivity of a clipped gradient is at most ``2 L0``.)
     radius, epsilon, delta, lipschitz, lr_scale : as for :class:`NoisySFW`
-    calibration : ``"theorem"`` (the paper's sigma) or ``"accountant"`` (smallest sigma the
-        replace-one RDP accountant certifies for the target); see the module docstring.
+    calibration : ``"theorem"`` (the paper's sigma; alias ``"paper"``) or ``"accountant"``
+        (smallest sigma the replace-one RDP accountant certifies for the target; alias
+        ``"pld"``); see the module docstring. The plan (:meth:`plan_for`) has one scale,
+        ``multiplier`` (``sigma / (2 L0)``, relative to the sensitivity ``2 L0``).
     n_steps : int or None
         Number of steps ``T``; ``None`` means the paper's ``n^2``. The ledger counts the
         steps actually taken.
@@ -143,7 +147,7 @@ class NoisySGD(LpBallOptimizer):
                  n_history: int = 100, backend: str = "auto") -> None:
         self._store_params(locals())
         self._check_ball()
-        check_choice("calibration", calibration, {"theorem", "accountant"})
+        self._calibration = check_calibration(calibration, CALIBRATIONS, "NoisySGD")
         if n_steps is not None:
             check_int("n_steps", n_steps, low=1)
         check_int("n_history", n_history, low=1)
@@ -159,35 +163,38 @@ class NoisySGD(LpBallOptimizer):
         return noisy_sgd_step_size(n, d, radius=self._radius, lipschitz=self._L0,
                                    epsilon=self._eps, delta=self._delta, lr_scale=self._lr)
 
-    def noise_multiplier(self, n: int) -> float:
-        """``sigma / (2 L0)`` for ``n`` samples (see :func:`noisy_sgd_noise_multiplier`)."""
-        return noisy_sgd_noise_multiplier(n, self._steps(n), epsilon=self._eps,
-                                          delta=self._delta, calibration=self.calibration)
-
-    def sigma(self, n: int) -> float:
-        """Per-coordinate noise std ``sigma`` for ``n`` samples (0 when not private)."""
-        return 2.0 * self._L0 * self.noise_multiplier(n) if self._private else 0.0
-
-    def ledger_for(self, n: int, d: int | None = None) -> dp_accounting.DpEvent:
-        """``T`` steps of a Gaussian on one index sampled from ``n`` (replace-one)."""
-        n = check_int("n", n, low=1)
+    def _make_plan_for(self, n: int, d: int | None) -> NoisePlan:
+        """``T`` steps of a Gaussian on one index sampled from ``n`` (replace-one), and what
+        the RDP accountant certifies for them."""
         if not self._private:
-            return _ev.NonPrivateDpEvent()
-        return accounting.wor_gaussian_event(n, 1, self.noise_multiplier(n), self._steps(n))
-
-    def privacy_for(self, n: int, d: int | None = None) -> PrivacyGuarantee:
-        """What the RDP accountant certifies for the ledger (replace-one)."""
-        n = check_int("n", n, low=1)
-        if not self._private:
-            return PrivacyGuarantee.non_private("NoisySGD without noise (epsilon = inf)")
-        if self.calibration == "theorem":
+            return NoisePlan.non_private("NoisySGD without noise (epsilon = inf)",
+                                         {"multiplier": 0.0},
+                                         events=_ev.NonPrivateDpEvent())
+        z = noisy_sgd_noise_multiplier(n, self._steps(n), epsilon=self._eps,
+                                       delta=self._delta, calibration=self._calibration)
+        ledger = accounting.wor_gaussian_event(n, 1, z, self._steps(n))
+        if self._calibration == "theorem":
             basis = ("Bassily, Feldman, Guzman & Talwar 2020 Alg. 2 (NoisySGD), paper's noise "
                      "sigma^2 = 8 L0^2 log(1/delta)/eps^2 (argued with the add/remove moments "
                      "accountant)")
         else:
             basis = ("Bassily, Feldman, Guzman & Talwar 2020 Alg. 2 (NoisySGD), noise "
                      "calibrated by the replace-one RDP accountant")
-        return self._accountant_guarantee(self.ledger_for(n), basis)
+        return NoisePlan(self._calibration, {"multiplier": z},
+                         self._accountant_guarantee(ledger, basis), ledger,
+                         {"multiplier": 2.0 * self._L0})
+
+    @PlanMethod
+    def noise_multiplier(self, n: int) -> float:
+        """``sigma / (2 L0)`` for ``n`` samples, from the plan (``inf`` when not private;
+        see :func:`noisy_sgd_noise_multiplier`)."""
+        return self.plan_for(n).scales["multiplier"] if self._private else math.inf
+
+    @PlanMethod
+    def sigma(self, n: int) -> float:
+        """Per-coordinate noise std ``sigma`` for ``n`` samples, from the plan (0 when not
+        private)."""
+        return 2.0 * self._L0 * self.plan_for(n).scales["multiplier"] if self._private else 0.0
 
     def _resolve_backend(self, loss) -> str:
         compiled_ok = (HAVE_NUMBA and _loss_code(loss) is not None

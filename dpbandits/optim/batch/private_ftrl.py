@@ -66,6 +66,7 @@ from dpbandits.optim.batch.data import start_fit
 from dpbandits.optim.batch.oracle import GradientOracle
 from dpbandits.privacy import accounting as acc
 from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.privacy.plan import NoisePlan, PlanMethod
 
 __all__ = ["PrivateFTRL", "generalized_gaussian_coordinates", "FTRL_CAVEAT"]
 
@@ -183,31 +184,24 @@ class PrivateFTRL(PrivateBatchOptimizer):
              else (2.0 * L / sigma) ** q)
         return sigma, c
 
-    def noise_std_for(self, n: int) -> float:
-        """``sigma`` (Gaussian std for p = 2; generalized-Gaussian scale for p < 2)."""
-        return self._claimed(self._check_n(n))[0]
-
-    def ledger_for(self, n: int, d: int | None = None) -> dp_accounting.DpEvent:
-        """The **claimed** event: ``ZCDpEvent(rho)`` for p = 2; for p < 2 the claim (RDP on a
-        restricted range of orders) has no dp_accounting event: ``UnsupportedDpEvent``."""
-        sigma, claim = self._claimed(self._check_n(n))
+    def _make_plan_for(self, n: int, d: int | None) -> NoisePlan:
+        """One scale, ``sigma`` (Gaussian std for p = 2; generalized-Gaussian scale for
+        p < 2), calibrated so that the paper's **claim** meets the target. The ledger is the
+        claimed event: ``ZCDpEvent(rho)`` for p = 2; for p < 2 the claim (RDP on a
+        restricted range of orders) has no dp_accounting event: ``UnsupportedDpEvent``. The
+        guarantee is the claim, ``certified=False`` (see :data:`FTRL_CAVEAT`)."""
+        sigma, claim = self._claimed(n)
         if sigma == 0.0:
-            return dp_accounting.NonPrivateDpEvent()
-        if float(self.p) == 2.0:
-            return acc.zcdp_event(claim)
-        return dp_accounting.UnsupportedDpEvent()
-
-    def privacy_for(self, n: int, d: int | None = None) -> PrivacyGuarantee:
-        """The paper's claimed guarantee, ``certified=False`` (see :data:`FTRL_CAVEAT`)."""
-        sigma, claim = self._claimed(self._check_n(n))
-        if sigma == 0.0:
-            return PrivacyGuarantee.non_private("Private FTRL without noise")
+            return NoisePlan.non_private("Private FTRL without noise", {"sigma": 0.0},
+                                         events=dp_accounting.NonPrivateDpEvent())
+        assert claim is not None
         delta = self._delta
         if float(self.p) == 2.0:
             eps = acc.zcdp_epsilon(claim, delta)
             thm = "Theorem 5.4 (4.1)" if self.noise == "all" else "Theorem 4.4 (D.1)"
             basis = (f"claimed {claim:.4g}-zCDP ({thm} of Arora, Marinov & Ullah 2020, earlier "
                      "version), tight zCDP->DP conversion")
+            ledger: dp_accounting.DpEvent = acc.zcdp_event(claim)
         else:
             a_max = _alpha_max(self.q)
             eps = claim + math.log(1.0 / delta) / (a_max - 1.0)
@@ -215,13 +209,21 @@ class PrivateFTRL(PrivateBatchOptimizer):
             basis = (f"claimed (alpha, {claim:.4g})-RDP for alpha < {a_max:.4g} ({thm} of "
                      "Arora, Marinov & Ullah 2020, earlier version),"
                      " RDP->DP conversion (Mironov, Prop. 3) at alpha -> alpha_max")
-        return PrivacyGuarantee(epsilon=eps, delta=delta, basis=basis, certified=False,
-                                caveat=FTRL_CAVEAT)
+            ledger = dp_accounting.UnsupportedDpEvent()
+        return NoisePlan("theorem", {"sigma": sigma}, PrivacyGuarantee(
+            epsilon=eps, delta=delta, basis=basis, certified=False, caveat=FTRL_CAVEAT),
+            ledger, {"sigma": 2.0 * float(self.lipschitz)})
+
+    @PlanMethod
+    def noise_std_for(self, n: int) -> float:
+        """``sigma`` (Gaussian std for p = 2; generalized-Gaussian scale for p < 2), from the
+        plan."""
+        return self.plan_for(n).scales["sigma"]
 
     def certified_ledger_for(self, n: int) -> dp_accounting.DpEvent | None:
         """A valid ledger for the same noise (p = 2): one Gaussian of multiplier
         ``sigma/(2L)``; ``NonPrivateDpEvent`` for ``noise="first"``; None for p < 2."""
-        sigma, _ = self._claimed(self._check_n(n))
+        sigma = self.noise_std_for(n)
         if sigma == 0.0 or self.noise == "first":
             return dp_accounting.NonPrivateDpEvent()
         if float(self.p) != 2.0:
@@ -259,7 +261,7 @@ class PrivateFTRL(PrivateBatchOptimizer):
         loss, rng, data = start_fit(loss, X, y, rng, n_reps, loss_names=False, min_n=2,
                                     y_required=False)
         R, T, d = data.n_reps, data.n, data.d
-        sigma, _ = self._claimed(T)
+        sigma = self.noise_std_for(T)
         p, q = float(self.p), self.q
         L, r = float(self.lipschitz), float(self.radius)
         if record_every is None:

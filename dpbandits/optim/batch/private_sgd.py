@@ -44,7 +44,7 @@ import dp_accounting
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpbandits._validation import check_choice, check_positive
+from dpbandits._validation import check_positive
 from dpbandits.geometry import project_l2_ball
 from dpbandits.losses import LossLike
 from dpbandits.optim.base import BatchResult, PrivateBatchOptimizer, check_clip
@@ -52,10 +52,13 @@ from dpbandits.optim.batch.data import start_fit
 from dpbandits.optim.batch.oracle import GradientOracle
 from dpbandits.privacy import accounting as acc
 from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.privacy.plan import NoisePlan, PlanMethod, check_calibration
 
 __all__ = ["PrivateSGD", "expected_stopping_time", "n_fresh_steps"]
 
 _BLOCK = 512
+#: the calibrations of Private SGD (:mod:`dpbandits.privacy.plan`)
+CALIBRATIONS = ("theorem", "accountant")
 
 
 def n_fresh_steps(n: int) -> int:
@@ -80,8 +83,10 @@ class PrivateSGD(PrivateBatchOptimizer):
     lipschitz : ``L``, the l_2 bound enforced on every subgradient (clipping).
     radius : ``W`` is the l_2 ball of this radius (its diameter ``D = 2 radius`` enters the
         step size and the utility bound, Theorem 6).
-    calibration : ``"theorem"`` (Remark 1) or ``"accountant"`` (smallest noise the RDP
-        accountant certifies for the ledger).
+    calibration : ``"theorem"`` (Remark 1; alias ``"paper"``) or ``"accountant"`` (smallest
+        noise the RDP accountant certifies for the ledger; alias ``"pld"``). The plan
+        (:meth:`plan_for`) has one scale, ``sigma``, the per-coordinate std of every step's
+        noise (sensitivity ``2 lipschitz``).
     step_size : ``eta``; default ``D / (sqrt(n) (L + sigma sqrt(d)))`` (Theorem 6).
     noise_std : use this ``sigma`` instead of calibrating; ``privacy`` is then the
         accountant's figure at ``delta``.
@@ -101,7 +106,7 @@ class PrivateSGD(PrivateBatchOptimizer):
         self._store_params(locals())
         check_clip(lipschitz, "lipschitz")
         check_positive("radius", radius)
-        check_choice("calibration", calibration, {"theorem", "accountant"})
+        self._calibration = check_calibration(calibration, CALIBRATIONS, "PrivateSGD")
         if step_size is not None:
             check_positive("step_size", step_size)
         self._check_target()
@@ -138,38 +143,66 @@ class PrivateSGD(PrivateBatchOptimizer):
                 "claimed_epsilon": claim_eps, "claimed_delta": claim_delta}
 
     # ---------------------------------------------------------------- noise & ledgers
-    def _sigma(self, n: int) -> float:
-        n = self._check_n(n)
+    def _calibrated_sigma(self, n: int) -> float:
+        """``sigma`` of the calibration in force (``noise_std`` if given; 0 without noise)."""
         if self.noise_std is not None:
             return float(self.noise_std)
         if not math.isfinite(self.epsilon):
             return 0.0
-        if self.calibration == "theorem":
+        if self._calibration == "theorem":
             return self.theorem_parameters(n)["sigma"]
         k = acc.wor_gaussian_multiplier(n, n_fresh_steps(n), 1, self._eps,
                                         self._delta)
         return 2.0 * float(self.lipschitz) * k
 
+    def _make_plan_for(self, n: int, d: int | None) -> NoisePlan:
+        """One scale, ``sigma``; the ledger: one Gaussian step (multiplier ``sigma/(2L)``)
+        per sample of a without-replacement subset of ``K`` of ``n``; the guarantee: Theorem
+        6's (``calibration="theorem"``) or the RDP accountant's."""
+        sigma = self._calibrated_sigma(n)
+        if sigma == 0.0:
+            return NoisePlan.non_private("Private SGD without noise", {"sigma": 0.0},
+                                         events=dp_accounting.NonPrivateDpEvent())
+        calibration = "accountant" if self.noise_std is not None else self._calibration
+        if calibration == "theorem":
+            guarantee = self._theorem_guarantee(n, sigma)
+            assert guarantee is not None  # theorem_parameters raised otherwise
+        else:
+            guarantee = self._accountant_guarantee(n, sigma)
+        return NoisePlan(calibration, {"sigma": sigma}, guarantee, self._ledger(n, sigma),
+                         {"sigma": 2.0 * float(self.lipschitz)})
+
+    def _sigma(self, n: int) -> float:
+        return self.plan_for(n).scales["sigma"]
+
+    @PlanMethod
     def noise_std_for(self, n: int) -> float:
-        """``sigma``, the per-coordinate std of every step's noise."""
+        """``sigma``, the per-coordinate std of every step's noise (from the plan)."""
         return self._sigma(n)
 
-    def ledger_for(self, n: int, d: int | None = None) -> dp_accounting.DpEvent:
-        sigma = self._sigma(n)
-        if sigma == 0.0:
-            return dp_accounting.NonPrivateDpEvent()
+    def _ledger(self, n: int, sigma: float) -> dp_accounting.DpEvent:
         return acc.wor_gaussian_event(int(n), n_fresh_steps(int(n)),
                                       sigma / (2.0 * float(self.lipschitz)))
 
-    def accountant_epsilon(self, n: int, delta: float | None = None) -> float:
-        """The RDP accountant's epsilon for this noise at ``delta`` (default: the target)."""
-        if self._sigma(n) == 0.0:
-            return math.inf
-        return acc.replace_one_rdp_epsilon(self.ledger_for(n),
+    def _accountant_epsilon(self, n: int, sigma: float, delta: float | None) -> float:
+        return acc.replace_one_rdp_epsilon(self._ledger(n, sigma),
                                            float(self.delta if delta is None else delta))
 
+    def accountant_epsilon(self, n: int, delta: float | None = None) -> float:
+        """The RDP accountant's epsilon for the plan's noise at ``delta`` (default: the
+        target)."""
+        sigma = self._sigma(n)
+        return math.inf if sigma == 0.0 else self._accountant_epsilon(n, sigma, delta)
+
+    @staticmethod
+    def _amplified_epsilon(n: int, sigma: float, lipschitz: float, delta: float) -> float:
+        gamma = n_fresh_steps(n) / n
+        mu = 2.0 * lipschitz / sigma
+        eps0 = acc.gdp_epsilon(mu, min(delta / gamma, 0.999999))
+        return math.log1p(gamma * math.expm1(eps0))
+
     def amplified_epsilon(self, n: int, delta: float | None = None) -> float:
-        """A tighter closed-form figure for the same noise (not a dp_accounting ledger):
+        """A tighter closed-form figure for the plan's noise (not a dp_accounting ledger):
         the exact epsilon of one Gaussian step (multiplier ``k = sigma/(2L)``, i.e.
         ``1/k``-GDP) at ``delta / gamma``, amplified by sampling ``gamma = K/n`` without
         replacement under replace-one neighbours, ``ln(1 + gamma (e^eps - 1))`` (Balle,
@@ -177,44 +210,38 @@ class PrivateSGD(PrivateBatchOptimizer):
         sigma = self._sigma(n)
         if sigma == 0.0:
             return math.inf
-        delta = float(self.delta if delta is None else delta)
-        gamma = n_fresh_steps(n) / n
-        mu = 2.0 * float(self.lipschitz) / sigma
-        eps0 = acc.gdp_epsilon(mu, min(delta / gamma, 0.999999))
-        return math.log1p(gamma * math.expm1(eps0))
+        return self._amplified_epsilon(n, sigma, float(self.lipschitz),
+                                       float(self.delta if delta is None else delta))
 
-    def accountant_privacy_for(self, n: int) -> PrivacyGuarantee:
-        """What the accountant certifies for this run's noise at the target delta."""
-        sigma = self._sigma(n)
-        if sigma == 0.0:
-            return PrivacyGuarantee.non_private("Private SGD without noise")
+    def _accountant_guarantee(self, n: int, sigma: float) -> PrivacyGuarantee:
         k = sigma / (2.0 * float(self.lipschitz))
         return PrivacyGuarantee(
-            epsilon=self.accountant_epsilon(n), delta=self._delta,
+            epsilon=self._accountant_epsilon(n, sigma, None), delta=self._delta,
             basis=(f"RDP accountant (replace-one): one Gaussian step (multiplier {k:.4g}) per "
                    f"sample, on a w/o-replacement subset of {n_fresh_steps(n)} of {n}; "
                    "Algorithm 1 of Arora, Marinov & Ullah 2020"))
 
-    def theorem_privacy_for(self, n: int) -> PrivacyGuarantee | None:
-        """Theorem 6's claimed guarantee for this noise (``None`` if the theorem does not
-        apply), certified only if an independent bound confirms it at the claimed delta: the
-        RDP accountant on the ledger or :meth:`amplified_epsilon` (both rigorous; the RDP
-        conversion is the looser of the two at small epsilon)."""
-        if self._sigma(n) == 0.0:
-            return None
-        if self.noise_std is None and self.calibration == "theorem":
+    def accountant_privacy_for(self, n: int) -> PrivacyGuarantee:
+        """What the accountant certifies for the plan's noise at the target delta."""
+        sigma = self._sigma(n)
+        if sigma == 0.0:
+            return PrivacyGuarantee.non_private("Private SGD without noise")
+        return self._accountant_guarantee(n, sigma)
+
+    def _theorem_guarantee(self, n: int, sigma: float) -> PrivacyGuarantee | None:
+        if self.noise_std is None and self._calibration == "theorem":
             tp = self.theorem_parameters(n)
         else:  # read Theorem 6 backwards from sigma, with delta = delta' = delta_bar / 3
             d_in = self._delta / 3.0
             eps_in = 8.0 * float(self.lipschitz) * math.sqrt(math.log(1.0 / d_in)) / (
-                math.sqrt(n) * self._sigma(n))
+                math.sqrt(n) * sigma)
             if eps_in > 1.0 / (2.0 * math.sqrt(n)):
                 return None
             tp = {"claimed_epsilon": 4.0 * eps_in * (math.sqrt(math.log(1.0 / d_in)) + 2.0),
                   "claimed_delta": 2.0 * d_in + 2.0 * math.exp(-n / 16.0)}
         claim_eps, claim_delta = tp["claimed_epsilon"], tp["claimed_delta"]
-        rdp_eps = self.accountant_epsilon(n, claim_delta)
-        amp_eps = self.amplified_epsilon(n, claim_delta)
+        rdp_eps = self._accountant_epsilon(n, sigma, claim_delta)
+        amp_eps = self._amplified_epsilon(n, sigma, float(self.lipschitz), claim_delta)
         ok = min(rdp_eps, amp_eps) <= claim_eps
         basis = (f"Theorem 6 / Remark 1 of Arora, Marinov & Ullah 2020 (advanced composition); "
                  f"for the same noise at "
@@ -230,12 +257,13 @@ class PrivateSGD(PrivateBatchOptimizer):
                 "indices, which these bounds do not exploit. The figure is the paper's claim, "
                 "not a certified guarantee; accountant_privacy_for(n) is certified."))
 
-    def privacy_for(self, n: int, d: int | None = None) -> PrivacyGuarantee:
-        if self._sigma(n) == 0.0:
-            return PrivacyGuarantee.non_private("Private SGD without noise")
-        if self.noise_std is None and self.calibration == "theorem":
-            return self.theorem_privacy_for(n)
-        return self.accountant_privacy_for(n)
+    def theorem_privacy_for(self, n: int) -> PrivacyGuarantee | None:
+        """Theorem 6's claimed guarantee for the plan's noise (``None`` if the theorem does
+        not apply), certified only if an independent bound confirms it at the claimed delta:
+        the RDP accountant on the ledger or :meth:`amplified_epsilon` (both rigorous; the RDP
+        conversion is the looser of the two at small epsilon)."""
+        sigma = self._sigma(n)
+        return None if sigma == 0.0 else self._theorem_guarantee(n, sigma)
 
     # ---------------------------------------------------------------- the algorithm
     def fit(self, loss: LossLike, X: ArrayLike, y: ArrayLike | None, rng: np.random.Generator,
