@@ -188,7 +188,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match="radius"):
         PrivateSGD(1.0, 1e-5, radius=-1.0)
     with pytest.raises(ValueError, match="calibration"):
-        PrivateSGD(1.0, 1e-5, calibration="paper")
+        PrivateSGD(1.0, 1e-5, calibration="magic")  # "paper" is an alias of "theorem"
     with pytest.raises(RuntimeError, match="call fit"):
         _ = PrivateSGD(1.0, 1e-5).privacy
     with pytest.raises(ValueError, match="labels -1 or \\+1"):

@@ -9,12 +9,15 @@ wrapped (:func:`shrink_output`), never by changing the library code.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable
 from typing import TypeVar
 
 import numpy as np
 
+from dpbandits.optim.base import PrivateBatchOptimizer
+from dpbandits.privacy.plan import NoisePlan
 from dpbandits.privacy.tree import tree_levels
 
 T = TypeVar("T")
@@ -31,10 +34,18 @@ def signed(world: int, n: int, value: float = 1.0) -> np.ndarray:
 
 
 def shrink_plan(component: T, factor: float, *names: str) -> T:
-    """A copy of ``component`` whose noise plan has the named scales divided by ``factor``
-    (:meth:`~dpbandits.privacy.plan.NoisePlan.scaled`): the broken variant. Its guarantee
-    keeps the claim, marked not certified; ``component`` is unchanged."""
+    """A copy of ``component`` whose noise plan has the named scales (all when none are
+    named) divided by ``factor`` (:meth:`~dpbandits.privacy.plan.NoisePlan.scaled`): the
+    broken variant. Its guarantee keeps the claim, marked not certified; ``component`` is
+    unchanged. A batch optimizer has one plan per data-set size: every one is scaled
+    (:meth:`~dpbandits.optim.base.PrivateBatchOptimizer.with_plan`)."""
+    if isinstance(component, PrivateBatchOptimizer):
+        return component.with_plan(functools.partial(_scaled, factor=factor, names=names))
     return component.with_plan(component.plan.scaled(factor, *names))  # type: ignore[attr-defined]
+
+
+def _scaled(plan: NoisePlan, factor: float, names: tuple[str, ...]) -> NoisePlan:
+    return plan.scaled(factor, *names)
 
 
 def shrink_output(obj, method: str, factor: float, *fields: str):

@@ -7,8 +7,9 @@ gradient) for the others, ``d = 1``; ``D'`` pushes the iterates down, so the sta
 minus the released output. Runs of one world share the data set (``n_reps = runs``).
 
 The claim audited is the one the optimizer reports for the correct instance; broken variants
-divide the calibrated per-step noise by 10 on the *instance* (the private method that returns
-the noise level is wrapped, the library code is untouched), audited against that claim.
+divide the calibrated per-step noise by 10: a copy of the instance whose noise plan is scaled
+(:func:`~dpbandits.audits._scaffold.shrink_plan`; the library code is untouched), audited
+against that claim.
 
 Private FTRL (Arora, Marinov & Ullah 2020, earlier version) keeps its paper-faithful
 implementation with ``certified=False``; its audit uses a counterexample (``f = |w|`` on
@@ -22,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpbandits.audits._registry import AuditContext, register, register_variants
-from dpbandits.audits._scaffold import canary_pair, shrink_output
+from dpbandits.audits._scaffold import canary_pair, shrink_plan
 from dpbandits.losses import AbsoluteLoss, SquaredLoss
 from dpbandits.optim import DPGD, DPSVRG, DPAccMD, DPSVRGPlusPlus, PrivateFTRL, PrivateSGD
 from dpbandits.privacy.accounting import gdp_mu
@@ -30,7 +31,7 @@ from dpbandits.privacy.audit import AuditResult
 
 EPS, DELTA = 1.0, 1e-5
 BIG = 1e6
-_BROKEN = "per-step noise / 10 (noise level patched on the instance)"
+_BROKEN = "per-step noise / 10 (the noise plan scaled on the instance)"
 _LABEL = "noise / 10"
 
 
@@ -42,14 +43,13 @@ def _dirac_data(n: int, world: int):
     return X, y
 
 
-def _batch_audit(ctx: AuditContext, make, noise_method: str, n: int, *, gaussian: bool,
-                 canary: str, loss=None, data=None, claim=None, notes="", factor=10.0):
-    """Shared driver: ``make()`` builds the optimizer; ``noise_method`` names its private
-    method returning the per-step noise (divided by ``factor`` for the broken variant); the
-    statistic is minus the released output."""
+def _batch_audit(ctx: AuditContext, make, n: int, *, gaussian: bool, canary: str, loss=None,
+                 data=None, claim=None, notes="", factor=10.0):
+    """Shared driver: ``make()`` builds the optimizer (for the broken variant, its copy with
+    the noise plan divided by ``factor``); the statistic is minus the released output."""
     probe = make()
     claim = probe.privacy_for(n) if claim is None else claim
-    opt = shrink_output(make(), noise_method, factor) if ctx.broken else make()
+    opt = shrink_plan(make(), factor) if ctx.broken else make()
     data = data or canary_pair(lambda w: _dirac_data(n, w))
     loss = SquaredLoss() if loss is None else loss
 
@@ -78,12 +78,12 @@ def audit_dp_gd(ctx: AuditContext) -> AuditResult:
     """optim.DPGD (GDP-calibrated, last iterate)
 
     Canary: one of n = 10 samples with clipped gradient +-G, the others zero (d = 1, T = 16)
-    Broken variant: per-step noise / 10 (noise level patched on the instance)
+    Broken variant: per-step noise / 10 (the noise plan scaled on the instance)
     Shows: the last iterate (a linear function of the T noisy gradients) is exactly as private as
         the claimed mu = sqrt(T)/k: the audit is tight
     Cannot show: other outputs (random iterate), regularizers
     """
-    return _batch_audit(ctx, lambda: DPGD(EPS, DELTA, n_iters=GD_T), "_noise", GD_N,
+    return _batch_audit(ctx, lambda: DPGD(EPS, DELTA, n_iters=GD_T), GD_N,
                         gaussian=True, canary=f"Dirac sample +-G among n = {GD_N}, T = {GD_T}")
 
 
@@ -92,7 +92,7 @@ def audit_dp_accmd(ctx: AuditContext) -> AuditResult:
     """optim.DPAccMD (l_2 ball, radius 100: projections inactive)
 
     Canary: one of n = 10 samples with clipped gradient +-G, the others zero (d = 1, T = 16)
-    Broken variant: per-step noise / 10 (noise level patched on the instance)
+    Broken variant: per-step noise / 10 (the noise plan scaled on the instance)
     Shows: the output y_T of the private reading (noisy gradient in both steps) hides the sample as
         claimed
     Cannot show: y_T weights the T noisy gradients unequally, so the audit is not tight; the l_1
@@ -100,7 +100,7 @@ def audit_dp_accmd(ctx: AuditContext) -> AuditResult:
     """
     return _batch_audit(ctx, lambda: DPAccMD(EPS, DELTA, n_iters=GD_T, geometry="l2",
                                              radius=100.0),
-                        "_noise", GD_N, gaussian=True,
+                        GD_N, gaussian=True,
                         canary=f"Dirac sample +-G among n = {GD_N}, T = {GD_T}")
 
 
@@ -113,14 +113,15 @@ def _svrg_audit(ctx: AuditContext):
     cls, n_epochs, inner_steps = _SVRG[ctx.name]
     return _batch_audit(ctx, lambda: cls(EPS, DELTA, n_epochs=n_epochs, inner_steps=inner_steps,
                                          step_size=0.5),
-                        "_noise", SVRG_N, gaussian=False,
+                        SVRG_N, gaussian=False,
                         canary=f"Dirac sample +-G among n = {SVRG_N}", factor=100.0)
 
 
 _svrg = register_variants(
     _svrg_audit, fast_runs=10_000, thorough_runs=400_000,
     canary=f"one of n = {SVRG_N} samples with clipped gradient +-G, the others zero (d = 1)",
-    broken_variant="per-step noise / 100 (patched on the instance): the Dirac canary only "
+    broken_variant="per-step noise / 100 (the noise plan scaled on the instance): the Dirac "
+                   "canary only "
                    "exercises the snapshot-mean part (2G/n per step) while the noise is sized "
                    "for the subsampled worst case 4G, so / 10 stays below the claim",
     label="noise / 100",
@@ -145,7 +146,7 @@ def audit_private_sgd(ctx: AuditContext) -> AuditResult:
     """optim.PrivateSGD (Arora, Marinov & Ullah 2020, accountant calibration)
 
     Canary: one of n = 2 samples with clipped subgradient +-L, the others zero (d = 1, radius 100)
-    Broken variant: per-step noise / 10 (noise level patched on the instance)
+    Broken variant: per-step noise / 10 (the noise plan scaled on the instance)
     Shows: the average of the fresh-sample iterates hides the sample as claimed; with n = 2 every
         sample is used (K = n), so the mechanism is one Gaussian query per sample (Gaussian-shaped:
         mu route)
@@ -154,7 +155,7 @@ def audit_private_sgd(ctx: AuditContext) -> AuditResult:
     """
     return _batch_audit(ctx, lambda: PrivateSGD(EPS, DELTA, radius=100.0,
                                                 calibration="accountant"),
-                        "_sigma", PSGD_N, gaussian=True,
+                        PSGD_N, gaussian=True,
                         canary=f"Dirac sample +-L among n = {PSGD_N}")
 
 
@@ -195,7 +196,7 @@ def _ftrl_audit(ctx: AuditContext):
 
     probe = make()
     claim = probe.privacy_for(FTRL_T) if paper else probe.certified_privacy_for(FTRL_T)
-    return _batch_audit(ctx, make, "_claimed", FTRL_T, gaussian=not paper, loss=AbsoluteLoss(),
+    return _batch_audit(ctx, make, FTRL_T, gaussian=not paper, loss=AbsoluteLoss(),
                         data=canary_pair(_ftrl_data), claim=claim,
                         canary=f"f = |w| on samples 1..{FTRL_T - 1}, last sample f = +w vs -w",
                         notes="published claim known to be false for non-smooth losses "

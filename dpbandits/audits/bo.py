@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpbandits.audits._registry import AuditContext, register
+from dpbandits.audits._scaffold import shrink_plan
 from dpbandits.bo.acquisition import GradientDesigner
 from dpbandits.bo.dp_gibo import DPGIBO
 from dpbandits.bo.objectives import Objective
@@ -40,11 +41,11 @@ class _Canary(Objective):
 
 
 def _make(broken: bool) -> DPGIBO:
-    # broken: constructed with a deliberately wrong mu (10x), i.e. noise std / 10, and
-    # audited against the correct instance's claim
-    return DPGIBO(mu=MU * (10.0 if broken else 1.0), n_iters=T_ITERS, clip_bound=CLIP,
-                  batch_size=1, step_size=0.1,
-                  designer=GradientDesigner(n_candidates=4, n_restarts=0))
+    # broken: the noise plan scaled down 10x (noise std / 10), audited against the correct
+    # instance's claim
+    opt = DPGIBO(mu=MU, n_iters=T_ITERS, clip_bound=CLIP, batch_size=1, step_size=0.1,
+                 designer=GradientDesigner(n_candidates=4, n_restarts=0))
+    return shrink_plan(opt, 10.0) if broken else opt
 
 
 @register("dp-gibo", fast_runs=150, thorough_runs=2_000, label="noise / 10")
@@ -53,7 +54,7 @@ def audit_dp_gibo(ctx: AuditContext) -> AuditResult:
 
     Canary: individual 1 of n = 4: loss +1e6 theta vs -1e6 theta (clipped gradient +-B), the others
         zero; d = 1, T = 2, batch size 1
-    Broken variant: noise std / 10 (constructed with mu = 10 instead of 1)
+    Broken variant: noise std / 10 (the noise plan scaled on the instance)
     Shows: the whole trajectory of DP-GIBO is mu-GDP as claimed: the canary makes it a Gaussian
         mechanism of exactly mu, and the released iterate attains it
     Cannot show: the data-independence of the design (the acquisition is run but not probed: a

@@ -9,7 +9,8 @@ each algorithm, so this is the largest difference it allows); the other samples 
 ``n_reps = runs``).
 
 The claim audited is the one the optimizer reports (``privacy_for(n, d)``) for the correct
-instance; broken variants run a deliberately wrong instance against that claim.
+instance; broken variants run a copy of it whose noise plan is scaled down
+(:func:`~dpbandits.audits._scaffold.shrink_plan`) against that claim.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from dpbandits.audits._registry import AuditContext, register, register_variants
-from dpbandits.audits._scaffold import canary_pair, shrink_output
+from dpbandits.audits._scaffold import canary_pair, shrink_plan
 from dpbandits.optim import LocalMD, NoisySFW, NoisySGD
 from dpbandits.privacy.accounting import gdp_mu
 from dpbandits.privacy.audit import AuditResult
@@ -55,7 +56,7 @@ def audit_noisy_sfw(ctx: AuditContext) -> AuditResult:
 
     Canary: sample 1 (in the first half B0): clipped gradient +-L0 e_1; all other samples zero
         gradient (n = 16, d = 1)
-    Broken variant: noise of every aggregate / 10 (schedule patched on the instance)
+    Broken variant: noise of every aggregate / 10 (the noise plan scaled on the instance)
     Shows: the first noisy aggregate (the only one the sample enters) hides it as claimed; theta_1 =
         eta LMO(grad_0) reveals the sign of grad_0, and for a symmetric Gaussian shift the sign test
         alone attains mu (tight mu route)
@@ -67,7 +68,7 @@ def audit_noisy_sfw(ctx: AuditContext) -> AuditResult:
 
     def make():
         opt = NoisySFW(p=2.0, radius=1.0, epsilon=EPS, delta=DELTA)
-        return shrink_output(opt, "schedule", 10, "sigma0", "sigma") if ctx.broken else opt
+        return shrink_plan(opt, 10.0) if ctx.broken else opt
 
     data = canary_pair(lambda w: _canary_data(SFW_N, SFW_D, w))
 
@@ -99,7 +100,7 @@ def _noisy_sgd_audit(ctx: AuditContext):
 
     def make():
         opt = NoisySGD(**kwargs)
-        return shrink_output(opt, "sigma", 10.0) if ctx.broken else opt
+        return shrink_plan(opt, 10.0) if ctx.broken else opt
 
     data = canary_pair(lambda w: _canary_data(SGD_N, 1, w))
 
@@ -119,7 +120,8 @@ _sgd = register_variants(
     _noisy_sgd_audit, fast_runs=10_000, thorough_runs=100_000,
     canary=f"one of n = {SGD_N} samples with clipped gradient +-L0, the others zero "
            "(d = 1, p = inf, n^2 steps)",
-    broken_variant="noise sigma / 10 (patched on the instance)", label="noise sigma / 10",
+    broken_variant="noise sigma / 10 (the noise plan scaled on the instance)",
+    label="noise sigma / 10",
     shows="the last iterate after n^2 subsampled noisy steps hides the sample; the sum "
           "statistic carries almost all of the composed privacy loss (CLT), so the audit "
           "is within a few x of the RDP claim",
@@ -144,8 +146,8 @@ def audit_local_md(ctx: AuditContext) -> AuditResult:
     """optim.LocalMD (p = 2, noise constant c = 100)
 
     Canary: sample 1 of phase 1: clipped gradient +-L0 e_1, the others zero (n = 64, d = 2)
-    Broken variant: noise constant c = 0.1 instead of 100 (the RDP claim for c = 100 has large
-        slack)
+    Broken variant: noise constant c = 0.1 instead of 100 (the noise plan scaled on the instance;
+        the RDP claim for c = 100 has large slack)
     Shows: the phase-1 output of LocalMD hides a phase-1 sample at the level the RDP accountant
         certifies
     Cannot show: weak: c = 100 makes the noise enormous, so the correct LocalMD audits far below its
@@ -153,12 +155,14 @@ def audit_local_md(ctx: AuditContext) -> AuditResult:
     """
     kwargs = dict(p=2.0, radius=1.0, epsilon=EPS, delta=DELTA)
     claim = LocalMD(**kwargs).privacy_for(LMD_N, LMD_D)
-    c = LMD_BROKEN_C if ctx.broken else 100.0
+    opt = LocalMD(noise_constant=100.0, **kwargs)
+    if ctx.broken:
+        opt = shrink_plan(opt, 100.0 / LMD_BROKEN_C)
     data = canary_pair(lambda w: _canary_data(LMD_N, LMD_D, w))
 
     def sampler(world, n, rng):
         X, y = data[world]
-        res = LocalMD(noise_constant=c, **kwargs).fit("squared", X, y, rng, n_reps=n)
+        res = opt.fit("squared", X, y, rng, n_reps=n)
         return -res.history[:, 1, 0]  # phase-1 output, against the gradient
 
     return ctx.audit(sampler, epsilon=claim.epsilon, delta=claim.delta, batch_size=50_000,

@@ -1,6 +1,7 @@
 """Pieces shared by DP-GIBO and its baselines: the private gradient release (clip, average,
-Gaussian noise), the GDP guarantee, the base class of the two private-gradient methods, the
-update rules and argument checks."""
+Gaussian noise), the GDP guarantee, the noise plan of components whose parameters are
+re-validated at every use, the base class of the two private-gradient methods, the update
+rules and argument checks."""
 
 from __future__ import annotations
 
@@ -22,8 +23,12 @@ from dpbandits.geometry import clip_to_norm
 from dpbandits.privacy.accounting import gaussian_event, gdp_epsilon
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 from dpbandits.privacy.mechanisms import gaussian_noise
+from dpbandits.privacy.plan import NoisePlan, PlanMethod, Planned, check_calibration
 
 STEP_RULES = frozenset({"sgd", "adagrad"})
+#: the calibrations of the private BO methods (:mod:`dpbandits.privacy.plan`): the paper's
+#: closed form, exact for Gaussian mechanisms composed in GDP
+CALIBRATIONS = ("theorem",)
 
 
 def clip_and_average(per_individual: np.ndarray, clip_bound: float):
@@ -61,11 +66,27 @@ def gdp_guarantee(mu: float, delta: float, basis: str) -> PrivacyGuarantee:
     return PrivacyGuarantee(epsilon=eps, delta=delta, notion="GDP", mu=mu, basis=basis)
 
 
+def gdp_multiplier(mu: float, n_iters: int) -> float:
+    """Noise multiplier (std / sensitivity) of each of ``T`` steps of a ``mu``-GDP run:
+    ``sqrt(T) / mu`` (0 when ``mu = inf``)."""
+    return 0.0 if math.isinf(mu) else math.sqrt(n_iters) / mu
+
+
 def gdp_ledger(mu: float, n_iters: int) -> dp_accounting.DpEvent:
     """``T`` Gaussian mechanisms with noise multiplier ``sqrt(T) / mu`` (std / sensitivity)."""
     if math.isinf(mu):
         return dp_accounting.NonPrivateDpEvent()
-    return gaussian_event(math.sqrt(n_iters) / mu, count=n_iters)
+    return gaussian_event(gdp_multiplier(mu, n_iters), count=n_iters)
+
+
+def planned_scale(calibrated: float, plan: NoisePlan, own: float, name: str = "multiplier"
+                  ) -> float:
+    """The noise scale to draw with: ``calibrated`` (the calibration's formula, evaluated
+    as it always was) times the plan's change of its scale ``name`` from its calibrated
+    value ``own`` -- exactly 1 for the component's own plan, so its numbers are unchanged;
+    a scaled plan (an audit's) changes the noise by its factor. 0 without noise."""
+    value = plan.scales[name]
+    return 0.0 if value == 0.0 else calibrated * (value / own)
 
 
 def private_gradient(per_individual: np.ndarray, clip_bound: float, noise_std: float,
@@ -77,7 +98,26 @@ def private_gradient(per_individual: np.ndarray, clip_bound: float, noise_std: f
     return clean + noise, clean, was, noise
 
 
-class GDPGradientMethod:
+class RevalidatedPlanned(Planned):
+    """:class:`~dpbandits.privacy.plan.Planned` for the BO methods, whose parameters are
+    plain attributes re-validated at every use (they may be changed after construction):
+    ``_plan_inputs()`` validates them and returns what the plan depends on; when that
+    changes, the plan is re-computed (a plan given by ``with_plan`` is kept until then)."""
+
+    def _plan_inputs(self) -> tuple:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    @property
+    def plan(self) -> NoisePlan:
+        """The frozen noise plan for the current parameters (:mod:`dpbandits.privacy.plan`)."""
+        key = self._plan_inputs()
+        if self.__dict__.get("_plan_key") != key:
+            self.__dict__.pop("_plan", None)
+            self.__dict__["_plan_key"] = key
+        return super().plan
+
+
+class GDPGradientMethod(RevalidatedPlanned):
     """Base of DP-GIBO and :class:`~dpbandits.bo.baselines.ExactGradientDPGD`: ``n_iters``
     releases of a clipped mean gradient plus ``N(0, (2 B sqrt(T) / (n mu))^2 I)``, each a
     step of the rule ``step_rule``, ``mu``-GDP in total (Theorem 3.1 of Sopa et al. 2025).
@@ -85,13 +125,17 @@ class GDPGradientMethod:
     Stores the shared parameters unchanged; ``_validate`` re-checks them at every use (they
     may be changed after construction) and sets ``_mu``, ``_T``, ``_B``, ``_bounds`` and
     ``_delta``. Subclasses set ``_basis`` (the theorem their guarantee rests on) and ``fit``.
+    The noise plan (``plan``) has one scale, ``multiplier`` (``sqrt(T) / mu``, the noise std
+    over the sensitivity ``2B/n``): ``privacy`` and ``ledger`` come from it and
+    :meth:`noise_std` follows it.
     """
 
     _basis: str
 
     def __init__(self, *, mu, n_iters, clip_bound, step_size: float = 0.1,
                  step_rule: str = "sgd", adagrad_eps: float = 1e-10, theta0=None, bounds=None,
-                 delta: float = 1e-5, record_diagnostics: bool = False):
+                 delta: float = 1e-5, calibration: str = "theorem",
+                 record_diagnostics: bool = False):
         self.mu = mu
         self.n_iters = n_iters
         self.clip_bound = clip_bound
@@ -101,6 +145,7 @@ class GDPGradientMethod:
         self.theta0 = theta0
         self.bounds = bounds
         self.delta = delta
+        self.calibration = calibration
         self.record_diagnostics = record_diagnostics
         self._validate()
 
@@ -111,25 +156,32 @@ class GDPGradientMethod:
         check_step(self.step_rule, self.step_size, self.adagrad_eps)
         self._bounds = check_bounds(self.bounds)
         self._delta = check_gdp_delta(self.delta)
+        check_calibration(self.calibration, CALIBRATIONS, type(self).__name__)
         if not isinstance(self.record_diagnostics, bool):
             raise TypeError(f"record_diagnostics must be a bool, got {self.record_diagnostics!r}")
 
+    def _plan_inputs(self) -> tuple:
+        self._validate()
+        return self._mu, self._T, self._delta
+
+    def _make_plan(self) -> NoisePlan:
+        """``mu``-GDP for the whole trajectory (with its (epsilon, delta) at ``delta``):
+        ``T`` Gaussian mechanisms, noise multiplier ``sqrt(T)/mu`` each."""
+        if math.isinf(self._mu):
+            return NoisePlan.non_private("mu = inf: no noise", {"multiplier": 0.0},
+                                         events=dp_accounting.NonPrivateDpEvent())
+        return NoisePlan("theorem", {"multiplier": gdp_multiplier(self._mu, self._T)},
+                         gdp_guarantee(self._mu, self._delta, self._basis),
+                         gdp_ledger(self._mu, self._T))
+
+    @PlanMethod
     def noise_std(self, n: int) -> float:
-        """Per-coordinate noise std ``2 B sqrt(T) / (n mu)`` for ``n`` individuals."""
-        self._validate()
-        return gdp_noise_std(self._B, self._T, check_int("n", n, low=1), self._mu)
-
-    @property
-    def privacy(self) -> PrivacyGuarantee:
-        """``mu``-GDP for the whole trajectory, with its (epsilon, delta) at ``delta``."""
-        self._validate()
-        return gdp_guarantee(self._mu, self._delta, self._basis)
-
-    @property
-    def ledger(self) -> dp_accounting.DpEvent:
-        """``T`` Gaussian mechanisms, noise multiplier ``sqrt(T)/mu`` each."""
-        self._validate()
-        return gdp_ledger(self._mu, self._T)
+        """Per-coordinate noise std ``2 B sqrt(T) / (n mu)`` for ``n`` individuals, following
+        the plan's ``multiplier``."""
+        plan = self.plan
+        return planned_scale(gdp_noise_std(self._B, self._T, check_int("n", n, low=1),
+                                           self._mu),
+                             plan, gdp_multiplier(self._mu, self._T))
 
 
 def fit_inputs(objective, rng, n_reps, bounds) -> tuple[Objective, np.random.Generator, int]:

@@ -24,7 +24,9 @@ from dpbandits._validation import (
     check_rng,
 )
 from dpbandits.bo._common import (
+    CALIBRATIONS,
     GDPGradientMethod,
+    RevalidatedPlanned,
     Stepper,
     check_bounds,
     check_gdp_delta,
@@ -32,7 +34,7 @@ from dpbandits.bo._common import (
     fit_inputs,
     gdp_guarantee,
     gdp_ledger,
-    gdp_noise_std,
+    planned_scale,
     private_gradient,
     rep_starts,
 )
@@ -42,8 +44,8 @@ from dpbandits.bo.kernels import RBF, Kernel
 from dpbandits.bo.objectives import ObjectiveLike
 from dpbandits.optim.base import BatchResult
 from dpbandits.privacy.accounting import pure_dp_event
-from dpbandits.privacy.guarantee import PrivacyGuarantee
 from dpbandits.privacy.mechanisms import exponential_mechanism, gaussian_noise
+from dpbandits.privacy.plan import NoisePlan, Planned, check_calibration
 
 __all__ = ["ExactGradientDPGD", "GIBO", "PrivateRandomSearch", "GPUCB", "pure_dp_to_gdp_mu",
            "gdp_mu_to_pure_dp"]
@@ -61,7 +63,7 @@ class ExactGradientDPGD(GDPGradientMethod):
 
     Parameters mirror :class:`~dpbandits.bo.dp_gibo.DPGIBO`: ``mu``, ``n_iters``,
     ``clip_bound``, ``step_size``, ``step_rule``, ``adagrad_eps``, ``theta0``, ``bounds``,
-    ``delta``, ``record_diagnostics``.
+    ``delta``, ``calibration``, ``record_diagnostics``; the same noise plan.
     """
 
     _basis = ("Gaussian mechanism (sensitivity 2B/n) + GDP composition; as Theorem 3.1 of "
@@ -75,7 +77,7 @@ class ExactGradientDPGD(GDPGradientMethod):
             raise TypeError(f"ExactGradientDPGD needs per-individual gradients; "
                             f"{type(obj).__name__} has none")
         d, n, T = obj.dim, obj.n_individuals, self._T
-        sigma = gdp_noise_std(self._B, T, n, self._mu)
+        sigma = self.noise_std(n)  # from the plan
         children = [c.spawn(2) for c in rng.spawn(R)]
         starts = rep_starts(self.theta0, self._bounds, d, R, [c[0] for c in children])
         hist = np.empty((R, T + 1, d))
@@ -121,7 +123,7 @@ def gdp_mu_to_pure_dp(mu: float) -> float:
     return float(math.log(ndtr(mu / 2.0)) - math.log(ndtr(-mu / 2.0)))
 
 
-class PrivateRandomSearch:
+class PrivateRandomSearch(RevalidatedPlanned):
     """Random search with a private final selection.
 
     ``n_candidates`` points are drawn uniformly from ``bounds`` (data-independent); at each,
@@ -137,17 +139,21 @@ class PrivateRandomSearch:
       sensitivity ``Delta sqrt(N)``), ``mu``-GDP; argmin is post-processing.
 
     Only the selected point is released; ``history`` holds it once (no trajectory).
+    ``calibration``: ``"theorem"`` only (aliases ``"paper"``, ``"zcdp"``). The noise plan
+    (``plan``) has one scale, ``multiplier``: the temperature (exponential) or the noise std
+    (Gaussian) over the score sensitivity ``Delta`` -- ``2 / epsilon`` or ``sqrt(N) / mu``.
     """
 
     def __init__(self, *, mu: float, n_candidates: int, bounds: ArrayLike,
                  loss_bounds: ArrayLike, selection: str = "exponential",
-                 delta: float = 1e-5) -> None:
+                 delta: float = 1e-5, calibration: str = "theorem") -> None:
         self.mu = mu
         self.n_candidates = n_candidates
         self.bounds = bounds
         self.loss_bounds = loss_bounds
         self.selection = selection
         self.delta = delta
+        self.calibration = calibration
         self._validate()
 
     def _validate(self):
@@ -163,25 +169,32 @@ class PrivateRandomSearch:
         self._lb = lb
         check_choice("selection", self.selection, {"exponential", "gaussian"})
         self._delta = check_gdp_delta(self.delta)
+        check_calibration(self.calibration, CALIBRATIONS, "PrivateRandomSearch")
 
-    @property
-    def privacy(self) -> PrivacyGuarantee:
+    def _plan_inputs(self) -> tuple:
         self._validate()
-        if math.isinf(self._mu):
-            return PrivacyGuarantee.non_private(basis="mu = inf: exact argmin")
-        basis = ("exponential mechanism eps-DP => mu-GDP (Dong, Roth & Su)"
-                 if self.selection == "exponential"
-                 else "Gaussian report-noisy-min, l2 sensitivity Delta sqrt(N)")
-        return gdp_guarantee(self._mu, self._delta, basis)
+        return self._mu, self._N, self.selection, self._delta
 
-    @property
-    def ledger(self) -> dp_accounting.DpEvent:
-        self._validate()
-        if math.isinf(self._mu):
-            return dp_accounting.NonPrivateDpEvent()
+    def _multiplier(self) -> float:
+        """The calibrated temperature or noise std over the sensitivity ``Delta``."""
         if self.selection == "exponential":
-            return pure_dp_event(gdp_mu_to_pure_dp(self._mu))
-        return gdp_ledger(self._mu, 1)
+            return 2.0 / gdp_mu_to_pure_dp(self._mu)
+        return math.sqrt(self._N) / self._mu
+
+    def _make_plan(self) -> NoisePlan:
+        """``mu``-GDP for the selected point: the exponential mechanism (``eps``-DP, ``eps =
+        gdp_mu_to_pure_dp(mu)``) or one Gaussian mechanism on the score vector."""
+        if math.isinf(self._mu):
+            return NoisePlan.non_private("mu = inf: exact argmin", {"multiplier": 0.0},
+                                         events=dp_accounting.NonPrivateDpEvent())
+        if self.selection == "exponential":
+            basis = "exponential mechanism eps-DP => mu-GDP (Dong, Roth & Su)"
+            ledger = pure_dp_event(gdp_mu_to_pure_dp(self._mu))
+        else:
+            basis = "Gaussian report-noisy-min, l2 sensitivity Delta sqrt(N)"
+            ledger = gdp_ledger(self._mu, 1)
+        return NoisePlan("theorem", {"multiplier": self._multiplier()},
+                         gdp_guarantee(self._mu, self._delta, basis), ledger)
 
     def select(self, per_individual_losses: ArrayLike, rng: np.random.Generator
                ) -> tuple[int, int]:
@@ -197,14 +210,18 @@ class PrivateRandomSearch:
         lo, hi = self._lb
         n_clipped = int(np.count_nonzero((Lm < lo) | (Lm > hi)))
         scores = np.clip(Lm, lo, hi).mean(axis=1)
+        plan = self.plan
         if math.isinf(self._mu):
             return int(np.argmin(scores)), n_clipped
         sens = (hi - lo) / n
+        own = self._multiplier()
         if self.selection == "exponential":
             eps = gdp_mu_to_pure_dp(self._mu)
-            idx = exponential_mechanism(rng, -scores[None, :], 2.0 * sens / eps)[0]
+            temperature = planned_scale(2.0 * sens / eps, plan, own)
+            idx = exponential_mechanism(rng, -scores[None, :], temperature)[0]
         else:
-            noisy = scores + gaussian_noise(rng, sens * math.sqrt(N) / self._mu, N)
+            std = planned_scale(sens * math.sqrt(N) / self._mu, plan, own)
+            noisy = scores + gaussian_noise(rng, std, N)
             idx = np.argmin(noisy)
         return int(idx), n_clipped
 
@@ -229,7 +246,7 @@ class PrivateRandomSearch:
 
 
 # ------------------------------------------------------------------------------ GP-UCB
-class GPUCB:
+class GPUCB(Planned):
     """Global Bayesian optimization with GP-UCB (Srinivas et al. 2010), **non-private**.
 
     Minimizes the mean loss over the box ``bounds``: ``n_init`` uniform points (default
@@ -276,13 +293,10 @@ class GPUCB:
         check_int("n_candidates", n_candidates, low=1)
         check_int("maxiter", maxiter, low=1)
 
-    @property
-    def privacy(self) -> PrivacyGuarantee:
-        return PrivacyGuarantee.non_private(basis="GP-UCB on the raw validation loss")
-
-    @property
-    def ledger(self) -> dp_accounting.DpEvent:
-        return dp_accounting.NonPrivateDpEvent()
+    def _make_plan(self) -> NoisePlan:
+        """Non-private: no noise, calibration ``"none"``."""
+        return NoisePlan.non_private("GP-UCB on the raw validation loss",
+                                     events=dp_accounting.NonPrivateDpEvent())
 
     def _beta(self, t: int, d: int) -> float:
         if self.beta is not None:

@@ -35,7 +35,6 @@ from dpbandits.bo._common import (
     GDPGradientMethod,
     Stepper,
     fit_inputs,
-    gdp_noise_std,
     private_gradient,
     rep_starts,
 )
@@ -100,6 +99,10 @@ class DPGIBO(GDPGradientMethod):
         zero-mean gradient trace.
     delta : float
         ``delta`` at which the GDP guarantee is converted to ``(epsilon, delta)``.
+    calibration : ``"theorem"``
+        Theorem 3.1's noise (aliases ``"paper"``, ``"zcdp"``); the only calibration (the GDP
+        composition of Gaussian mechanisms is exact). The noise plan (``plan``) has one
+        scale, ``multiplier = sqrt(T) / mu``.
     record_diagnostics : bool
         Also store, per iteration, the clipped mean gradient before noise, the noise and
         (if the objective has gradients) the true gradient, in ``extra`` under keys starting
@@ -116,7 +119,7 @@ class DPGIBO(GDPGradientMethod):
                  theta0: ArrayLike | None = None, bounds: ArrayLike | None = None,
                  designer: GradientDesigner | None = None, jitter: float = 1e-10,
                  prior_mean: float | str = 0.0, delta: float = 1e-5,
-                 record_diagnostics: bool = False) -> None:
+                 calibration: str = "theorem", record_diagnostics: bool = False) -> None:
         self.kernel = kernel
         self.noise_var = noise_var
         self.tolerance = tolerance
@@ -128,7 +131,8 @@ class DPGIBO(GDPGradientMethod):
         self.prior_mean = prior_mean
         super().__init__(mu=mu, n_iters=n_iters, clip_bound=clip_bound, step_size=step_size,
                          step_rule=step_rule, adagrad_eps=adagrad_eps, theta0=theta0,
-                         bounds=bounds, delta=delta, record_diagnostics=record_diagnostics)
+                         bounds=bounds, delta=delta, calibration=calibration,
+                         record_diagnostics=record_diagnostics)
 
     # ---------------------------------------------------------------- checks
     def _validate(self):
@@ -176,7 +180,7 @@ class DPGIBO(GDPGradientMethod):
         d, n = obj.dim, obj.n_individuals
         T = self._T
         max_batch = self.max_batch if self.max_batch is not None else 4 * (d + 1)
-        sigma = gdp_noise_std(self._B, T, n, self._mu)
+        sigma = self.noise_std(n)  # from the plan
         children = [c.spawn(3) for c in rng.spawn(R)]
         starts = rep_starts(self.theta0, self._bounds, d, R, [ch[0] for ch in children])
         hist = np.empty((R, T + 1, d))

@@ -21,7 +21,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-import dp_accounting
 import numpy as np
 from dp_accounting import dp_event as _ev
 from numpy.typing import ArrayLike

@@ -49,12 +49,12 @@ from dpbandits.optim.batch.data import start_fit
 from dpbandits.optim.batch.lp_ball import LpBallOptimizer
 from dpbandits.privacy import accounting
 from dpbandits.privacy.guarantee import PrivacyGuarantee
-from dpbandits.privacy.plan import NoisePlan, PlanMethod
 from dpbandits.privacy.mechanisms import (
     gaussian_mechanism_delta,
     gaussian_sigma_analytic,
     generalized_gaussian_noise,
 )
+from dpbandits.privacy.plan import NoisePlan, PlanMethod
 
 __all__ = ["NoisySFW", "NoisySFWSchedule", "noisy_sfw_schedule"]
 

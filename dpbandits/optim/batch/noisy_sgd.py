@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 import time
 
-import dp_accounting
 import numpy as np
 from dp_accounting import dp_event as _ev
 from numpy.typing import ArrayLike
