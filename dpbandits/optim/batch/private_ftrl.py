@@ -35,8 +35,9 @@ The claim is **false for non-smooth losses**: the proof of Proposition 5.3 treat
 accumulated gradients ``sum_{j<t} grad f(w_j, z_j)`` — functions of the same noise — as a
 fixed shift, and Lemma C.1 is numerically false. With
 ``f = |w|`` on all but the last sample the iterate is mean-reverting, the accumulated noise
-cancels and the last sample is exposed; ``tests/test_private_ftrl.py`` audits exactly that
-and finds an empirical epsilon far above the claim. Hence ``privacy.certified`` is False.
+cancels and the last sample is exposed; the audit ``private-ftrl`` of
+:mod:`dpbandits.audits` probes exactly that and finds an empirical epsilon far above the
+claim. Hence ``privacy.certified`` is False.
 
 What *is* true (``certified_privacy_for``): each sample enters exactly one step, so releasing
 all iterates is a post-processing of ``T`` adaptively chosen Gaussian queries of which only
@@ -76,7 +77,7 @@ FTRL_CAVEAT = (
     "amplification by iteration without contraction; it is false for non-smooth losses "
     "(Proposition 5.3 treats the noise-dependent accumulated gradients as a fixed shift; "
     "Lemma C.1 is false), and an audit with f = |w| on all but the last sample exceeds it "
-    "(tests/test_private_ftrl.py). A valid bound for the same "
+    "(the audit private-ftrl of dpbandits.audits). A valid bound for the same "
     "noise is certified_privacy_for(n)."
 )
 
