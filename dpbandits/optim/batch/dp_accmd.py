@@ -144,6 +144,9 @@ class DPAccMD(FullGradientGaussian):
     noise_std : per-step std instead of calibrating (guarantee then re-accounted).
     theta0 : ``x_0`` in ``C`` (``(d,)`` or ``(R, d)``); default 0 (the centre).
     record_every : keep every k-th ``y_k`` in the history.
+
+    The noise plan is DP-GD's (:class:`~dpbandits.optim.batch.dp_gd.DPGD`): one scale,
+    ``sigma``.
     """
 
     #: small settings and the problem of the contract checks (dpbandits.testing)

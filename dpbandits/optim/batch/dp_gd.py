@@ -131,6 +131,10 @@ class DPGD(FullGradientGaussian):
     noise_std : per-step std instead of calibrating; the guarantee is then re-accounted.
     theta0 : initial point ``(d,)`` or ``(R, d)``; zeros by default.
     record_every : keep every k-th iterate in the history (plus the first and the last).
+
+    The noise plan (:meth:`plan_for`; calibration ``"accountant"``: exact GDP composition,
+    re-accounted by PLD) has one scale, ``sigma``, the per-coordinate std of the noise on
+    every full gradient (sensitivity ``2 clip_norm / n``).
     """
 
     #: small settings and the problem of the contract checks (dpbandits.testing)

@@ -305,6 +305,8 @@ class DPSVRG(_VarianceReduced):
         (i.e. features of norm ``<= clip_norm``). Only step sizes depend on it, not privacy.
     noise_std : use this per-step std instead of calibrating (the guarantee is then what the
         accountant certifies for it, e.g. the paper's eq. (3) with a chosen ``c``).
+        The noise plan (:meth:`plan_for`; calibration ``"accountant"``) has one scale,
+        ``sigma``, the per-coordinate std of every step's noise.
     theta0 : initial point, ``(d,)`` or ``(R, d)``; zeros by default.
     """
 

@@ -16,6 +16,9 @@ dp_accounting's RDP accountant certifies for that ledger under ``REPLACE_ONE`` n
 :func:`dpbandits.privacy.accounting.replace_one_rdp_epsilon` at
 :data:`~dpbandits.privacy.accounting.SCO_BASELINE_ORDERS`.
 
+Each computes its noise as a frozen plan per data-set size (``plan_for(n, d)``,
+:class:`~dpbandits.optim.base.PrivateBatchOptimizer`), which its ``fit`` draws from.
+
 Randomness: every draw comes from the ``rng`` given to ``fit``; same seed => bit-identical
 results (for NoisySGD, on the same backend).
 """

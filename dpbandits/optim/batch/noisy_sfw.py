@@ -161,6 +161,10 @@ class NoisySFW(LpBallOptimizer):
     lr_scale : float > 0
         Multiplies the paper's ``eta = log(n) / (2 sqrt(n))`` (must keep ``eta <= 1``).
 
+    The noise plan (:meth:`plan_for`, per ``(n, d)``) has one scale, ``multiplier``: each
+    aggregate's generalized-Gaussian ``sigma`` over its l_q sensitivity (``sigma0 =
+    multiplier s0``, ``sigma = multiplier s``); :meth:`schedule` reports the noise of the plan.
+
     ``fit`` returns the iterates ``theta_0 .. theta_{K+1}`` as history (``history_steps`` = round
     index; ``extra["history_samples"]`` samples used so far, ``extra["history_time"]`` seconds
     since the start of ``fit``).

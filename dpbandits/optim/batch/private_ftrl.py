@@ -117,6 +117,9 @@ class PrivateFTRL(PrivateBatchOptimizer):
     noise : ``"all"`` (every step) or ``"first"`` (Theorem 4.4: only ``xi_1``).
     step_size : replaces ``D/G`` (``eta = step_size / sqrt(T)`` or ``/ sqrt(t)``).
     noise_std : use this ``sigma`` instead of calibrating the claim.
+
+    The noise plan (:meth:`plan_for`; calibration ``"theorem"``, the paper's claim) has one
+    scale, ``sigma``; :meth:`certified_privacy_for` is computed for the plan's noise.
     """
 
     #: small settings and the problem of the contract checks (dpbandits.testing)
