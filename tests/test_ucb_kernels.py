@@ -62,6 +62,8 @@ def test_numba_kernels_match_the_numpy_twin(config):
         assert ag1.n_clipped_rewards_.sum() > 0
 
 
+# integration: compiles the parallel kernels cold (about 25 s of CPU in a fresh clone)
+@pytest.mark.integration
 @pytest.mark.parametrize("config", ["gaussian", "wishart", "authors-code"])
 def test_parallel_build_and_thread_count_do_not_change_results(config, monkeypatch):
     import numba

@@ -245,6 +245,8 @@ def test_dp_hdb_backends_give_the_same_numbers(link, epsilon):
     np.testing.assert_allclose(a.regret, b.regret, rtol=1e-12, atol=1e-12)
 
 
+# integration: compiles the parallel kernels cold (about 20 s of CPU in a fresh clone)
+@pytest.mark.integration
 def test_dp_hdb_same_seed_is_bit_identical_whatever_threads_chunks_prefetch(monkeypatch):
     from dpbandits.privacy import streams
 
