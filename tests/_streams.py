@@ -9,6 +9,7 @@ Run ``python tests/_streams.py`` to print the current fingerprints."""
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -82,8 +83,9 @@ def _samplers() -> dict[str, Callable[[], str]]:
     return {
         "mech:laplace_noise": lambda: _digest(m.laplace_noise(g(), 0.7, (5, 3))),
         "mech:gaussian_noise": lambda: _digest(m.gaussian_noise(g(), 0.7, (5, 3))),
-        "mech:symmetric_gaussian_matrix": lambda: _digest(
-            m.symmetric_gaussian_matrix(g(), 0.7, 4, (2, 3))),
+        # the law of (Z + Z^T)/sqrt 2 (formerly symmetric_gaussian_matrix(g, 0.7, 4, (2, 3)))
+        "mech:symmetric_gaussian(goe)": lambda: _digest(m.symmetric_gaussian(
+            g(), 4, sigma_off=0.7, sigma_diag=0.7 * math.sqrt(2.0), size=(2, 3))),
         "mech:wishart_matrix": lambda: _digest(m.wishart_matrix(g(), 4, 6.5, 0.3, (2, 3))),
         "mech:report_noisy_argmax": lambda: _digest(m.report_noisy_argmax(g(), scores, 0.5)),
         "mech:report_noisy_argmin": lambda: _digest(m.report_noisy_argmin(g(), scores, 0.5)),

@@ -37,7 +37,7 @@ BEFORE = {
     "optim:dp-pofw-gumbel": "dd9bfdf1c8612744",
     "mech:laplace_noise": "a88ce45e6390eda6",
     "mech:gaussian_noise": "2b73efd683f13ce8",
-    "mech:symmetric_gaussian_matrix": "ccd603f82932860d",
+    "mech:symmetric_gaussian(goe)": "ccd603f82932860d",
     "mech:wishart_matrix": "38db55cf6153bfeb",
     "mech:report_noisy_argmax": "38e56269ab156c78",
     "mech:report_noisy_argmin": "ba5f21266837f39f",
