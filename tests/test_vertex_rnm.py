@@ -1,4 +1,4 @@
-"""The lazy report-noisy-min sampler of DP-POFW (optim/streaming/_vertex_rnm.py) and the
+"""The lazy report-noisy-min sampler of DP-POFW (privacy/vertex_rnm.py) and the
 compiled DP-POFW / DP-HDB steps (optim/streaming/_pofw_kernels.py): the selection has the
 exact law of report-noisy-min with Laplace noise in every regime (chi^2 against the exact
 probabilities, p > 1e-3 at fixed seeds), the numpy and compiled paths give the same numbers
@@ -13,7 +13,7 @@ from scipy import stats
 from dpbandits import _backends
 from dpbandits.harness.simulate import simulate
 from dpbandits.optim import DPPOFW
-from dpbandits.optim.streaming._vertex_rnm import (
+from dpbandits.privacy.vertex_rnm import (
     EMPTY,
     Spill,
     fixed_words,

@@ -70,7 +70,7 @@ schedule constant is ``c = kappa D C``, so ratios of ``kappa`` are ratios of noi
     (reference: laplace through zCDP, rho_t = eps_t^2/2, would need kappa = 20.03)
 
 Sampling the selection. Report-noisy-min releases only the index, so its Laplace noise is
-not drawn value by value: :mod:`dpbandits.optim.streaming._vertex_rnm` samples the index's
+not drawn value by value: :mod:`dpbandits.privacy.vertex_rnm` samples the index's
 exact law from about four random 64-bit words per row and step when the noise dominates the
 score spread (instead of ``2d`` Laplace variates; more words, up to about ``3 * 2d``, when it
 does not). The words of every step are drawn a chunk of rounds at a time in the calling
@@ -100,7 +100,7 @@ from dpbandits._backends import compiled, kernels, use_parallel
 from dpbandits._validation import check_choice, check_p
 from dpbandits.geometry import lmo_lp_ball
 from dpbandits.losses import GLMLoss, LossLike
-from dpbandits.optim.streaming._vertex_rnm import Spill, fixed_words, select_rows, sign_words
+from dpbandits.privacy.vertex_rnm import Spill, fixed_words, select_rows, sign_words
 from dpbandits.optim.streaming.frank_wolfe import (
     StreamingFrankWolfe,
     _ChunkedDraws,
@@ -528,7 +528,7 @@ def _raw_words(rng: np.random.Generator, shape: tuple, start: int, n: int) -> tu
 def _noisy_min_vertex(direction: np.ndarray, laplace: np.ndarray, scale: float) -> np.ndarray:
     """Report-noisy-min over the 2d vertices ``±r e_j`` with Laplace(b) noise in its direct
     form, the reference the tests check the sampler against (the optimizer samples the same
-    law from fewer variates, :mod:`dpbandits.optim.streaming._vertex_rnm`). With ``scale =
+    law from fewer variates, :mod:`dpbandits.privacy.vertex_rnm`). With ``scale =
     b / r``: ``argmin_v <d, v> + Lap(b)`` equals ``argmin`` of ``(+d_j, -d_j) + Lap(b/r)``
     (divide by r > 0). ``laplace`` holds standard Laplace draws ``(R, 2d)`` and is
     overwritten. Returns indices in ``[0, 2d)``: ``j`` is ``+r e_j``, ``d + j`` is ``-r e_j``.
