@@ -17,7 +17,8 @@ Random matrices
     :func:`bartlett_factor`, each from the fewest variates its law needs.
 Private selection (batched, scores of shape ``(R, m)`` -> indices ``(R,)``)
     :func:`report_noisy_argmax`, :func:`report_noisy_argmin` (Laplace noise) and
-    :func:`exponential_mechanism` (Gumbel-max, ``P(i) ∝ exp(score_i / scale)``), with their
+    :func:`exponential_mechanism` (``P(i) ∝ exp(score_i / scale)``, by Gumbel-max or by
+    inversion, :func:`exponential_mechanism_from_uniforms`), with their
     exact selection probabilities :func:`report_noisy_argmax_probabilities` (numerical
     integration, small ``m``) and :func:`exponential_mechanism_probabilities` (softmax).
 Calibration (scale for a target ``(epsilon, delta)`` and a sensitivity)
@@ -70,7 +71,9 @@ __all__ = [
     "wishart_matrix",
     "report_noisy_argmax",
     "report_noisy_argmin",
+    "EXPONENTIAL_METHODS",
     "exponential_mechanism",
+    "exponential_mechanism_from_uniforms",
     "report_noisy_argmax_probabilities",
     "exponential_mechanism_probabilities",
     "laplace_scale",
@@ -342,18 +345,48 @@ def report_noisy_argmin(rng: np.random.Generator, scores, scale) -> np.ndarray:
     return np.argmin(_laplace_noisy_scores(rng, scores, scale), axis=1).astype(np.int64)
 
 
-def exponential_mechanism(rng: np.random.Generator, scores, scale) -> np.ndarray:
-    """Exponential mechanism by the Gumbel-max trick: ``P(i) ∝ exp(scores_i / scale)``.
+#: the two exact ways :func:`exponential_mechanism` samples the softmax law
+EXPONENTIAL_METHODS = ("gumbel", "inversion")
 
-    ``scores`` ``(R, m)`` -> ``(R,)`` int64. Computed as ``argmax(scores + scale * Gumbel)``,
-    which has exactly the softmax law for ``scale > 0``; ``scale = 0`` is the plain argmax.
-    To select a minimum, pass ``-scores``.
+
+def exponential_mechanism(rng: np.random.Generator, scores, scale, *, method: str = "gumbel"
+                          ) -> np.ndarray:
+    """Exponential mechanism: index ``i`` of each row with ``P(i) ∝ exp(scores_i / scale)``.
+
+    ``scores`` ``(R, m)`` -> ``(R,)`` int64; ``scale = 0`` is the plain argmax (first index
+    on ties). To select a minimum, pass ``-scores``. ``method="gumbel"`` (default):
+    ``argmax(scores + scale * Gumbel)``, ``m`` Gumbel variates per row (the Gumbel-max
+    trick, exact). ``method="inversion"``: one uniform per row (``rng.random(R)``) through
+    :func:`exponential_mechanism_from_uniforms` (exact inversion of the CDF).
     """
     rng = check_rng(rng)
     s = _check_scores(scores)
     b = check_nonnegative("scale", scale)
+    if method == "inversion":
+        return exponential_mechanism_from_uniforms(s, b, rng.random(s.shape[0]))
+    if method != "gumbel":
+        raise ValueError(f"method must be one of {EXPONENTIAL_METHODS}, got {method!r}")
     noisy = s + b * rng.gumbel(0.0, 1.0, s.shape)
     return np.argmax(noisy, axis=1).astype(np.int64)
+
+
+def exponential_mechanism_from_uniforms(scores: np.ndarray, scale: float, u: np.ndarray
+                                        ) -> np.ndarray:
+    """The exponential mechanism's index per row from one uniform ``u`` (R,) in ``[0, 1)``
+    per row, by inverting the CDF: with ``w = cumsum(exp(scores/scale - max))``, the index
+    is ``#{k : w_k <= u w_m}``, so ``P(i) = exp(scores_i/scale) / sum_k exp(scores_k/scale)``
+    exactly (up to the rounding of ``w``). The deterministic half of
+    :func:`exponential_mechanism`'s ``"inversion"`` method, for callers that draw their
+    uniforms ahead (DP-POFW's Gumbel selection). ``scores`` (R, m) finite, unchecked;
+    ``scale >= 0`` (0: the plain argmax). Returns int64 indices in ``[0, m)``."""
+    if scale == 0.0:
+        return np.argmax(scores, axis=1).astype(np.int64)
+    w = scores * (1.0 / scale)
+    w -= w.max(axis=1, keepdims=True)
+    np.exp(w, out=w)
+    np.cumsum(w, axis=1, out=w)
+    idx = (w <= (u * w[:, -1])[:, None]).sum(axis=1)
+    return np.minimum(idx, scores.shape[1] - 1).astype(np.int64)
 
 
 def _laplace_cdf(x: np.ndarray, b: float) -> np.ndarray:
