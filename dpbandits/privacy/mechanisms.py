@@ -363,7 +363,7 @@ def exponential_mechanism(rng: np.random.Generator, scores, scale, *, method: st
     s = _check_scores(scores)
     b = check_nonnegative("scale", scale)
     if method == "inversion":
-        return exponential_mechanism_from_uniforms(s, b, rng.random(s.shape[0]))
+        return exponential_mechanism_from_uniforms(s, b, rng.random((s.shape[0],)))
     if method != "gumbel":
         raise ValueError(f"method must be one of {EXPONENTIAL_METHODS}, got {method!r}")
     noisy = s + b * rng.gumbel(0.0, 1.0, s.shape)

@@ -172,12 +172,6 @@ def _gumbel_ledger(horizon: int, kappa: float) -> dp_accounting.DpEvent:
     )
 
 
-def _gumbel_total(horizon: int, kappa: float) -> dp_accounting.DpEvent:
-    """One zCDP event with the summed rho (identical to the per-step ledger under zCDP)."""
-    e = per_step_epsilons(horizon, kappa)
-    return accounting.zcdp_event(float(np.sum(e * e)) / 8.0)
-
-
 _RTOL = 2e-3
 
 
