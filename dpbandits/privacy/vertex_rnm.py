@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import no_type_check
 
 import numpy as np
 
@@ -103,6 +104,7 @@ def _popcount(x):
 
 
 
+@no_type_check  # compiled by numba, which infers its own types
 def select_row(base: np.ndarray, inv: float, M: float, beta: float, words: np.ndarray,
                spill: np.ndarray, s0: int, cand: np.ndarray) -> tuple[int, int]:
     """Index in ``[0, 2d)`` of report-noisy-min with Laplace(``beta``) noise over the scores
@@ -323,8 +325,10 @@ def select_rows(direction: np.ndarray, beta: float, words: np.ndarray, spill: Sp
                 late.append(r)
             idx[r] = i
         for r in late:
-            idx[r] = spill.serve(lambda sp, s0, r=r: select_row(
-                direction[r], 1.0, M[r], beta, words[r], sp, s0, scratch), F)
+            def sample(sp: np.ndarray, s0: int, r: int = int(r)) -> tuple[int, int]:
+                return select_row(direction[r], 1.0, M[r], beta, words[r], sp, s0, scratch)
+
+            idx[r] = spill.serve(sample, F)
     return idx
 
 
