@@ -254,7 +254,7 @@ class LDPLinUCB(PrivateRidgeUCB):
             # the paper's randomizer: B_k's upper triangle, diagonal included, i.i.d.
             # N(0, sigma_G^2) (packed; the sensitivity is the packed triangle's, module
             # docstring), then xi_k ~ N(0, sigma_b^2 I)
-            gram += symmetric_gaussian(rng, d, sigma_off=scales["gram"], sigma_diag=scales["gram"],
-                                       size=(R, K), form="packed")
+            gram += symmetric_gaussian(rng, d, sigma_off=scales["gram"],
+                                       sigma_diag=scales["gram"], size=(R, K), form="packed")
             target += gaussian_noise(rng, scales["target"], target.shape)
         return gram, target

@@ -197,9 +197,8 @@ def screened_ls_plan(epsilon: float, delta: float, *, n_arms: int, y_screen: flo
 class FitRelease:
     """The fitting release shared by the screened least-squares agents: one Gaussian
     mechanism on the episode's per-arm Gram (symmetric noise, :func:`gram_noise`) and targets,
-    added
-    to the running released sums, then the ridge estimate on them (eigenvalues floored at 0
-    plus ``lam = ridge * 2 sigma_G sqrt(n_fits * p)``, a bound on the noise's spectral
+    added to the running released sums, then the ridge estimate on them (eigenvalues floored
+    at 0 plus ``lam = ridge * 2 sigma_G sqrt(n_fits * p)``, a bound on the noise's spectral
     norm). Needs ``_sum`` (R, K, p), ``_gram`` (R, K, p, p), their released twins, ``_plan``
     scales ``gram`` and ``target``, ``_noise_rng``, ``_ridge``, ``_n_fits`` and ``_log``."""
 

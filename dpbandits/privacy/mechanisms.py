@@ -210,6 +210,12 @@ def generalized_gaussian_noise(rng: np.random.Generator, sigma, q_plus, d, size=
 SYMMETRIC_FORMS = ("full", "upper", "packed")
 
 
+def _check_form(form: str) -> str:
+    if form not in SYMMETRIC_FORMS:
+        raise ValueError(f"form must be one of {SYMMETRIC_FORMS}, got {form!r}")
+    return form
+
+
 def symmetric_from_normals(z: np.ndarray, n: int, sigma_off: float, sigma_diag: float,
                            form: str = "full") -> np.ndarray:
     """Symmetric Gaussian noise from standard normals ``z`` (``..., n(n+1)/2``), the packed
@@ -222,6 +228,7 @@ def symmetric_from_normals(z: np.ndarray, n: int, sigma_off: float, sigma_diag: 
     (``..., n, n``, zeros below the diagonal: the layout LAPACK reads) or ``"packed"``
     (``..., n(n+1)/2``, the order of ``z``). The scales are not validated here.
     """
+    _check_form(form)
     iu, ju = np.triu_indices(n)
     if z.shape[-1] != iu.size:
         raise ValueError(f"z must have n(n+1)/2 = {iu.size} entries in its last axis for "
@@ -233,8 +240,6 @@ def symmetric_from_normals(z: np.ndarray, n: int, sigma_off: float, sigma_diag: 
     out[..., iu, ju] = packed
     if form == "full":
         out[..., ju, iu] = packed
-    elif form != "upper":
-        raise ValueError(f"form must be one of {SYMMETRIC_FORMS}, got {form!r}")
     return out
 
 
@@ -247,9 +252,10 @@ def symmetric_gaussian(rng: np.random.Generator, n, *, sigma_off, sigma_diag, si
 
     * ``sigma_diag = sigma_off sqrt 2``: the law of ``(Z + Z^T)/sqrt 2``, ``Z_ij ~ N(0,
       sigma_off²)`` i.i.d. (the Gaussian orthogonal ensemble; Shariff & Sheffet 2018, Section
-      4.2): the half-vectorization with off-diagonals times ``sqrt 2`` is ``N(0, 2 sigma_off²
-      I)``, so a Frobenius sensitivity ``Delta`` is a sensitivity ``Delta / sqrt 2`` of that
-      vector in its noise's units (DP-UCB's nodes, the screened Gram and moment releases);
+      4.2): the half-vectorization with off-diagonals times ``sqrt 2`` (whose l_2 norm is
+      the Frobenius norm) gets ``N(0, 2 sigma_off² I)``, so a change of Frobenius norm
+      ``Delta`` is a Gaussian mechanism of sensitivity ``Delta / sqrt 2`` at standard
+      deviation ``sigma_off`` (DP-UCB's nodes, the screened Gram and moment releases);
     * ``sigma_diag = sigma_off``: the upper triangle, diagonal included, i.i.d. (LDP-LinUCB's
       randomizer, Zheng et al. 2020), whose sensitivity is that of the packed triangle.
 
@@ -268,8 +274,7 @@ def symmetric_gaussian(rng: np.random.Generator, n, *, sigma_off, sigma_diag, si
     s_off = check_nonnegative("sigma_off", sigma_off)
     s_diag = check_nonnegative("sigma_diag", sigma_diag)
     lead = _check_size(size)
-    if form not in SYMMETRIC_FORMS:
-        raise ValueError(f"form must be one of {SYMMETRIC_FORMS}, got {form!r}")
+    _check_form(form)
     if draws == "packed":
         z = rng.standard_normal((*lead, n * (n + 1) // 2))
     elif draws == "square":
