@@ -14,7 +14,6 @@ from dpbandits.losses import LogisticLoss, SquaredLoss
 from dpbandits.optim.streaming.dp_pofw import (
     DPPOFW,
     _exponential_vertex,
-    _noisy_min_vertex,
     accountant_kappa,
     azuma_epsilon,
     per_step_epsilons,
@@ -22,7 +21,7 @@ from dpbandits.optim.streaming.dp_pofw import (
 )
 from dpbandits.optim.streaming.frank_wolfe import frank_wolfe_step_size
 from dpbandits.privacy import accounting
-from dpbandits.privacy.mechanisms import report_noisy_argmax_probabilities, standard_laplace
+from dpbandits.privacy.mechanisms import report_noisy_argmax_probabilities
 
 
 def _make(**kw):
@@ -238,16 +237,6 @@ def _chi2_pvalue(idx, probs):
     exp = probs[keep] * idx.size
     obs = counts[keep]
     return stats.chisquare(obs, exp * obs.sum() / exp.sum()).pvalue
-
-
-def test_noisy_min_vertex_has_the_report_noisy_min_law():
-    rng = np.random.default_rng(5)
-    N, r, b = 60000, 0.5, 0.4
-    direction = np.array([0.3, -0.2])
-    laplace = standard_laplace(rng, (N, 4))
-    idx = _noisy_min_vertex(np.tile(direction, (N, 1)), laplace, b / r)
-    probs = _rnm_min_probs(np.concatenate([r * direction, -r * direction]), b)
-    assert _chi2_pvalue(idx, probs) > 1e-3
 
 
 def test_exponential_vertex_has_the_softmax_law():

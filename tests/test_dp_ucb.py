@@ -12,7 +12,7 @@ from dpbandits.agents.dp_ucb import (
 from dpbandits.privacy.mechanisms import (
     gaussian_mechanism_delta,
     gaussian_sigma_analytic,
-    symmetric_gaussian_matrix,
+    symmetric_gaussian,
     wishart_matrix,
 )
 from dpbandits.privacy.tree import tree_levels
@@ -174,7 +174,7 @@ def test_effective_sensitivity_of_symmetrized_gram_update():
 def test_symmetrized_node_noise_moments():
     rng = np.random.default_rng(2)
     s, n = 1.5, 40_000
-    z = symmetric_gaussian_matrix(rng, s, 4, n)
+    z = symmetric_gaussian(rng, 4, sigma_off=s, sigma_diag=s * math.sqrt(2.0), size=n)
     assert np.array_equal(z, np.swapaxes(z, 1, 2))
     # sample variance of n normals has relative std sqrt(2/n) ~ 0.007; allow 5 sigma
     tol = 5 * math.sqrt(2 / n)
@@ -233,7 +233,8 @@ def test_noise_block_plus_shift_lies_in_proposition_11_bounds_at_figure_size():
     draws = 60
     total = np.zeros((draws, D + 1, D + 1))
     for _ in range(c["m"]):  # worst case: m nodes in one release
-        total += symmetric_gaussian_matrix(rng, c["node_sigma"], D + 1, draws)
+        total += symmetric_gaussian(rng, D + 1, sigma_off=c["node_sigma"],
+                                    sigma_diag=c["node_sigma"] * math.sqrt(2.0), size=draws)
     V = total[:, :D, :D] + c["shift"] * np.eye(D)
     eig = np.linalg.eigvalsh(V)
     assert eig.min() >= c["rho_min"]

@@ -458,3 +458,43 @@ def test_numba_bookkeeping_is_bit_identical_to_numpy(feature_model, dim):
     for a, b in zip(out["numba"], out["numpy"], strict=True):
         assert np.array_equal(a, b)
     assert out["numba"][2].sum() > 0 and out["numba"][3].sum() > 0
+
+
+# -- the adversarial-input contract (issue 25) ------------------------------------------------
+@pytest.mark.parametrize("feature_model, dim", [("disjoint", 5), ("per-arm", 6)])
+@pytest.mark.parametrize("backend", ["numpy", "auto"])
+def test_gradient_terms_stay_within_lambda_on_adversarial_floats(feature_model, dim, backend):
+    """Every user's noiseless term of the N-IHT step, at theta = 0 and at the published
+    estimate, moves by at most lambda(theta) in l_inf on every adversarial row and reward
+    (the rows are clipped and the rewards truncated by the episode's own statistics code)."""
+    from dpbandits.testing import check_adversarial_inputs
+
+    agent = make_agent("fliphat", n_arms=2, dim=dim, horizon=120, sparsity=2,
+                       feature_model=feature_model, backend=backend)
+    check_adversarial_inputs(agent)
+
+
+def test_the_adversarial_check_catches_unclipped_contexts(monkeypatch):
+    """Power: with features clipped to twice the declared ``||phi||_inf <= x_max``, a large
+    context moves the gradient step beyond lambda(theta), and the check says so."""
+    from dpbandits.testing import ContractError, check_adversarial_inputs
+
+    clip = _niht.clip_features
+    monkeypatch.setattr(_niht, "clip_features", lambda phi, x_max: clip(phi, 2.0 * x_max))
+    agent = make_agent("fliphat", n_arms=2, dim=5, horizon=120, sparsity=2, backend="numpy")
+    with pytest.raises(ContractError, match="gradient step"):
+        check_adversarial_inputs(agent)
+
+
+def test_contributions_are_the_users_parts_of_the_gradient_step():
+    """The hook's terms sum (with theta) to the step N-IHT takes on the same rows."""
+    agent = make_agent("fliphat", n_arms=2, dim=3, horizon=40, sparsity=2, backend="numpy")
+    agent.reset(1, np.random.default_rng(0))
+    rng = np.random.default_rng(1)
+    x, arms, r = rng.uniform(-2, 2, (6, 3)), rng.integers(0, 2, 6), rng.uniform(-3, 3, 6)
+    c0, _ = agent._contributions(x, arms, r)
+    stats = _niht.EpisodeStats(1, agent.feature_dim, 2, agent._x_max, agent.truncation(1))
+    for i in range(6):
+        stats.add(x[i:i + 1], r[i:i + 1], arms[i:i + 1])
+    step = _niht.gradient_step(stats, np.zeros((1, 6)), 1, agent._step)
+    assert np.allclose(c0.values.sum(axis=0), step[0], rtol=1e-12, atol=1e-15)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from dpbandits.agents import make_agent
-from dpbandits.agents.screened_ls import _goe, episode_ends, fit_sensitivity
+from dpbandits.agents.screened_ls import episode_ends, fit_sensitivity, gram_noise
 from dpbandits.harness.compare import compare
 from dpbandits.harness.simulate import simulate
 from dpbandits.privacy.accounting import epsilon_of, gdp_mu
@@ -114,9 +114,9 @@ def test_screen_sensitivity_holds_on_adversarial_inputs_and_is_attained():
         assert worst > 0.95 * bound
 
 
-def test_goe_noise_has_the_variances_the_sensitivity_assumes():
+def test_gram_noise_has_the_variances_the_sensitivity_assumes():
     rng = np.random.default_rng(1)
-    draws = _goe(rng, (200_000, 3, 3), 2.0)
+    draws = gram_noise(rng, (200_000, 3, 3), 2.0)
     assert np.allclose(draws, np.swapaxes(draws, -1, -2))
     var = draws.var(axis=0)
     se = 4.0 * math.sqrt(2.0 / 200_000)  # relative: 4 standard errors of a variance

@@ -137,11 +137,12 @@ def test_parallel_work_threshold_picks_the_build():
 # --------------------------------------------------------------------------------------------
 # exact node samplers
 # --------------------------------------------------------------------------------------------
-def test_symmetric_gaussian_matrix_has_the_law_of_the_symmetrized_square():
+def test_symmetric_gaussian_has_the_law_of_the_symmetrized_square():
     """Off-diagonal entries N(0, s^2), diagonal N(0, 2 s^2) (KS), symmetric, and distinct
     entries of the upper triangle uncorrelated (|r| within the normal bound of 1/sqrt(n))."""
     s, n_dim, n = 1.7, 4, 20_000
-    z = mech.symmetric_gaussian_matrix(np.random.default_rng(0), s, n_dim, n)
+    z = mech.symmetric_gaussian(np.random.default_rng(0), n_dim, sigma_off=s,
+                                sigma_diag=s * math.sqrt(2.0), size=n)
     assert z.shape == (n, n_dim, n_dim)
     assert np.array_equal(z, np.swapaxes(z, 1, 2))
     iu, ju = np.triu_indices(n_dim, 1)

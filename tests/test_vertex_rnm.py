@@ -1,4 +1,4 @@
-"""The lazy report-noisy-min sampler of DP-POFW (optim/streaming/_vertex_rnm.py) and the
+"""The lazy report-noisy-min sampler of DP-POFW (privacy/vertex_rnm.py) and the
 compiled DP-POFW / DP-HDB steps (optim/streaming/_pofw_kernels.py): the selection has the
 exact law of report-noisy-min with Laplace noise in every regime (chi^2 against the exact
 probabilities, p > 1e-3 at fixed seeds), the numpy and compiled paths give the same numbers
@@ -13,7 +13,9 @@ from scipy import stats
 from dpbandits import _backends
 from dpbandits.harness.simulate import simulate
 from dpbandits.optim import DPPOFW
-from dpbandits.optim.streaming._vertex_rnm import (
+from dpbandits.optim.streaming.dp_pofw import ArmSteps
+from dpbandits.privacy.mechanisms import report_noisy_argmax_probabilities, report_noisy_argmin
+from dpbandits.privacy.vertex_rnm import (
     EMPTY,
     Spill,
     fixed_words,
@@ -21,8 +23,6 @@ from dpbandits.optim.streaming._vertex_rnm import (
     select_rows,
     sign_words,
 )
-from dpbandits.optim.streaming.dp_pofw import ArmSteps, _noisy_min_vertex
-from dpbandits.privacy.mechanisms import report_noisy_argmax_probabilities, standard_laplace
 
 needs_numba = pytest.mark.skipif(not _backends.HAVE_NUMBA, reason="numba not installed")
 
@@ -98,7 +98,7 @@ def test_selection_law_in_fifty_dimensions_matches_the_direct_sampler():
         rows = _compiled_rows if _backends.HAVE_NUMBA else select_rows  # (fast, same)
         lazy = rows(D, beta, rng.bit_generator.random_raw((N, fixed_words(d))),
                     Spill(np.random.default_rng(4)))
-        direct = _noisy_min_vertex(D, standard_laplace(rng, (N, 2 * d)), beta)
+        direct = report_noisy_argmin(rng, np.concatenate([D, -D], axis=1), beta)
         table = np.stack([np.bincount(lazy, minlength=2 * d),
                           np.bincount(direct, minlength=2 * d)])
         table = table[:, table.sum(axis=0) >= 10]

@@ -13,11 +13,15 @@ Matrices are ``(n, n)`` C-ordered with only the upper triangle meaningful (see
 disjoint-model feature (the context in block ``a`` of ``R^{dK}``, ``D = dK``).
 
 Node noise from variates (the exactness arguments are in
-:func:`dpbandits.privacy.mechanisms.symmetric_gaussian_matrix` and
-:func:`~dpbandits.privacy.mechanisms.wishart_matrix`): a symmetric Gaussian node is its
-packed upper triangle (row-major over ``i <= j``) of standard normals times ``s`` off the
-diagonal and ``s sqrt 2`` on it; a Wishart node is ``scale U U^T`` with ``U`` upper
-triangular, its strict upper triangle packed standard normals and ``U_ii = sqrt(chi2)``.
+:func:`dpbandits.privacy.mechanisms.symmetric_gaussian` and
+:func:`~dpbandits.privacy.mechanisms.wishart_matrix`, whose deterministic halves
+:func:`~dpbandits.privacy.mechanisms.symmetric_from_normals` and
+:func:`~dpbandits.privacy.mechanisms.bartlett_factor` the numpy twins call): a symmetric
+Gaussian node is its packed upper triangle (row-major over ``i <= j``) of standard normals
+times ``s`` off the diagonal and ``s sqrt 2`` on it; a Wishart node is ``scale U U^T`` with
+``U`` upper triangular, its strict upper triangle packed standard normals and ``U_ii =
+sqrt(chi2)``. The kernels scale the same variates in their loops; tests compare their nodes
+with the samplers'.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from scipy.linalg.lapack import dsysv as _sp_sysv
 
 from dpbandits._backends import BACKENDS, compiled, kernels, use_parallel
 from dpbandits.geometry import clip_rows
+from dpbandits.privacy.mechanisms import bartlett_factor, symmetric_from_normals
 
 __all__ = ["BACKENDS", "np_terms", "symmetric_nodes", "ucb_ops"]
 
@@ -41,11 +46,7 @@ __all__ = ["BACKENDS", "np_terms", "symmetric_nodes", "ucb_ops"]
 # numpy twins
 # --------------------------------------------------------------------------------------------
 def _np_wishart_into(out, z, chi, scale):
-    n = out.shape[1]
-    iu, ju = np.triu_indices(n, 1)
-    out[:] = 0.0
-    out[:, iu, ju] = z
-    out[:, np.arange(n), np.arange(n)] = np.sqrt(chi)
+    out[:] = bartlett_factor(z, chi, out.shape[1])
     for r in range(out.shape[0]):
         # the transposed (Fortran) view is the memory LAPACK sees in the kernel
         w, _ = _sp_lauum(out[r].T, lower=1)
@@ -60,28 +61,25 @@ def _np_clip_rows(x, bound):
 
 
 @functools.cache
-def _packed_layout(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For ``n x n`` matrices: the flat indices of the packed upper triangle (row-major over
-    ``i <= j``, the order of the node variates), whether each is diagonal, and the upper
-    triangle's 0/1 mask."""
-    iu, ju = np.triu_indices(n)
-    return iu * n + ju, iu == ju, np.triu(np.ones((n, n)))
+def _upper_mask(n: int) -> np.ndarray:
+    """The 0/1 mask of the upper triangle of ``n x n`` matrices."""
+    return np.triu(np.ones((n, n)))
 
 
 def symmetric_nodes(z: np.ndarray, n: int, scales: np.ndarray) -> np.ndarray:
     """Upper triangles ``(..., n, n)`` of symmetric Gaussian nodes from packed standard
-    normals ``z`` (``..., n(n+1)/2``): times ``scales[0]`` off the diagonal, ``scales[1]`` on
-    it (the kernel's step 3 of :func:`_np_ucb_update`)."""
-    flat, diag, _ = _packed_layout(n)
-    out = np.zeros((*z.shape[:-1], n * n))
-    out[..., flat] = z * np.where(diag, scales[1], scales[0])
-    return out.reshape(*z.shape[:-1], n, n)
+    normals ``z`` (``..., n(n+1)/2``), the kernel's step 3 of :func:`_np_ucb_update`:
+    :func:`~dpbandits.privacy.mechanisms.symmetric_from_normals` with ``scales = (s, s sqrt
+    2)``, the law of ``(Z + Z^T)/sqrt 2`` that DP-UCB's node calibration assumes (module
+    docstring of :mod:`dpbandits.agents.dp_ucb`: sensitivity ``L~^2`` of the
+    half-vectorization whose off-diagonals are scaled by ``sqrt 2``)."""
+    return symmetric_from_normals(z, n, scales[0], scales[1], "upper")
 
 
 def _np_gram_update(M, x, arms, y):
     R, n = M.shape[0], M.shape[1]
     D, d = n - 1, x.shape[1]
-    outer = x[:, :, None] * x[:, None, :] * _packed_layout(d)[2]
+    outer = x[:, :, None] * x[:, None, :] * _upper_mask(d)
     for k in range(D // d):  # a loop over arms (blocks), not replications
         o = k * d
         rows = np.flatnonzero(arms == k)
@@ -177,7 +175,9 @@ def _np_authors_terms(M, z, zu, sigma, x, A, rhs, ipiv, work, mean, quad, ok):
     K = rhs.shape[1] - 1
     iu, ju = np.triu_indices(D)
     if sigma > 0:
-        A[:, iu, ju] = M[:, iu, ju] + z * np.where(iu == ju, sigma * math.sqrt(2.0), sigma)
+        # the code's symmetrized noise: the law of (Z + Z^T)/sqrt 2, Z_ij ~ N(0, sigma^2)
+        A[:, iu, ju] = M[:, iu, ju] + symmetric_from_normals(z, D, sigma, sigma * math.sqrt(2.0),
+                                                             "packed")
     else:
         A[:, iu, ju] = M[:, iu, ju] + (iu == ju)
     rows = np.arange(R)

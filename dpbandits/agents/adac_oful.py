@@ -92,7 +92,7 @@ from dpbandits.agents._private_ridge import (
     ridge_parts,
 )
 from dpbandits.agents.base import register_agent
-from dpbandits.agents.screened_ls import _goe, episode_ends, fit_sensitivity
+from dpbandits.agents.screened_ls import episode_ends, fit_sensitivity, gram_noise
 from dpbandits.privacy.accounting import (
     calibrate,
     compose,
@@ -101,7 +101,7 @@ from dpbandits.privacy.accounting import (
     zcdp_rho,
 )
 from dpbandits.privacy.guarantee import PrivacyGuarantee
-from dpbandits.privacy.mechanisms import standard_laplace
+from dpbandits.privacy.mechanisms import gaussian_noise, standard_laplace
 from dpbandits.privacy.plan import NoisePlan, PlanView, check_calibration
 
 PUBLISHED_CAVEAT = (
@@ -379,9 +379,11 @@ class AdaCOFUL(PrivateRidgeUCB):
         gram, target = self._cur_gram[reps], self._cur_target[reps]
         rng = self._noise_rng
         if self._user:
-            gram = gram + _goe(rng, gram.shape, self._plan.scales["gram"])
+            # the screened Gram's law (fit_sensitivity's Gaussian mechanism on the scaled
+            # half-vectorization)
+            gram = gram + gram_noise(rng, gram.shape, self._plan.scales["gram"])
         if self._private:
-            target = target + rng.standard_normal(target.shape) * self._plan.scales["target"]
+            target = target + gaussian_noise(rng, self._plan.scales["target"], target.shape)
         self._gram[reps] += gram
         self._target[reps] += target
         self._cur_gram[reps] = 0.0

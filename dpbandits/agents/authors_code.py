@@ -21,7 +21,7 @@ accountant.
   with the per-arm ``d``, and the squared-norm bonus ``beta x^T V^-1 x``. The code inverts
   ``V``; this solves ``V w = [u~, phi_1 .. phi_K]`` (symmetric indefinite LDL^T, the same
   numbers up to rounding). The symmetrized noise is drawn from its ``D(D+1)/2`` independent
-  entries (:func:`dpbandits.privacy.mechanisms.symmetric_gaussian_matrix`), then the ``D``
+  entries (:func:`dpbandits.privacy.mechanisms.symmetric_gaussian`), then the ``D``
   normals of the target, per round, a chunk of rounds at a time.
 
 Their plans (calibration ``"authors"``, no ledger) hold the code's noise: ``laplace_c`` of
@@ -44,6 +44,7 @@ from dpbandits.agents.base import PrivateAgent, register_agent
 from dpbandits.agents.dp_hdb import preselected_greedy, resolve_t0
 from dpbandits.agents.dp_ucb import _normals, gaussian_bounds, tree_depth
 from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.privacy.mechanisms import laplace_noise
 from dpbandits.privacy.plan import NoisePlan
 from dpbandits.privacy.streams import ChunkedDraws
 
@@ -156,7 +157,9 @@ class DPHDBAuthorsCode(PrivateAgent):
         self._d = g + (1.0 - 1.0 / (t + 1)) * (self._d - g_prev) if t > 1 else g
         if self._private:
             b = _dphdb_scale(self._plan.scales["laplace_c"], self._eps, t)
-            noisy = np.abs(self._d) + self._rng.laplace(0.0, b, size=self._d.shape)
+            # the code's Laplace(b) noise on |d| (numpy's inversion stream, as it always drew)
+            noisy = np.abs(self._d) + laplace_noise(self._rng, b, self._d.shape,
+                                                    method="inversion")
         else:
             noisy = np.abs(self._d)
         j = noisy.argmax(axis=1)

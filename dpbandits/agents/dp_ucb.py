@@ -73,7 +73,7 @@ derived from the plan once, in ``__init__``.
 
 Random streams. Gaussian nodes: a generator spawned from the agent's draws, for node
 ``t = 1..T``, ``n(n+1)/2`` standard normals per replication (``n = D + 1``; the packed upper
-triangle of :func:`dpbandits.privacy.mechanisms.symmetric_gaussian_matrix`, exact). Wishart:
+triangle of :func:`dpbandits.privacy.mechanisms.symmetric_gaussian`, exact). Wishart:
 four spawned generators (node normals, node chi-squares, top-up normals, top-up
 chi-squares; :func:`~dpbandits.privacy.mechanisms.wishart_matrix`'s Bartlett variates, exact),
 top-ups for releases ``j = 0..T``. Draws come a chunk of rounds at a time, the next chunk

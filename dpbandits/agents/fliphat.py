@@ -238,11 +238,6 @@ class FLIPHAT(PrivateAgent):
         ``"numpy"``; the results are bit-identical.
     """
 
-    #: contract checks this agent is expected to fail (dpbandits.testing)
-    _xfail_checks = {"check_adversarial_inputs": (
-        "no _contributions hook yet: its l_inf gradient sensitivity depends on the N-IHT "
-        "iterate inside an episode (issue 25, left for a follow-up)")}
-
     supported_links = ("identity",)
 
     def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,
@@ -442,13 +437,17 @@ class FLIPHAT(PrivateAgent):
         kernels("agents._fliphat_kernels").tie_break(scores, u, arms)
         return arms
 
-    def _update(self, contexts, arms, rewards):
+    def _add(self, stats: _niht.EpisodeStats, contexts, arms, rewards) -> None:
+        """One round's rows into ``stats`` (clipped and truncated there)."""
         if self._blocks is None:
             R = contexts.shape[0]
             chosen = contexts.reshape(R, self.n_arms, self.feature_dim)[np.arange(R), arms]
-            self._stats.add(chosen, rewards)
+            stats.add(chosen, rewards)
         else:
-            self._stats.add(contexts, rewards, arms)
+            stats.add(contexts, rewards, arms)
+
+    def _update(self, contexts, arms, rewards):
+        self._add(self._stats, contexts, arms, rewards)
         tau = self.t_
         if tau == self._ep_start + self._ep_len - 1:
             if tau + 1 < self.horizon:
@@ -458,6 +457,30 @@ class FLIPHAT(PrivateAgent):
             self._episode += 1
             self._new_episode()
 
+    def _contributions(self, contexts, arms, rewards):
+        """Each user's term of the current episode's N-IHT gradient step, noiseless
+        (:mod:`dpbandits.privacy.contributions`): ``-(eta/n)(phi phi^T theta - phi y~)``,
+        ``phi`` and ``y~`` clipped and truncated by the episode's own statistics code (one
+        user per replication of a fresh :class:`~dpbandits.agents._niht.EpisodeStats`,
+        compiled when the agent is). Peeling is calibrated to the l_inf sensitivity
+        ``lambda(theta)`` of that step, which depends on the iterate: two releases, at
+        ``theta = 0`` (every N-IHT call's first step) and at replication 0's published
+        estimate (in the constraint set, as every later iterate)."""
+        from dpbandits.privacy.contributions import Contribution
+
+        n, users = self._ep_len, contexts.shape[0]
+        stats = _niht.EpisodeStats(users, self.feature_dim, self._blocks, self._x_max,
+                                   self.truncation(n), self._compiled)
+        self._add(stats, contexts, arms, rewards)
+        out = []
+        for name, theta in (("gradient step at 0", np.zeros_like(self._theta[:1])),
+                            ("gradient step at the estimate", self._theta[:1])):
+            th = np.broadcast_to(theta, (users, self.feature_dim))
+            terms = -(self._step / n) * (stats.matvec(th) - stats.rhs())
+            out.append(Contribution(name, terms, float(self.sensitivity(theta, n)[0]),
+                                    ord=math.inf))
+        return out
+
     def _fit(self):
         n = self._ep_len
         c = self.noise_multiplier(n)
@@ -466,7 +489,7 @@ class FLIPHAT(PrivateAgent):
                          n_iter=self.iterations(n), step=self._step, radius=self._C,
                          noise_multiplier=c, sensitivity_mode=mode)
         self._theta = res.theta
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             nsr = res.scales[0] / res.first_step_max
         self.episode_log_.append({
             "episode": self._episode, "start": self._ep_start, "length": n,

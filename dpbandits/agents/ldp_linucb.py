@@ -69,7 +69,11 @@ from dpbandits.agents.base import register_agent
 from dpbandits.agents.screened_ls import fit_sensitivity
 from dpbandits.privacy.accounting import calibrate, gaussian_event, gdp_mu
 from dpbandits.privacy.guarantee import PrivacyGuarantee
-from dpbandits.privacy.mechanisms import gaussian_sigma_classical
+from dpbandits.privacy.mechanisms import (
+    gaussian_noise,
+    gaussian_sigma_classical,
+    symmetric_gaussian,
+)
 from dpbandits.privacy.plan import NoisePlan, PlanView, check_calibration
 
 #: whitened sensitivity of one message at sigma_G = 1, sigma_b = B (module docstring)
@@ -247,6 +251,10 @@ class LDPLinUCB(PrivateRidgeUCB):
         target[rows, arms] = y[:, None] * u
         if self._private:
             rng, scales = self._noise_rng, self._plan.scales
-            gram += rng.standard_normal(gram.shape) * scales["gram"]
-            target += rng.standard_normal(target.shape) * scales["target"]
+            # the paper's randomizer: B_k's upper triangle, diagonal included, i.i.d.
+            # N(0, sigma_G^2) (packed; the sensitivity is the packed triangle's, module
+            # docstring), then xi_k ~ N(0, sigma_b^2 I)
+            gram += symmetric_gaussian(rng, d, sigma_off=scales["gram"],
+                                       sigma_diag=scales["gram"], size=(R, K), form="packed")
+            target += gaussian_noise(rng, scales["target"], target.shape)
         return gram, target

@@ -106,6 +106,7 @@ from dpbandits.geometry import normalize_rows
 from dpbandits.privacy.accounting import calibrate, gaussian_event
 from dpbandits.privacy.accounting import gaussian_multiplier as _gdp_multiplier
 from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.privacy.mechanisms import gaussian_noise, symmetric_gaussian
 from dpbandits.privacy.plan import NoisePlan, PlanView
 
 
@@ -123,14 +124,17 @@ def episode_ends(horizon: int, first_episode: int) -> tuple[list[int], int]:
     return ends, min(2, len(ends))
 
 
-def _goe(rng: np.random.Generator, shape: tuple, sigma: float) -> np.ndarray:
-    """Symmetric noise (..., s, s): N(0, sigma^2) on the diagonal, N(0, sigma^2/2) off it
-    (the Gram's half-vectorization with off-diagonals times sqrt(2) gets N(0, sigma^2 I))."""
-    s = shape[-1]
-    upper = np.triu(rng.standard_normal(shape) * (sigma / math.sqrt(2.0)), 1)
-    out = upper + np.swapaxes(upper, -1, -2)
-    out[..., np.arange(s), np.arange(s)] = rng.standard_normal(shape[:-1]) * sigma
-    return out
+def gram_noise(rng: np.random.Generator, shape: tuple, sigma: float) -> np.ndarray:
+    """Symmetric noise ``shape = (..., s, s)`` for a released Gram (or moment) matrix:
+    ``N(0, sigma²)`` on the diagonal, ``N(0, sigma²/2)`` off it, so that the Gram's
+    half-vectorization with off-diagonals times ``sqrt 2`` (whose replace-one change is the
+    Frobenius change, at most ``sqrt 2`` for unit rows) gets ``N(0, sigma² I)``, the
+    Gaussian mechanism the plans calibrate (:func:`fit_sensitivity`). The law of
+    ``(Z + Z^T)/sqrt 2`` at ``sigma_off = sigma/sqrt 2``, drawn by
+    :func:`~dpbandits.privacy.mechanisms.symmetric_gaussian` in the ``"square"`` order these
+    agents have always used (dp-screened-ls, dp-moment-ls, adac-oful)."""
+    return symmetric_gaussian(rng, shape[-1], sigma_off=sigma / math.sqrt(2.0),
+                              sigma_diag=sigma, size=shape[:-2], draws="square")
 
 
 def fit_sensitivity(k_gram: float, k_target: float) -> float:
@@ -192,21 +196,23 @@ def screened_ls_plan(epsilon: float, delta: float, *, n_arms: int, y_screen: flo
 
 class FitRelease:
     """The fitting release shared by the screened least-squares agents: one Gaussian
-    mechanism on the episode's per-arm Gram (symmetric noise, :func:`_goe`) and targets, added
-    to the running released sums, then the ridge estimate on them (eigenvalues floored at 0
-    plus ``lam = ridge * 2 sigma_G sqrt(n_fits * p)``, a bound on the noise's spectral
+    mechanism on the episode's per-arm Gram (symmetric noise, :func:`gram_noise`) and targets,
+    added to the running released sums, then the ridge estimate on them (eigenvalues floored
+    at 0 plus ``lam = ridge * 2 sigma_G sqrt(n_fits * p)``, a bound on the noise's spectral
     norm). Needs ``_sum`` (R, K, p), ``_gram`` (R, K, p, p), their released twins, ``_plan``
     scales ``gram`` and ``target``, ``_noise_rng``, ``_ridge``, ``_n_fits`` and ``_log``."""
 
     def _release_fit(self) -> None:
         R, K, p = self._sum.shape
         rng = self._noise_rng
-        gram_noise = _goe(rng, self._gram.shape, self._plan.scales["gram"])
-        b_noise = rng.standard_normal(self._sum.shape) * self._plan.scales["target"]
-        self._gram_released += self._gram + gram_noise
+        # the Gram and the targets: one Gaussian mechanism, N(0, sigma_G^2 I) on the Gram's
+        # scaled half-vectorization (gram_noise) and N(0, sigma_b^2 I) on the targets
+        g_noise = gram_noise(rng, self._gram.shape, self._plan.scales["gram"])
+        b_noise = gaussian_noise(rng, self._plan.scales["target"], self._sum.shape)
+        self._gram_released += self._gram + g_noise
         self._b_released += self._sum + b_noise
         self._n_fits += 1
-        self._log("fit", self._sum, b_noise, self._gram, gram_noise)
+        self._log("fit", self._sum, b_noise, self._gram, g_noise)
         self._sum[:] = 0.0
         self._gram[:] = 0.0
         w, v = np.linalg.eigh(self._gram_released)
@@ -400,7 +406,8 @@ class ScreenedLS(FitRelease, PrivateAgent):
     def _release_screen(self) -> None:
         K = self.n_arms
         raw = self._sum - self._sum.mean(axis=1, keepdims=True)
-        g = self._noise_rng.standard_normal(raw.shape) * self._plan.scales["screen"]
+        # N(0, sigma^2 I) on the contrasts, projected below (screen sensitivity of the plan)
+        g = gaussian_noise(self._noise_rng, self._plan.scales["screen"], raw.shape)
         noise = g - g.mean(axis=1, keepdims=True)  # N(0, sigma^2) in the contrast subspace
         self._released += raw + noise
         self._n_releases += 1

@@ -18,6 +18,7 @@ import numpy as np
 from dpbandits.audits._registry import AuditContext, register
 from dpbandits.privacy.accounting import gdp_mu
 from dpbandits.privacy.audit import AuditResult
+from dpbandits.privacy.mechanisms import gaussian_noise
 from dpbandits.privacy.tree import TreeAggregator, tree_levels
 
 EPS, DELTA, SENS = 1.0, 1e-5, 1.0
@@ -43,7 +44,7 @@ def audit_tree(ctx: AuditContext) -> AuditResult:
     read_at = {2**j for j in range(levels)}
 
     def node_noise(rng, shape):
-        return rng.normal(0.0, sigma, shape)
+        return gaussian_noise(rng, sigma, shape)
 
     def sampler(world, n, rng):
         tree = TreeAggregator(HORIZON, (1,), n, node_noise, rng)

@@ -61,6 +61,7 @@ from dpbandits.offpolicy._inputs import (
 )
 from dpbandits.privacy.accounting import calibrate, gaussian_event, gdp_mu
 from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.privacy.mechanisms import gaussian_noise
 
 __all__ = ["PRIVATE_ESTIMATORS", "PrivateEstimate", "PrivateEstimator"]
 
@@ -176,7 +177,7 @@ class PrivateEstimator:
         independent releases (shape (size, dim)) for audits."""
         sigma = self.multiplier * self.sensitivity(n)
         shape = statistic.shape if size is None else (size, *statistic.shape)
-        return statistic + sigma * rng.standard_normal(shape)
+        return statistic + gaussian_noise(rng, sigma, shape)
 
     def estimate(self, log: LoggedBandit, target: Any, *, rng: SeedLike,
                  estimated_rewards: Any = None, level: float = 0.95) -> PrivateEstimate:

@@ -6,15 +6,19 @@ call serves ``R`` replications (CONTRIBUTING.md, "Rules every change keeps").
 Contents
 --------
 Noise
-    :func:`laplace_noise` (from :func:`standard_laplace`: sign times exponential),
-    :func:`gaussian_noise`, :func:`generalized_gaussian_noise`
+    :func:`laplace_noise` (from :func:`standard_laplace`: sign times exponential, or by
+    inversion), the Gaussian vector :func:`gaussian_noise`,
+    :func:`generalized_gaussian_noise`
     (the l_{q+} "generalized Gaussian" of Han et al. 2022, Algorithm 4, Lemma 2.1/3.1).
-Random matrices (the node noise of DP-UCB's tree)
-    :func:`symmetric_gaussian_matrix` (the law of ``(Z + Z^T)/sqrt 2``) and
-    :func:`wishart_matrix` (Bartlett), each from the fewest variates its law needs.
+Random matrices
+    :func:`symmetric_gaussian` (independent diagonal and off-diagonal standard deviations,
+    mirrored: the law of ``(Z + Z^T)/sqrt 2`` or an i.i.d. triangle) with its deterministic
+    half :func:`symmetric_from_normals`, and :func:`wishart_matrix` (Bartlett) with
+    :func:`bartlett_factor`, each from the fewest variates its law needs.
 Private selection (batched, scores of shape ``(R, m)`` -> indices ``(R,)``)
     :func:`report_noisy_argmax`, :func:`report_noisy_argmin` (Laplace noise) and
-    :func:`exponential_mechanism` (Gumbel-max, ``P(i) ∝ exp(score_i / scale)``), with their
+    :func:`exponential_mechanism` (``P(i) ∝ exp(score_i / scale)``, by Gumbel-max or by
+    inversion, :func:`exponential_mechanism_from_uniforms`), with their
     exact selection probabilities :func:`report_noisy_argmax_probabilities` (numerical
     integration, small ``m``) and :func:`exponential_mechanism_probabilities` (softmax).
 Calibration (scale for a target ``(epsilon, delta)`` and a sensitivity)
@@ -55,15 +59,21 @@ from dpbandits._validation import (
 )
 
 __all__ = [
+    "LAPLACE_METHODS",
     "standard_laplace",
     "laplace_noise",
     "gaussian_noise",
     "generalized_gaussian_noise",
-    "symmetric_gaussian_matrix",
+    "SYMMETRIC_FORMS",
+    "symmetric_gaussian",
+    "symmetric_from_normals",
+    "bartlett_factor",
     "wishart_matrix",
     "report_noisy_argmax",
     "report_noisy_argmin",
+    "EXPONENTIAL_METHODS",
     "exponential_mechanism",
+    "exponential_mechanism_from_uniforms",
     "report_noisy_argmax_probabilities",
     "exponential_mechanism_probabilities",
     "laplace_scale",
@@ -91,19 +101,33 @@ def _check_scores(scores, name: str = "scores") -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- noise
-def standard_laplace(rng: np.random.Generator, size) -> np.ndarray:
-    """I.i.d. Laplace(0, 1) variates of shape ``size``, without a logarithm per draw.
+#: the two exact ways :func:`standard_laplace` turns random bits into Laplace variates
+LAPLACE_METHODS = ("exponential", "inversion")
 
-    Exact: ``X = S E`` with ``E ~ Exp(1)`` and ``S`` a fair random sign independent of ``E``
-    has ``P(X in A) = (P(E in A) + P(-E in A))/2 = int_A exp(-|x|)/2 dx``, the Laplace law.
-    ``E`` comes from numpy's ``standard_exponential`` (a ziggurat: one 64-bit draw and a
-    table lookup almost always, exact rejection otherwise) and the signs from the bits of
-    uniform random bytes (``integers(0, 256, uint8)``, eight signs per byte, flipped into
-    the sign bit). Draw order: the ``n`` exponentials, then ``ceil(n / 8)`` bytes. About
-    twice as fast as ``Generator.laplace`` (inversion, one logarithm per draw).
+
+def standard_laplace(rng: np.random.Generator, size, *, method: str = "exponential"
+                     ) -> np.ndarray:
+    """I.i.d. Laplace(0, 1) variates of shape ``size`` (density ``exp(-|x|)/2``).
+
+    ``method="exponential"`` (default, no logarithm per draw) is exact: ``X = S E`` with
+    ``E ~ Exp(1)`` and ``S`` a fair random sign independent of ``E`` has ``P(X in A) =
+    (P(E in A) + P(-E in A))/2 = int_A exp(-|x|)/2 dx``, the Laplace law. ``E`` comes from
+    numpy's ``standard_exponential`` (a ziggurat: one 64-bit draw and a table lookup almost
+    always, exact rejection otherwise) and the signs from the bits of uniform random bytes
+    (``integers(0, 256, uint8)``, eight signs per byte, flipped into the sign bit). Draw
+    order: the ``n`` exponentials, then ``ceil(n / 8)`` bytes. About twice as fast as
+    ``"inversion"``.
+
+    ``method="inversion"``: numpy's ``Generator.laplace(0, 1, size)`` (one uniform and one
+    logarithm per draw), the stream peeling, report-noisy-argmax/min and the authors'-code
+    DP-HDB have always used (kept so their runs reproduce). Same law, other variates.
     """
     rng = check_rng(rng)
     shape = _check_size(size)
+    if method == "inversion":
+        return rng.laplace(0.0, 1.0, shape)
+    if method != "exponential":
+        raise ValueError(f"method must be one of {LAPLACE_METHODS}, got {method!r}")
     n = math.prod(shape)
     e = rng.standard_exponential(n)
     bits = np.unpackbits(rng.integers(0, 256, -(-n // 8), dtype=np.uint8), count=n)
@@ -112,15 +136,16 @@ def standard_laplace(rng: np.random.Generator, size) -> np.ndarray:
     return e.reshape(shape)
 
 
-def laplace_noise(rng: np.random.Generator, scale, size) -> np.ndarray:
+def laplace_noise(rng: np.random.Generator, scale, size, *, method: str = "exponential"
+                  ) -> np.ndarray:
     """I.i.d. Laplace(0, ``scale``) noise of shape ``size`` (density ``exp(-|x|/b)/(2b)``):
-    ``scale`` times :func:`standard_laplace` (exact; see there).
+    ``scale`` times :func:`standard_laplace` with ``method`` (exact; see there).
 
     Variance ``2 scale²``. ``scale = 0`` gives zeros.
     """
     rng = check_rng(rng)
     b = check_nonnegative("scale", scale)
-    return b * standard_laplace(rng, size)
+    return b * standard_laplace(rng, size, method=method)
 
 
 def gaussian_noise(rng: np.random.Generator, sigma, size) -> np.ndarray:
@@ -181,27 +206,101 @@ def generalized_gaussian_noise(rng: np.random.Generator, sigma, q_plus, d, size=
     return (r / norm)[..., None] * (signs * mag)
 
 
-def symmetric_gaussian_matrix(rng: np.random.Generator, sigma, n, size=()) -> np.ndarray:
-    """Symmetric ``(*size, n, n)`` matrices with the law of ``(Z + Z^T)/sqrt(2)``,
-    ``Z_ij ~ N(0, sigma²)`` i.i.d. (Shariff & Sheffet 2018, Section 4.2).
+#: the output forms of :func:`symmetric_gaussian`
+SYMMETRIC_FORMS = ("full", "upper", "packed")
 
-    Exact, from ``n(n+1)/2`` normals per matrix instead of ``n²``: the entries on and above
-    the diagonal of ``(Z + Z^T)/sqrt 2`` are independent (each uses its own pair
-    ``Z_ij, Z_ji``, or ``Z_ii`` alone), ``(Z_ij + Z_ji)/sqrt 2 ~ N(0, sigma²)`` off the diagonal
-    and ``sqrt(2) Z_ii ~ N(0, 2 sigma²)`` on it; the lower triangle is the mirror image. So
-    the upper triangle is drawn row by row (``standard_normal((*size, n(n+1)/2))``, row-major
-    over ``i <= j``) and scaled by ``sigma`` (``sigma sqrt 2`` on the diagonal).
+
+def _check_form(form: str) -> str:
+    if form not in SYMMETRIC_FORMS:
+        raise ValueError(f"form must be one of {SYMMETRIC_FORMS}, got {form!r}")
+    return form
+
+
+def symmetric_from_normals(z: np.ndarray, n: int, sigma_off: float, sigma_diag: float,
+                           form: str = "full") -> np.ndarray:
+    """Symmetric Gaussian noise from standard normals ``z`` (``..., n(n+1)/2``), the packed
+    upper triangle row-major over ``i <= j``: ``z * sigma_diag`` on the diagonal and
+    ``z * sigma_off`` off it. The deterministic half of :func:`symmetric_gaussian`, for
+    callers that draw their variates ahead (DP-UCB's chunks) and the compiled twins that
+    scale the same variates (tests compare them).
+
+    ``form``: ``"full"`` (``..., n, n``, the lower triangle the mirror image), ``"upper"``
+    (``..., n, n``, zeros below the diagonal: the layout LAPACK reads) or ``"packed"``
+    (``..., n(n+1)/2``, the order of ``z``). The scales are not validated here.
+    """
+    _check_form(form)
+    iu, ju = np.triu_indices(n)
+    if z.shape[-1] != iu.size:
+        raise ValueError(f"z must have n(n+1)/2 = {iu.size} entries in its last axis for "
+                         f"n = {n}, got shape {z.shape}")
+    packed = z * np.where(iu == ju, sigma_diag, sigma_off)
+    if form == "packed":
+        return packed
+    out = np.zeros((*z.shape[:-1], n, n)) if form == "upper" else np.empty((*z.shape[:-1], n, n))
+    out[..., iu, ju] = packed
+    if form == "full":
+        out[..., ju, iu] = packed
+    return out
+
+
+def symmetric_gaussian(rng: np.random.Generator, n, *, sigma_off, sigma_diag, size=(),
+                       form: str = "full", draws: str = "packed") -> np.ndarray:
+    """Symmetric Gaussian noise: ``n x n`` matrices with independent ``N(0, sigma_diag²)``
+    diagonal entries and ``N(0, sigma_off²)`` entries above the diagonal, mirrored below.
+
+    The law is the pair of standard deviations; the components use two shapes of it:
+
+    * ``sigma_diag = sigma_off sqrt 2``: the law of ``(Z + Z^T)/sqrt 2``, ``Z_ij ~ N(0,
+      sigma_off²)`` i.i.d. (the Gaussian orthogonal ensemble; Shariff & Sheffet 2018, Section
+      4.2): the half-vectorization with off-diagonals times ``sqrt 2`` (whose l_2 norm is
+      the Frobenius norm) gets ``N(0, 2 sigma_off² I)``, so a change of Frobenius norm
+      ``Delta`` is a Gaussian mechanism of sensitivity ``Delta / sqrt 2`` at standard
+      deviation ``sigma_off`` (DP-UCB's nodes, the screened Gram and moment releases);
+    * ``sigma_diag = sigma_off``: the upper triangle, diagonal included, i.i.d. (LDP-LinUCB's
+      randomizer, Zheng et al. 2020), whose sensitivity is that of the packed triangle.
+
+    Exact, from ``n(n+1)/2`` normals per matrix with ``draws="packed"`` (default):
+    ``standard_normal((*size, n(n+1)/2))``, the upper triangle row-major over ``i <= j``,
+    then :func:`symmetric_from_normals`. ``draws="square"`` spends ``n² + n`` normals per
+    matrix, in the order dp-screened-ls, dp-moment-ls and adac-oful have always drawn them
+    (kept so their runs reproduce): ``standard_normal((*size, n, n))`` of which the strict
+    upper triangle is used, then ``standard_normal((*size, n))`` for the diagonal.
+
+    ``form`` as in :func:`symmetric_from_normals`. Returns float64 of shape
+    ``(*size, n, n)`` (``(*size, n(n+1)/2)`` packed).
     """
     rng = check_rng(rng)
-    s = check_nonnegative("sigma", sigma)
     n = check_int("n", n, low=1)
+    s_off = check_nonnegative("sigma_off", sigma_off)
+    s_diag = check_nonnegative("sigma_diag", sigma_diag)
     lead = _check_size(size)
-    iu, ju = np.triu_indices(n)
-    z = rng.standard_normal((*lead, iu.size)) * np.where(iu == ju, s * math.sqrt(2.0), s)
-    out = np.empty((*lead, n, n))
-    out[..., iu, ju] = z
-    out[..., ju, iu] = z
-    return out
+    _check_form(form)
+    if draws == "packed":
+        z = rng.standard_normal((*lead, n * (n + 1) // 2))
+    elif draws == "square":
+        iu, ju = np.triu_indices(n)
+        z = np.empty((*lead, iu.size))
+        square = rng.standard_normal((*lead, n, n))
+        off = iu != ju
+        z[..., off] = square[..., iu[off], ju[off]]
+        z[..., ~off] = rng.standard_normal((*lead, n))
+    else:
+        raise ValueError(f"draws must be 'packed' or 'square', got {draws!r}")
+    return symmetric_from_normals(z, n, s_off, s_diag, form)
+
+
+def bartlett_factor(z: np.ndarray, chi: np.ndarray, n: int) -> np.ndarray:
+    """The upper triangular Bartlett factor ``U`` (``..., n, n``) of :func:`wishart_matrix`
+    from its variates: the strict upper triangle row-major from ``z`` (``..., n(n-1)/2``
+    standard normals) and ``U_ii = sqrt(chi_i)`` from ``chi`` (``..., n``, ``chi_i ~
+    chi²(df - n + 1 + i)``). The deterministic half of :func:`wishart_matrix`, shared with
+    DP-UCB's numpy path (which draws its variates ahead and forms ``U U^T`` with LAPACK, as
+    its compiled twin does; tests compare both with :func:`wishart_matrix`)."""
+    iu, ju = np.triu_indices(n, 1)
+    u = np.zeros((*chi.shape[:-1], n, n))
+    u[..., iu, ju] = z
+    u[..., np.arange(n), np.arange(n)] = np.sqrt(chi)
+    return u
 
 
 def wishart_matrix(rng: np.random.Generator, n, df, scale=1.0, size=()) -> np.ndarray:
@@ -212,19 +311,17 @@ def wishart_matrix(rng: np.random.Generator, n, df, scale=1.0, size=()) -> np.nd
     the diagonal, all independent. With ``P`` the reversal permutation, ``P W P`` has the same
     law (``P I P = I``) and equals ``U U^T`` with ``U = P L P`` upper triangular,
     ``U_ii² ~ chi²(df - n + 1 + i)``. ``U U^T`` is what LAPACK's ``dlauum`` computes in
-    ``n³/3`` flops; this function uses the same ``U`` (strict upper triangle row-major from
-    ``standard_normal``, then the ``n`` chi-squares from ``chisquare``) and ``matmul``.
+    ``n³/3`` flops; this function uses the same ``U`` (:func:`bartlett_factor`: strict upper
+    triangle row-major from ``standard_normal``, then the ``n`` chi-squares from
+    ``chisquare``) and ``matmul``.
     """
     rng = check_rng(rng)
     n = check_int("n", n, low=1)
     df = check_real("df", df, low=n)
     c = check_nonnegative("scale", scale)
     lead = _check_size(size)
-    iu, ju = np.triu_indices(n, 1)
-    u = np.zeros((*lead, n, n))
-    u[..., iu, ju] = rng.standard_normal((*lead, iu.size))
-    diag = np.sqrt(rng.chisquare(df - n + 1 + np.arange(n), size=(*lead, n)))
-    u[..., np.arange(n), np.arange(n)] = diag
+    z = rng.standard_normal((*lead, n * (n - 1) // 2))
+    u = bartlett_factor(z, rng.chisquare(df - n + 1 + np.arange(n), size=(*lead, n)), n)
     return c * (u @ np.swapaxes(u, -1, -2))
 
 
@@ -233,8 +330,7 @@ def _laplace_noisy_scores(rng, scores, scale) -> np.ndarray:
     """Checked ``scores`` (R, m) plus independent Laplace(``scale``) noise on every entry."""
     rng = check_rng(rng)
     s = _check_scores(scores)
-    b = check_nonnegative("scale", scale)
-    return s + rng.laplace(0.0, b, s.shape)
+    return s + laplace_noise(rng, scale, s.shape, method="inversion")
 
 
 def report_noisy_argmax(rng: np.random.Generator, scores, scale) -> np.ndarray:
@@ -254,18 +350,48 @@ def report_noisy_argmin(rng: np.random.Generator, scores, scale) -> np.ndarray:
     return np.argmin(_laplace_noisy_scores(rng, scores, scale), axis=1).astype(np.int64)
 
 
-def exponential_mechanism(rng: np.random.Generator, scores, scale) -> np.ndarray:
-    """Exponential mechanism by the Gumbel-max trick: ``P(i) ∝ exp(scores_i / scale)``.
+#: the two exact ways :func:`exponential_mechanism` samples the softmax law
+EXPONENTIAL_METHODS = ("gumbel", "inversion")
 
-    ``scores`` ``(R, m)`` -> ``(R,)`` int64. Computed as ``argmax(scores + scale * Gumbel)``,
-    which has exactly the softmax law for ``scale > 0``; ``scale = 0`` is the plain argmax.
-    To select a minimum, pass ``-scores``.
+
+def exponential_mechanism(rng: np.random.Generator, scores, scale, *, method: str = "gumbel"
+                          ) -> np.ndarray:
+    """Exponential mechanism: index ``i`` of each row with ``P(i) ∝ exp(scores_i / scale)``.
+
+    ``scores`` ``(R, m)`` -> ``(R,)`` int64; ``scale = 0`` is the plain argmax (first index
+    on ties). To select a minimum, pass ``-scores``. ``method="gumbel"`` (default):
+    ``argmax(scores + scale * Gumbel)``, ``m`` Gumbel variates per row (the Gumbel-max
+    trick, exact). ``method="inversion"``: one uniform per row (``rng.random(R)``) through
+    :func:`exponential_mechanism_from_uniforms` (exact inversion of the CDF).
     """
     rng = check_rng(rng)
     s = _check_scores(scores)
     b = check_nonnegative("scale", scale)
+    if method == "inversion":
+        return exponential_mechanism_from_uniforms(s, b, rng.random((s.shape[0],)))
+    if method != "gumbel":
+        raise ValueError(f"method must be one of {EXPONENTIAL_METHODS}, got {method!r}")
     noisy = s + b * rng.gumbel(0.0, 1.0, s.shape)
     return np.argmax(noisy, axis=1).astype(np.int64)
+
+
+def exponential_mechanism_from_uniforms(scores: np.ndarray, scale: float, u: np.ndarray
+                                        ) -> np.ndarray:
+    """The exponential mechanism's index per row from one uniform ``u`` (R,) in ``[0, 1)``
+    per row, by inverting the CDF: with ``w = cumsum(exp(scores/scale - max))``, the index
+    is ``#{k : w_k <= u w_m}``, so ``P(i) = exp(scores_i/scale) / sum_k exp(scores_k/scale)``
+    exactly (up to the rounding of ``w``). The deterministic half of
+    :func:`exponential_mechanism`'s ``"inversion"`` method, for callers that draw their
+    uniforms ahead (DP-POFW's Gumbel selection). ``scores`` (R, m) finite, unchecked;
+    ``scale >= 0`` (0: the plain argmax). Returns int64 indices in ``[0, m)``."""
+    if scale == 0.0:
+        return np.argmax(scores, axis=1).astype(np.int64)
+    w = scores * (1.0 / scale)
+    w -= w.max(axis=1, keepdims=True)
+    np.exp(w, out=w)
+    np.cumsum(w, axis=1, out=w)
+    idx = (w <= (u * w[:, -1])[:, None]).sum(axis=1)
+    return np.minimum(idx, scores.shape[1] - 1).astype(np.int64)
 
 
 def _laplace_cdf(x: np.ndarray, b: float) -> np.ndarray:

@@ -69,6 +69,7 @@ from dpbandits._validation import (
     check_positive,
     check_rng,
 )
+from dpbandits.privacy.mechanisms import standard_laplace
 
 __all__ = [
     "PeelResult",
@@ -153,14 +154,15 @@ def peel(rng: np.random.Generator, v: ArrayLike, s: int, scale: float | np.ndarr
     taken = np.zeros((n_reps, dim), dtype=bool)
     support = np.empty((n_reps, s), dtype=np.int64)
     for i in range(s):
-        noisy = absv + b[:, None] * rng.laplace(0.0, 1.0, (n_reps, dim))
+        noisy = absv + b[:, None] * standard_laplace(rng, (n_reps, dim), method="inversion")
         noisy[taken] = -np.inf
         j = np.argmax(noisy, axis=1)
         support[:, i] = j
         taken[rows, j] = True
     values = np.zeros_like(v)
     picked = rows[:, None], support
-    values[picked] = v[picked] + b[:, None] * rng.laplace(0.0, 1.0, (n_reps, s))
+    values[picked] = v[picked] + b[:, None] * standard_laplace(rng, (n_reps, s),
+                                                               method="inversion")
     return PeelResult(values=values, support=support, scale=b)
 
 

@@ -5,7 +5,7 @@ One call of :func:`step` advances every row: clip ``x`` to ``||x||_inf <= x_boun
 to ``[-y_bound, y_bound]`` (the rule of :func:`dpbandits.geometry.clip_rows`, counted as the
 numpy path counts), the increment ``g_t = ((t+1) psi(<theta_t, x>) - t psi(<theta_{t-1},
 x>)) x`` added to the running sum, the vertex chosen by
-:func:`dpbandits.optim.streaming._vertex_rnm.select_row` from the row's words of the round,
+:func:`dpbandits.privacy.vertex_rnm.select_row` from the row's words of the round,
 and the Frank-Wolfe step. Rows whose ``mask`` is False take the synthetic sample
 ``(0, y_synth)`` of DP-HDB, whose increment is exactly zero. The direction ``d_t = sum / (t+1)``
 is not stored: its entries are formed when needed and ``max_j |sum_j|`` is kept per row
@@ -29,8 +29,8 @@ import numba
 import numpy as np
 
 from dpbandits._numba import KernelSet, prange, rebound
-from dpbandits.optim.streaming import _vertex_rnm
-from dpbandits.optim.streaming._vertex_rnm import EMPTY
+from dpbandits.privacy import vertex_rnm as _vertex_rnm
+from dpbandits.privacy.vertex_rnm import EMPTY
 
 __all__ = ["KERNELS", "dot2", "finish", "select_row_compiled"]
 
@@ -234,7 +234,7 @@ def _finish(t, eta, beta, radius, thetas, cur, sums, smax, words, spill, s0, can
 
 
 _jit = numba.njit(cache=True, nogil=True, inline="always")
-#: the scalar selection of :mod:`._vertex_rnm`, compiled with its bit helpers
+#: the scalar selection of :mod:`dpbandits.privacy.vertex_rnm`, compiled with its bit helpers
 select_row_compiled = numba.njit(cache=True, nogil=True)(rebound(
     _vertex_rnm.select_row, _popcount=_jit(_vertex_rnm._popcount_swar),
     _lowest_bit=_jit(_vertex_rnm._lowest_bit), _bit_length=_jit(_vertex_rnm._bit_length)))

@@ -70,7 +70,7 @@ schedule constant is ``c = kappa D C``, so ratios of ``kappa`` are ratios of noi
     (reference: laplace through zCDP, rho_t = eps_t^2/2, would need kappa = 20.03)
 
 Sampling the selection. Report-noisy-min releases only the index, so its Laplace noise is
-not drawn value by value: :mod:`dpbandits.optim.streaming._vertex_rnm` samples the index's
+not drawn value by value: :mod:`dpbandits.privacy.vertex_rnm` samples the index's
 exact law from about four random 64-bit words per row and step when the noise dominates the
 score spread (instead of ``2d`` Laplace variates; more words, up to about ``3 * 2d``, when it
 does not). The words of every step are drawn a chunk of rounds at a time in the calling
@@ -100,7 +100,6 @@ from dpbandits._backends import compiled, kernels, use_parallel
 from dpbandits._validation import check_choice, check_p
 from dpbandits.geometry import lmo_lp_ball
 from dpbandits.losses import GLMLoss, LossLike
-from dpbandits.optim.streaming._vertex_rnm import Spill, fixed_words, select_rows, sign_words
 from dpbandits.optim.streaming.frank_wolfe import (
     StreamingFrankWolfe,
     _ChunkedDraws,
@@ -108,8 +107,10 @@ from dpbandits.optim.streaming.frank_wolfe import (
 )
 from dpbandits.privacy import accounting
 from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.privacy.mechanisms import exponential_mechanism_from_uniforms
 from dpbandits.privacy.plan import NoisePlan
 from dpbandits.privacy.streams import ChunkedDraws
+from dpbandits.privacy.vertex_rnm import Spill, fixed_words, select_rows, sign_words
 
 __all__ = [
     "DPPOFW",
@@ -169,12 +170,6 @@ def _gumbel_ledger(horizon: int, kappa: float) -> dp_accounting.DpEvent:
         [accounting.zcdp_event(accounting.bounded_range_to_zcdp(float(e)))
          for e in per_step_epsilons(horizon, kappa)]
     )
-
-
-def _gumbel_total(horizon: int, kappa: float) -> dp_accounting.DpEvent:
-    """One zCDP event with the summed rho (identical to the per-step ledger under zCDP)."""
-    e = per_step_epsilons(horizon, kappa)
-    return accounting.zcdp_event(float(np.sum(e * e)) / 8.0)
 
 
 _RTOL = 2e-3
@@ -525,36 +520,14 @@ def _raw_words(rng: np.random.Generator, shape: tuple, start: int, n: int) -> tu
     return (rng.bit_generator.random_raw(n * math.prod(shape)).reshape((n, *shape)),)
 
 
-def _noisy_min_vertex(direction: np.ndarray, laplace: np.ndarray, scale: float) -> np.ndarray:
-    """Report-noisy-min over the 2d vertices ``±r e_j`` with Laplace(b) noise in its direct
-    form, the reference the tests check the sampler against (the optimizer samples the same
-    law from fewer variates, :mod:`dpbandits.optim.streaming._vertex_rnm`). With ``scale =
-    b / r``: ``argmin_v <d, v> + Lap(b)`` equals ``argmin`` of ``(+d_j, -d_j) + Lap(b/r)``
-    (divide by r > 0). ``laplace`` holds standard Laplace draws ``(R, 2d)`` and is
-    overwritten. Returns indices in ``[0, 2d)``: ``j`` is ``+r e_j``, ``d + j`` is ``-r e_j``.
-    """
-    d = direction.shape[1]
-    noisy = laplace
-    noisy *= scale
-    noisy[:, :d] += direction
-    noisy[:, d:] -= direction
-    return noisy.argmin(axis=1)
-
-
 def _exponential_vertex(direction: np.ndarray, u: np.ndarray, temperature: float) -> np.ndarray:
-    """Exponential mechanism over the vertices: ``P(v) ∝ exp(-<d, v> / b)`` with
-    ``temperature = b / r``, sampled exactly by inverse CDF with one uniform ``u`` (R,) per
-    row (same law as report-noisy-min with Gumbel noise). Indices as in
-    :func:`_noisy_min_vertex`."""
-    R, d = direction.shape
-    w = np.empty((R, 2 * d))
-    np.multiply(direction, -1.0 / temperature, out=w[:, :d])
-    np.negative(w[:, :d], out=w[:, d:])
-    w -= w.max(axis=1, keepdims=True)
-    np.exp(w, out=w)
-    np.cumsum(w, axis=1, out=w)
-    # idx = #{k : c_k <= u * c_total}; P(idx = k) = w_k / total
-    return np.minimum((w <= (u * w[:, -1])[:, None]).sum(axis=1), 2 * d - 1)
+    """Exponential mechanism over the 2d vertices ``±r e_j``: ``P(v) ∝ exp(-<d, v> / b)``
+    with ``temperature = b / r``, i.e. scores ``(-d, +d)`` (index ``j``: ``+r e_j``, ``d + j``:
+    ``-r e_j``), sampled with one uniform ``u`` (R,) per row by
+    :func:`~dpbandits.privacy.mechanisms.exponential_mechanism_from_uniforms` (same law as
+    report-noisy-min with Gumbel noise)."""
+    return exponential_mechanism_from_uniforms(np.concatenate([-direction, direction], axis=1),
+                                               temperature, u)
 
 
 class _Uniforms:

@@ -83,6 +83,7 @@ from dpbandits.privacy import accounting
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 from dpbandits.privacy.mechanisms import (
     gaussian_mechanism_delta,
+    gaussian_noise,
     gaussian_sigma_analytic,
     generalized_gaussian_noise,
 )
@@ -336,7 +337,7 @@ class _GaussianNodes:
         self.std, self.n_reps, self.d = std, n_reps, d
 
     def __call__(self, rng: np.random.Generator, k: int) -> np.ndarray:
-        return self.std * rng.standard_normal((k, self.n_reps, self.d))
+        return gaussian_noise(rng, self.std, (k, self.n_reps, self.d))
 
 
 class _GeneralizedGaussianNodes:

@@ -44,6 +44,8 @@ words than ``words`` holds run through :func:`select_row`).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import no_type_check
 
 import numpy as np
 
@@ -102,7 +104,9 @@ def _popcount(x):
 
 
 
-def select_row(base, inv, M, beta, words, spill, s0, cand):
+@no_type_check  # compiled by numba, which infers its own types
+def select_row(base: np.ndarray, inv: float, M: float, beta: float, words: np.ndarray,
+               spill: np.ndarray, s0: int, cand: np.ndarray) -> tuple[int, int]:
     """Index in ``[0, 2d)`` of report-noisy-min with Laplace(``beta``) noise over the scores
     ``(+dir, -dir)``, ``dir_j = base[j] * inv`` and ``M = max_j |dir_j|`` (``beta > 0``), and
     the number of words used; ``(-1, n)`` if ``words`` then ``spill[s0:]`` run out.
@@ -210,7 +214,8 @@ def _u53(w: np.ndarray) -> np.ndarray:
     return (w >> _SH).astype(np.float64) * _U53
 
 
-def select_rows(direction: np.ndarray, beta: float, words: np.ndarray, spill) -> np.ndarray:
+def select_rows(direction: np.ndarray, beta: float, words: np.ndarray, spill: Spill
+                ) -> np.ndarray:
     """:func:`select_row` for every row of ``direction`` (R, d), with the row's ``words``
     (R, F) and the shared ``spill`` (a :class:`Spill`, rows served in order); returns the
     indices (R,). Vectorized over rows; rows that need step 4 or more than ``F`` words run
@@ -320,8 +325,10 @@ def select_rows(direction: np.ndarray, beta: float, words: np.ndarray, spill) ->
                 late.append(r)
             idx[r] = i
         for r in late:
-            idx[r] = spill.serve(lambda sp, s0, r=r: select_row(
-                direction[r], 1.0, M[r], beta, words[r], sp, s0, scratch), F)
+            def sample(sp: np.ndarray, s0: int, r: int = int(r)) -> tuple[int, int]:
+                return select_row(direction[r], 1.0, M[r], beta, words[r], sp, s0, scratch)
+
+            idx[r] = spill.serve(sample, F)
     return idx
 
 
@@ -342,7 +349,8 @@ class Spill:
                                    self.rng.bit_generator.random_raw(self.BLOCK)])
         self.pos = 0
 
-    def serve(self, sample, n_fixed: int) -> int:
+    def serve(self, sample: Callable[[np.ndarray, int], tuple[int, int]], n_fixed: int
+              ) -> int:
         """Run ``sample(buf, pos) -> (index, words used)`` until the words suffice; advance
         past the spill words it used."""
         while True:
