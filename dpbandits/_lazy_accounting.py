@@ -11,8 +11,9 @@ dp_accounting) puts a :class:`LazyPackage` under the name ``dp_accounting`` in `
 when dp_accounting is not imported yet. It is the real package -- same ``__spec__``,
 ``__path__`` and files -- whose ``__init__`` has not run yet:
 
-* ``dp_accounting.dp_event`` is imported at once, and its event classes are package
-  attributes, as the real ``__init__`` makes them (``dp_accounting.GaussianDpEvent``);
+* the event classes the real ``__init__`` binds from ``dp_accounting.dp_event`` (read from
+  its source) are package attributes (``dp_accounting.GaussianDpEvent``), taken from
+  ``dp_event`` when first named;
 * a submodule (``dp_accounting.pld``, ``dp_accounting.rdp``, ...) is imported by the normal
   import system when first named;
 * any other attribute (``NeighboringRelation``, ``calibrate_dp_mechanism``, ...) runs the real
@@ -26,6 +27,7 @@ compare and are dispatched on by the accountants as usual. Nothing here changes 
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import os
@@ -47,6 +49,10 @@ class LazyPackage(ModuleType):
             raise AttributeError(name)
         if _is_submodule(self, name):
             return importlib.import_module(f"{NAME}.{name}")
+        if name in _names_from_dp_event(self.__spec__.origin):
+            value = getattr(importlib.import_module(f"{NAME}.dp_event"), name)
+            setattr(self, name, value)
+            return value
         _run_init(self)
         try:
             return self.__dict__[name]
@@ -89,23 +95,16 @@ def install() -> None:
     package.__path__ = list(spec.submodule_search_locations)
     package.__package__ = NAME
     sys.modules[NAME] = package
-    try:
-        events = importlib.import_module(f"{NAME}.dp_event")
-    except BaseException:  # pragma: no cover - leave a plain import to report the problem
-        del sys.modules[NAME]
-        raise
-    package.dp_event = events
-    for key in _names_from_dp_event(spec.origin):
-        setattr(package, key, getattr(events, key))
 
 
-def _names_from_dp_event(init_file: str) -> list[str]:
+@functools.cache
+def _names_from_dp_event(init_file: str) -> frozenset[str]:
     """The names the real ``__init__`` binds with ``from dp_accounting.dp_event import ...``
     (read from its source, so the lazy package exposes exactly those)."""
     import ast
 
     with open(init_file, encoding="utf-8") as fh:
         tree = ast.parse(fh.read())
-    return [alias.asname or alias.name for node in tree.body
-            if isinstance(node, ast.ImportFrom) and node.module == f"{NAME}.dp_event"
-            for alias in node.names if alias.name != "*"]
+    return frozenset(alias.asname or alias.name for node in tree.body
+                     if isinstance(node, ast.ImportFrom) and node.module == f"{NAME}.dp_event"
+                     for alias in node.names if alias.name != "*")

@@ -11,6 +11,7 @@ from dp_accounting.privacy_accountant import NeighboringRelation
 from dp_accounting.rdp import RdpAccountant
 
 from dpbandits._validation import check_delta_open, check_positive
+from dpbandits.privacy.accounting import _certificate_store
 from dpbandits.privacy.accounting.rdp import RDP_ORDERS
 
 __all__ = [
@@ -65,10 +66,17 @@ def gdp_epsilon(mu: float, delta: float) -> float:
     return float(root)
 
 
+@functools.lru_cache(maxsize=256)
 def gdp_mu(epsilon: float, delta: float) -> float:
-    """Largest mu such that mu-GDP implies (epsilon, delta)-DP (root finding)."""
+    """Largest mu such that mu-GDP implies (epsilon, delta)-DP (root finding; kept in the
+    certificate store, the same number every run)."""
     eps = check_positive("epsilon", epsilon)
     delta = check_delta_open(delta)
+    return _certificate_store.remember(f"gdp_mu(epsilon={eps!r})", delta,
+                                       lambda: _gdp_mu(eps, delta))
+
+
+def _gdp_mu(eps: float, delta: float) -> float:
     lo, hi = 1.0, 1.0
     while _gdp_delta(lo, eps) > delta:
         lo /= 2.0
@@ -121,10 +129,15 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
 @functools.lru_cache(maxsize=256)
 def zcdp_rho(epsilon: float, delta: float) -> float:
     """Largest ``rho`` with ``zcdp_epsilon(rho, delta) <= epsilon`` (root finding on
-    ``log rho``, then nudged to the safe side): the inverse of :func:`zcdp_epsilon`. Cached."""
+    ``log rho``, then nudged to the safe side): the inverse of :func:`zcdp_epsilon`. Cached,
+    and kept in the certificate store (the same number every run)."""
     epsilon = check_positive("epsilon", epsilon)
     delta = check_delta_open(delta)
+    return _certificate_store.remember(f"zcdp_rho(epsilon={epsilon!r})", delta,
+                                       lambda: _zcdp_rho(epsilon, delta))
 
+
+def _zcdp_rho(epsilon: float, delta: float) -> float:
     def excess(log_rho: float) -> float:
         return zcdp_epsilon(math.exp(log_rho), delta) - epsilon
 
