@@ -62,15 +62,10 @@ def _ucb_update(M, x, arms, y, bounds, counts, stack, push, hi, z, scales, node,
        the per-arm blocks, the cross-arm blocks dropped), ``logdet[r]`` the sum of the
        blocks' ``ln det``, ``ok[r]`` whether every block is positive definite
        (``counts[r, 2]`` counts when not).
-
-    With ``nb > 1`` step 3 sums only the stack entries step 4 reads (the diagonal blocks and
-    column ``D``; the node's variates are consumed all the same): the cross-arm entries of
-    ``stack`` stay as they were (never read; the numpy twin sums them too).
     """
     R, n = M.shape[0], M.shape[1]
     D = n - 1
     d = x.shape[1]
-    nb, bs = F.shape[1], F.shape[2]
     gauss = z.shape[1] > 0
     limit, target = _limits(bounds[0], 2.0, d)
     for r in prange(R):
@@ -92,15 +87,13 @@ def _ucb_update(M, x, arms, y, bounds, counts, stack, push, hi, z, scales, node,
         if push >= 0:
             p = 0
             for i in range(n):
-                # with per-arm blocks only the entries the release is read at (the blocks
-                # and column D) are summed: the others are never read (nb = 1: all of them)
-                last = n if nb == 1 else min(D, (i // bs + 1) * bs)
                 for j in range(i, n):
-                    if j < last or j == D:
-                        v = (z[r, p] * (scales[1] if i == j else scales[0]) if gauss
-                             else node[r, i, j])
-                        stack[push, r, i, j] = v + stack[hi, r, i, j] if hi >= 0 else v
-                    p += 1  # the packed index of (i, j): every variate is consumed
+                    if gauss:
+                        v = z[r, p] * (scales[1] if i == j else scales[0])
+                        p += 1
+                    else:
+                        v = node[r, i, j]
+                    stack[push, r, i, j] = v + stack[hi, r, i, j] if hi >= 0 else v
         for i in range(D):
             v = m[i, D]
             if push >= 0:
@@ -108,6 +101,7 @@ def _ucb_update(M, x, arms, y, bounds, counts, stack, push, hi, z, scales, node,
             if use_topup:
                 v = v + topup[r, i, D]
             u[r, i] = v
+        bs = F.shape[2]
         good = True
         s = 0.0
         for blk in range(F.shape[1]):

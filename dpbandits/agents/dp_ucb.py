@@ -435,9 +435,7 @@ class DPUCB(PrivateAgent):
 
     @property
     def _release(self) -> np.ndarray:
-        """The tree's current release ``M_t + N_t``, full symmetric ``(R, D+1, D+1)`` (with
-        ``block_diagonal`` the compiled kernels keep only the blocks and column ``D`` they read:
-        the cross-arm blocks are then not the release's)."""
+        """The tree's current release ``M_t + N_t``, full symmetric ``(R, D+1, D+1)``."""
         rel = self._M + self._stack[self._lev] if self._lev >= 0 else self._M.copy()
         return _symmetric(rel)
 

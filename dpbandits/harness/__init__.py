@@ -22,6 +22,8 @@ package attribute is the function, never the module.
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 
 #: public name -> the submodule defining it (imported on first access)
 _LAZY = {"compare": "compare", "summary_table": "compare",
@@ -50,3 +52,23 @@ def __getattr__(name: str):
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
+
+
+#: the functions named like their modules: the package attribute is the function
+_SHADOWING = frozenset(name for name, module in _LAZY.items() if name == module)
+
+
+class _Package(types.ModuleType):
+    """This package, whose attributes ``compare``, ``simulate`` and ``sweep`` stay the
+    functions: the import system binds each submodule on its package once it is loaded
+    (``setattr``), which would otherwise make ``dpbandits.harness.simulate`` the module after
+    any ``import dpbandits.harness.simulate``. Such a binding is dropped; the name resolves
+    to the function (``__getattr__``), and the module stays in ``sys.modules``."""
+
+    def __setattr__(self, name: str, value) -> None:
+        if name in _SHADOWING and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

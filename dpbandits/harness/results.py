@@ -44,6 +44,7 @@ import os
 import platform
 import subprocess
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -141,12 +142,13 @@ class SimulationResult:
         return privacy_entry(self.agent, self.privacy, self.certified)
 
 
-def tidy_frame(results, record_every: int = 1) -> pd.DataFrame:
+def tidy_frame(results: Iterable[SimulationResult], record_every: int = 1) -> pd.DataFrame:
     """The tidy frames of several results (:meth:`SimulationResult.to_frame`) one below the
     other, as ``pd.concat`` of them with ``ignore_index=True`` gives, built in one piece
     (3e6 rows: one copy of the columns instead of three)."""
     import pandas as pd  # on first use: a simulation alone never loads pandas
 
+    results = list(results)
     parts = [(r.agent, r._columns(record_every)) for r in results]
     if len({tuple(cols) for _, cols in parts}) > 1:  # replays beside simulations: as concat
         return pd.concat([tidy_frame([r], record_every) for r in results], ignore_index=True)

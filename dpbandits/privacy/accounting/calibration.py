@@ -43,7 +43,8 @@ __all__ = [
 _SEARCH_MIN, _SEARCH_MAX = 1e-12, 1e12
 
 
-def stored_epsilon_of(event, delta: float, method: str, discretization: float | None) -> float:
+def stored_epsilon_of(event: Any, delta: float, method: str,
+                      discretization: float | None) -> float:
     """``epsilon_of(event, delta, method, discretization=discretization)``, kept in the
     certificate store (:func:`~dpbandits.privacy.accounting._certificate_store.remember`):
     a later run (another process, a worker) reads the number instead of loading the
