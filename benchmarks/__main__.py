@@ -37,6 +37,12 @@ SUITE = {
     "cli": ("benchmarks.bench_cli", [], ["--reps", "2", "--horizon", "100", "--repeat", "1"]),
     "scaling": ("benchmarks.bench_scaling", [], ["--quick"]),
     "overhead": ("benchmarks.bench_overhead", [], ["--horizon", "300", "--repeat", "1"]),
+    "fresh": ("benchmarks.bench_fresh", [], ["--quick"]),
+    "startup": ("benchmarks.bench_startup", [], ["--repeat", "1"]),
+    "demo": ("benchmarks.bench_demo", [], ["--size", "tiny"]),
+    "fit_predict": ("benchmarks.bench_fit_predict", [], ["--repeat", "1", "--rows", "30"]),
+    "obd": ("benchmarks.bench_obd", [], ["--horizons", "2", "4", "--faithful-horizons", "1",
+                                         "2"]),
 }
 
 

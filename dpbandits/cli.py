@@ -196,10 +196,15 @@ def _plot_compare(frame, results, out: Path, args) -> None:
         plot_regret_curves,
         plot_reward_curves,
         privacy_label,
+        thin_rounds,
     )
 
     labels = {k: f"{k} — {privacy_label(r.privacy, r.certified)}" for k, r in results.items()}
-    if "cum_regret" not in frame.columns:  # replay of logged data: reward, no oracle
+    # each plot draws at most MAX_POINTS rounds, always the last: thinned once here, the
+    # plots thin no further and read the same rows (the box plot: the last round's)
+    regret = "cum_regret" in frame.columns
+    frame = thin_rounds(frame, log=args.log and regret)
+    if not regret:  # replay of logged data: reward, no oracle
         plot_reward_curves(frame, out / "reward", svg=args.svg, band=args.band, labels=labels,
                            reference=next(iter(results.values())).reference_reward)
         plot_final_regret_distribution(frame, out / "final_reward", svg=args.svg,

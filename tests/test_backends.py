@@ -69,3 +69,41 @@ def test_a_simulation_loads_neither_pandas_nor_pyarrow():
                          check=True)
     before, after = json.loads(out.stdout)
     assert before == [] and "pandas" in after
+
+
+# runs the CLI commands of argv lists in one child and prints which heavy modules each left
+# loaded (cumulative): what `dpbandits --help`, `list` and `describe` import
+_CLI_PROBE = r"""
+import contextlib, io, json, sys
+HEAVY = ("numba", "llvmlite", "pandas", "pyarrow", "matplotlib", "seaborn", "sklearn",
+         "scipy.stats", "dp_accounting.pld")
+from dpbandits.cli import main
+seen = []
+for argv in json.loads(sys.argv[1]):
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+        main(argv)
+    seen.append(sorted(m for m in HEAVY if m in sys.modules))
+print(json.dumps(seen))
+"""
+
+
+def _cli_loaded(tmp_path, *argvs: list[str]) -> list[list[str]]:
+    env = {**__import__("os").environ, "DPBANDITS_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", _CLI_PROBE, json.dumps(argvs)],
+                         capture_output=True, text=True, check=True, env=env)
+    return json.loads(out.stdout)
+
+
+@pytest.mark.integration
+def test_help_list_and_describe_import_only_what_they_print(tmp_path):
+    # --help prints no environment or agent; list builds each agent at small sizes to print
+    # its privacy notion (two agents calibrate their noise there: the accountant loads), never
+    # numba, frames, plots or scikit-learn (the dataset ids' sizes are known); describe with
+    # its certificate in the store loads neither the PLD accountant nor numba
+    _cli_loaded(tmp_path, ["describe", "dp-ucb"])  # fills the certificate store
+    helped, described = _cli_loaded(tmp_path, ["--help"], ["describe", "dp-ucb"])
+    assert helped == []
+    assert described == []
+    (listed,) = _cli_loaded(tmp_path, ["list"])
+    assert not set(listed) & {"numba", "llvmlite", "pandas", "pyarrow", "matplotlib",
+                              "seaborn", "sklearn"}

@@ -85,3 +85,42 @@ def test_an_unwritable_folder_warns_and_still_certifies(tmp_path, monkeypatch):
     with pytest.warns(RuntimeWarning, match="DPBANDITS_CACHE_DIR"):
         cert = certification.certify(gaussian_event(2.5), 1e-5)
     assert cert.epsilon == epsilon_of(gaussian_event(2.5), 1e-5)
+
+
+def test_a_remembered_query_is_computed_once_and_read_back_exactly(fresh):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return 0.1 + 0.2  # not a round number: the float must come back bit for bit
+
+    first = store.remember("a query (test)", 1e-5, compute)
+    again = store.remember("a query (test)", 1e-5, compute)
+    other = store.remember("a query (test)", 1e-6, compute)  # another delta: another number
+    assert first == again == other == 0.1 + 0.2 and len(calls) == 2
+
+
+def test_calibrations_read_from_the_store_give_the_same_noise(fresh, monkeypatch):
+    # a noise search (calibrate), a peeling check and gdp_mu/zcdp_rho: computed cold, then
+    # read back in "another process" (caches cleared, the accountant refused)
+    from dpbandits.privacy.accounting import calibration, conversions, query
+
+    def build():
+        return [make_agent(name, n_arms=2, dim=5, horizon=100)._plan.scales
+                for name in ("dp-moment-ls", "adac-oful", "fliphat", "ldp-linucb")]
+
+    cold = build()
+    conversions.gdp_mu.cache_clear()
+    conversions.zcdp_rho.cache_clear()
+    from dpbandits.privacy import peeling
+
+    peeling._multiplier.cache_clear()
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the accountant ran although the store holds the number")
+
+    monkeypatch.setattr(calibration, "epsilon_of", refuse)
+    monkeypatch.setattr(query, "epsilon_of", refuse)
+    monkeypatch.setattr(conversions, "_gdp_mu", refuse)
+    monkeypatch.setattr(conversions, "_zcdp_rho", refuse)
+    assert build() == cold

@@ -27,6 +27,7 @@ def test_dataset_env_sizes_scaling_and_rewards(env_id, name, n, d, K, standardiz
     sk = pytest.importorskip("sklearn.datasets", reason="needs the datasets extra")
     X, y = getattr(sk, f"load_{name}")(return_X_y=True)
     assert X.shape == (n, d) and len(np.unique(y)) == K
+    assert _datasets.SHAPES[name] == (n, d, K)  # what `dpbandits list` prints without loading
     env = gymnasium.make(env_id).unwrapped
     cfg = env.config
     assert (env.n_arms, env.dim, env.horizon, cfg.standardize) == (K, d, n, standardized)
@@ -48,6 +49,11 @@ def test_dataset_env_sizes_scaling_and_rewards(env_id, name, n, d, K, standardiz
         arm = int(rng.integers(K))
         obs, reward, _, _, info = env.step(arm)
         assert info["optimal_arm"] == label and reward == float(arm == label)
+
+
+def test_iris_shape_is_the_embedded_data():
+    X, y = _datasets.load_dataset("iris")
+    assert _datasets.SHAPES["iris"] == (*X.shape, len(np.unique(y)))
 
 
 def test_identical_rows_share_their_label():

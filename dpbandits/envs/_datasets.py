@@ -32,11 +32,15 @@ from dpbandits._validation import check_choice
 from dpbandits.envs._iris import load_iris
 from dpbandits.errors import MissingExtraError
 
-__all__ = ["DATASETS", "STANDARDIZE", "load_dataset"]
+__all__ = ["DATASETS", "SHAPES", "STANDARDIZE", "load_dataset"]
 
 DATASETS = ("iris", "digits", "wine", "breast_cancer")
 #: dataset -> whether its features are standardized by default (see the module docstring)
 STANDARDIZE = {"iris": True, "digits": False, "wine": True, "breast_cancer": True}
+#: dataset -> (rows, d, K), the table above: what ``dpbandits list`` prints without loading
+#: scikit-learn (tests/test_real_datasets.py checks them against the loaded data)
+SHAPES = {"iris": (150, 4, 3), "digits": (1797, 64, 10), "wine": (178, 13, 3),
+          "breast_cancer": (569, 30, 2)}
 _SKLEARN_LOADERS = {"digits": "load_digits", "wine": "load_wine",
                     "breast_cancer": "load_breast_cancer"}
 

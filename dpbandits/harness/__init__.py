@@ -12,22 +12,28 @@ Public names (import them from here, not from the submodules):
   :func:`plot_reward_curves` — cumulative-reward curves of a replay of logged data;
 * :class:`AgentTuningObjective` — an agent's hyper-parameters as a DP-GIBO objective.
 
-Plots and tuning load on first use, so ``import dpbandits.harness`` does not pull in
-matplotlib or the Bayesian-optimization layer. The functions named like their modules are
-imported here, so the package attribute is the function, never the module.
+Every name loads its module on first use, so ``import dpbandits.harness`` (and importing one
+submodule, e.g. the catalogue behind ``dpbandits list``) pulls in neither the agents and the
+accountant nor matplotlib or the Bayesian-optimization layer. The functions named like their
+modules (``compare``, ``simulate``, ``sweep``) are bound here when first asked for, so the
+package attribute is the function, never the module.
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 
-from dpbandits.harness.compare import compare, summary_table
-from dpbandits.harness.grid import CellFiles, CsvTable, GridCell, grid_cells, run_grid
-from dpbandits.harness.results import SimulationResult, load_results, save_results, summarize
-from dpbandits.harness.simulate import simulate
-from dpbandits.harness.sweep import SweepSpec, sweep
-
-_LAZY = {"plot_regret_curves": "plots", "plot_reward_curves": "plots",
+#: public name -> the submodule defining it (imported on first access)
+_LAZY = {"compare": "compare", "summary_table": "compare",
+         "CellFiles": "grid", "CsvTable": "grid", "GridCell": "grid", "grid_cells": "grid",
+         "run_grid": "grid",
+         "SimulationResult": "results", "load_results": "results", "save_results": "results",
+         "summarize": "results",
+         "simulate": "simulate",
+         "SweepSpec": "sweep", "sweep": "sweep",
+         "plot_regret_curves": "plots", "plot_reward_curves": "plots",
          "AgentTuningObjective": "tuning"}
 
 __all__ = ["AgentTuningObjective", "CellFiles", "CsvTable", "GridCell", "SimulationResult",
@@ -46,3 +52,23 @@ def __getattr__(name: str):
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
+
+
+#: the functions named like their modules: the package attribute is the function
+_SHADOWING = frozenset(name for name, module in _LAZY.items() if name == module)
+
+
+class _Package(types.ModuleType):
+    """This package, whose attributes ``compare``, ``simulate`` and ``sweep`` stay the
+    functions: the import system binds each submodule on its package once it is loaded
+    (``setattr``), which would otherwise make ``dpbandits.harness.simulate`` the module after
+    any ``import dpbandits.harness.simulate``. Such a binding is dropped; the name resolves
+    to the function (``__getattr__``), and the module stays in ``sys.modules``."""
+
+    def __setattr__(self, name: str, value) -> None:
+        if name in _SHADOWING and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -3,6 +3,7 @@ their sizes and reward model, agents with their privacy notion and parameters.""
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import textwrap
 
@@ -10,6 +11,8 @@ import gymnasium
 
 import dpbandits.envs  # noqa: F401  (registers the ids)
 from dpbandits.envs import DESCRIPTIONS
+from dpbandits.envs._datasets import SHAPES
+from dpbandits.envs.classification import ClassificationBanditVectorEnv
 
 #: one-line descriptions of the built-in agents (plugins: the first sentence of the docstring)
 AGENT_SUMMARIES = {
@@ -49,6 +52,10 @@ def env_rows() -> list[dict]:
     for env_id in sorted(k for k, spec in gymnasium.registry.items()
                          if k.startswith("dpbandits/")
                          or str(spec.vector_entry_point).startswith("dpbandits.")):
+        row = _dataset_row(env_id, gymnasium.registry[env_id])
+        if row is not None:
+            rows.append(row)
+            continue
         try:
             venv = gymnasium.make_vec(env_id, num_envs=1, vectorization_mode="vector_entry_point")
         except ImportError as exc:  # an id whose optional extra is not installed
@@ -68,6 +75,23 @@ def env_rows() -> list[dict]:
         })
         venv.close()
     return rows
+
+
+def _dataset_row(env_id: str, spec) -> dict | None:
+    """The row of a classification bandit on a built-in dataset with its defaults, from the
+    dataset's known shape (:data:`dpbandits.envs._datasets.SHAPES`) instead of loading it
+    (scikit-learn's import alone takes seconds); ``None`` for any other id, and when
+    scikit-learn is missing (the id's row then says why it is not available)."""
+    vector = f"{ClassificationBanditVectorEnv.__module__}:{ClassificationBanditVectorEnv.__name__}"
+    name = dict(spec.kwargs).get("dataset")
+    if (spec.vector_entry_point != vector or set(spec.kwargs) != {"dataset"}
+            or name not in SHAPES
+            or (name != "iris" and importlib.util.find_spec("sklearn") is None)):
+        return None
+    n_rows, dim, n_arms = SHAPES[name]
+    return {"id": env_id, "K": n_arms, "d": dim, "T": n_rows, "link": "0/1", "noise": "-",
+            "description": _short(DESCRIPTIONS.get(env_id)
+                                  or _first_sentence(ClassificationBanditVectorEnv), 94)}
 
 
 def agent_rows() -> list[dict]:

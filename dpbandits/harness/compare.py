@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from gymnasium.vector import VectorEnv
 
-from dpbandits.harness.results import SimulationResult, summarize
+from dpbandits.harness.results import SimulationResult, summarize, tidy_frame
 from dpbandits.harness.simulate import simulate
 
 if TYPE_CHECKING:
@@ -46,9 +46,7 @@ def compare(agents: Mapping[str, object], env: str | VectorEnv, *, horizon: int 
         results[label] = simulate(env, name, horizon=horizon, n_reps=n_reps, seed=seed,
                                   agent_params=params, env_params=env_params, label=label,
                                   track_memory=track_memory, progress=bar)
-    import pandas as pd  # loaded with the first frame, not with the harness
-
-    frame = pd.concat([r.to_frame(record_every) for r in results.values()], ignore_index=True)
+    frame = tidy_frame(results.values(), record_every)
     return frame, summary_table(results), results
 
 

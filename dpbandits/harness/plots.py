@@ -119,7 +119,7 @@ def thin_rounds(frame: pd.DataFrame, *, log: bool = False,
                 max_points: int = MAX_POINTS) -> pd.DataFrame:
     """Rows of at most ``max_points`` recorded rounds, evenly spaced in t (geometrically when
     ``log``), always keeping the first and the last; statistics per kept round are exact."""
-    rounds = np.unique(frame["t"].to_numpy())
+    rounds = np.sort(pd.unique(frame["t"].to_numpy()))  # hashing: 3e6 rows in 0.03 s
     if rounds.size <= max_points:
         return frame
     if log:

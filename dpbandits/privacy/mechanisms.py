@@ -45,8 +45,7 @@ import math
 import numbers
 
 import numpy as np
-from scipy import integrate, special
-from scipy.optimize import brentq
+from scipy import special
 
 from dpbandits._validation import (
     check_array,
@@ -407,6 +406,8 @@ def report_noisy_argmax_probabilities(scores, scale) -> np.ndarray:
     tails beyond 60 b ignored: mass < 1e-26). Meant for small ``m`` (tests, audits).
     ``scores`` has shape ``(m,)``; ``scale > 0``.
     """
+    from scipy import integrate  # with scipy.optimize: 20 MB, loaded on first use
+
     s = check_array("scores", scores, ndim=1)
     if s.size < 1:
         raise ValueError("scores must contain at least one score")
@@ -538,6 +539,8 @@ def gaussian_sigma_analytic(epsilon, delta, sensitivity) -> float:
             hi = lo
         else:  # pragma: no cover - δ(s) -> 1 as s -> 0
             raise RuntimeError("gaussian_sigma_analytic: failed to bracket the root")
+    from scipy.optimize import brentq
+
     root = brentq(f, lo, hi, xtol=1e-14, rtol=1e-15, maxiter=500)
     # Make sure the answer certifies delta (never return a sigma slightly too small).
     for _ in range(100):

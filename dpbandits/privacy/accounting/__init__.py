@@ -53,7 +53,6 @@ from dpbandits.privacy.accounting.events import (
     wor_gaussian_event,
     zcdp_event,
 )
-from dpbandits.privacy.accounting.pld import DEFAULT_MAX_DISCRETIZATION
 from dpbandits.privacy.accounting.query import delta_of, epsilon_of
 from dpbandits.privacy.accounting.rdp import (
     RDP_ORDERS,
@@ -102,3 +101,12 @@ __all__ = [
     "zcdp_event",
     "zcdp_rho",
 ]
+
+
+def __getattr__(name: str):
+    # the PLD module (dp_accounting's PLD code, scipy.signal and scipy.stats) loads on first use
+    if name == "DEFAULT_MAX_DISCRETIZATION":
+        from dpbandits.privacy.accounting.pld import DEFAULT_MAX_DISCRETIZATION
+
+        return DEFAULT_MAX_DISCRETIZATION
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,11 +20,12 @@ import math
 import os
 import tempfile
 import warnings
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-__all__ = ["load", "save", "store_dir"]
+__all__ = ["load", "remember", "save", "store_dir"]
 
 
 def store_dir() -> Path | None:
@@ -101,6 +102,24 @@ def save(ledger_repr: str, delta: float, epsilon: float | None, basis: str) -> N
             os.unlink(tmp)
         _warn_once(f"certificates are not cached: cannot write to {folder} ({exc}); set "
                    "DPBANDITS_CACHE_DIR to a writable folder, or to 'off'")
+
+
+def remember(query: str, delta: float, compute: Callable[[], float]) -> float:
+    """The number ``compute()`` returns for an accounting ``query`` at ``delta``, kept in the
+    store like a certificate (keyed by the query's text, which must name everything the
+    number depends on besides ``delta`` and the accounting code; the number is stored in the
+    record's ``epsilon`` field with the basis ``"query"``): a noise search evaluates the same
+    candidates in every run, so a later process reads them instead of loading the accountant.
+    The number returned is exactly what ``compute`` gave."""
+    stored = load(query, delta)
+    if stored is not None and stored["basis"] == _QUERY and stored["epsilon"] is not None:
+        return stored["epsilon"]
+    value = float(compute())
+    save(query, delta, value, _QUERY)
+    return value
+
+
+_QUERY = "query"
 
 
 @functools.cache

@@ -16,6 +16,7 @@ from typing import Any, cast
 import numpy as np
 
 from dpbandits._validation import check_choice, check_delta, check_positive, check_real
+from dpbandits.privacy.accounting import _certificate_store
 from dpbandits.privacy.accounting.conversions import gdp_mu
 from dpbandits.privacy.accounting.events import (
     check_event,
@@ -31,6 +32,7 @@ from dpbandits.privacy.accounting.rdp import (
 
 __all__ = [
     "calibrate",
+    "stored_epsilon_of",
     "certified_gaussian_multiplier",
     "gaussian_multiplier",
     "svrg_multipliers",
@@ -39,6 +41,17 @@ __all__ = [
 ]
 
 _SEARCH_MIN, _SEARCH_MAX = 1e-12, 1e12
+
+
+def stored_epsilon_of(event: Any, delta: float, method: str,
+                      discretization: float | None) -> float:
+    """``epsilon_of(event, delta, method, discretization=discretization)``, kept in the
+    certificate store (:func:`~dpbandits.privacy.accounting._certificate_store.remember`):
+    a later run (another process, a worker) reads the number instead of loading the
+    accountant and composing again. Exactly the accountant's number."""
+    return _certificate_store.remember(
+        f"epsilon_of(method={method!r}, discretization={discretization!r})\n{event!r}", delta,
+        lambda: epsilon_of(event, delta, method, discretization=discretization))
 
 
 def calibrate(
@@ -123,7 +136,7 @@ def calibrate(
         else:
             check_event(event, f"event_of_noise({x!r})")
             # accountant is None exactly when method is one of the METHODS names
-            value = epsilon_of(event, delta, cast(str, method), discretization=discretization)
+            value = stored_epsilon_of(event, delta, cast(str, method), discretization)
         last["x"], last["eps"] = x, value
         return value <= epsilon
 

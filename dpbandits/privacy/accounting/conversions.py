@@ -7,10 +7,11 @@ import functools
 import math
 
 import dp_accounting
+from dp_accounting.privacy_accountant import NeighboringRelation
 from dp_accounting.rdp import RdpAccountant
-from scipy import optimize, special
 
 from dpbandits._validation import check_delta_open, check_positive
+from dpbandits.privacy.accounting import _certificate_store
 from dpbandits.privacy.accounting.rdp import RDP_ORDERS
 
 __all__ = [
@@ -27,6 +28,8 @@ __all__ = [
 def _gdp_delta(mu: float, eps: float) -> float:
     # Corollary 2.13: delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2), evaluated
     # as Phi(a) * (1 - exp(eps + log Phi(b) - log Phi(a))) to avoid cancellation / overflow.
+    from scipy import special  # scipy.special and .optimize load on first use (~25 MB)
+
     la = special.log_ndtr(-eps / mu + mu / 2.0)
     lb = special.log_ndtr(-eps / mu - mu / 2.0)
     value = math.exp(la) * -math.expm1(min(0.0, eps + lb - la))
@@ -55,16 +58,25 @@ def gdp_epsilon(mu: float, delta: float) -> float:
     hi = max(1.0, mu * mu)
     while _gdp_delta(mu, hi) > delta:
         hi *= 2.0
+    from scipy import optimize
+
     root = optimize.brentq(lambda e: _gdp_delta(mu, e) - delta, 0.0, hi, xtol=_XTOL, rtol=_RTOL)
     if _gdp_delta(mu, root) > delta:  # land on the safe side of the root
         root = min(hi, root + 2.0 * (_XTOL + _RTOL * root))
     return float(root)
 
 
+@functools.lru_cache(maxsize=256)
 def gdp_mu(epsilon: float, delta: float) -> float:
-    """Largest mu such that mu-GDP implies (epsilon, delta)-DP (root finding)."""
+    """Largest mu such that mu-GDP implies (epsilon, delta)-DP (root finding; kept in the
+    certificate store, the same number every run)."""
     eps = check_positive("epsilon", epsilon)
     delta = check_delta_open(delta)
+    return _certificate_store.remember(f"gdp_mu(epsilon={eps!r})", delta,
+                                       lambda: _gdp_mu(eps, delta))
+
+
+def _gdp_mu(eps: float, delta: float) -> float:
     lo, hi = 1.0, 1.0
     while _gdp_delta(lo, eps) > delta:
         lo /= 2.0
@@ -72,6 +84,8 @@ def gdp_mu(epsilon: float, delta: float) -> float:
         hi *= 2.0
     if lo == hi:
         lo = hi / 2.0
+    from scipy import optimize
+
     root = optimize.brentq(lambda m: _gdp_delta(m, eps) - delta, lo, hi, xtol=_XTOL, rtol=_RTOL)
     if _gdp_delta(root, eps) > delta:
         root = max(lo, root - 2.0 * (_XTOL + _RTOL * root))
@@ -107,7 +121,7 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
     delta = check_delta_open(delta)
     best = 1.0 + math.sqrt(math.log(1.0 / delta) / rho)
     acc = RdpAccountant(orders=sorted({*RDP_ORDERS, best}),
-                        neighboring_relation=dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE)
+                        neighboring_relation=NeighboringRelation.ADD_OR_REMOVE_ONE)
     acc.compose(dp_accounting.ZCDpEvent(rho=rho))
     return float(acc.get_epsilon(delta))
 
@@ -115,16 +129,23 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
 @functools.lru_cache(maxsize=256)
 def zcdp_rho(epsilon: float, delta: float) -> float:
     """Largest ``rho`` with ``zcdp_epsilon(rho, delta) <= epsilon`` (root finding on
-    ``log rho``, then nudged to the safe side): the inverse of :func:`zcdp_epsilon`. Cached."""
+    ``log rho``, then nudged to the safe side): the inverse of :func:`zcdp_epsilon`. Cached,
+    and kept in the certificate store (the same number every run)."""
     epsilon = check_positive("epsilon", epsilon)
     delta = check_delta_open(delta)
+    return _certificate_store.remember(f"zcdp_rho(epsilon={epsilon!r})", delta,
+                                       lambda: _zcdp_rho(epsilon, delta))
 
+
+def _zcdp_rho(epsilon: float, delta: float) -> float:
     def excess(log_rho: float) -> float:
         return zcdp_epsilon(math.exp(log_rho), delta) - epsilon
 
     lo, hi = math.log(1e-12), math.log(epsilon)
     while excess(hi) <= 0:
         hi += 1.0
+    from scipy import optimize
+
     rho = math.exp(optimize.brentq(excess, lo, hi, xtol=1e-12))
     while zcdp_epsilon(rho, delta) > epsilon:
         rho *= 1.0 - 1e-9

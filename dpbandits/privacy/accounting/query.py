@@ -16,7 +16,6 @@ from dpbandits.privacy.accounting.closed_form import (
     lemma_2_1_epsilon,
 )
 from dpbandits.privacy.accounting.events import check_event
-from dpbandits.privacy.accounting.pld import build_pld
 from dpbandits.privacy.accounting.rdp import delta_from_rdp, epsilon_from_rdp, rdp_curve
 from dpbandits.privacy.accounting.wishart import (
     has_wishart_events,
@@ -77,12 +76,21 @@ def epsilon_of(event: _ev.DpEvent, delta: float, method: str = "pld", *,
         return wishart_tree_epsilon(event, delta)
     if method == "rdp":
         return epsilon_from_rdp(rdp_curve(event), delta)
-    pld = build_pld(event, discretization, exact_tails=delta == 0)
+    pld = _pld_module().build_pld(event, discretization, exact_tails=delta == 0)
     if pld is None:
         return 0.0
     if isinstance(pld, str):
         return math.inf
     return float(pld.get_epsilon_for_delta(delta))
+
+
+def _pld_module():
+    """:mod:`~dpbandits.privacy.accounting.pld`, imported on the first PLD query: it loads
+    dp_accounting's PLD code and with it scipy.signal and scipy.stats (about 30 MB), which a
+    run that finds its certificate in the store never needs."""
+    from dpbandits.privacy.accounting import pld
+
+    return pld
 
 
 def delta_of(event: _ev.DpEvent, epsilon: float, method: str = "pld", *,
@@ -97,7 +105,7 @@ def delta_of(event: _ev.DpEvent, epsilon: float, method: str = "pld", *,
         return wishart_tree_delta(event, epsilon)
     if method == "rdp":
         return delta_from_rdp(rdp_curve(event), epsilon)
-    pld = build_pld(event, discretization)
+    pld = _pld_module().build_pld(event, discretization)
     if pld is None:
         return 0.0
     if isinstance(pld, str):

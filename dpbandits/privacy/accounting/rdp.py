@@ -32,6 +32,7 @@ from collections.abc import Sequence
 import dp_accounting
 import numpy as np
 from dp_accounting import dp_event as _ev
+from dp_accounting.privacy_accountant import NeighboringRelation
 from dp_accounting.rdp import RdpAccountant, compute_epsilon
 from dp_accounting.rdp.rdp_privacy_accountant import compute_delta
 from numpy.typing import ArrayLike
@@ -50,7 +51,7 @@ __all__ = [
     "replace_one_rdp_epsilon",
 ]
 
-_NR = dp_accounting.NeighboringRelation
+_NR = NeighboringRelation
 
 #: The package's RDP orders: dp_accounting's defaults plus 2048 and 4096 for small total
 #: privacy losses, whose optimal order is large. Not more: the subsampled-Gaussian RDP costs
