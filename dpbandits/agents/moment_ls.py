@@ -122,7 +122,7 @@ import math
 
 import numpy as np
 
-from dpbandits._validation import check_int, check_positive, check_real
+from dpbandits._validation import check_choice, check_int, check_positive, check_real
 from dpbandits.agents.base import PrivateAgent, register_agent
 from dpbandits.agents.screened_ls import _goe, episode_ends, fit_sensitivity
 from dpbandits.geometry import normalize_rows
@@ -153,6 +153,11 @@ def _targets(r: np.ndarray, norms: tuple[np.ndarray, ...], y_max: float
 
 #: the noise scales of the releases (standard deviations), in the plan's order
 _RELEASED = ("moment", "contrast", "gram", "target")
+#: how the screening estimate is played (post-processing of the screening releases): the
+#: ridge regression on every coordinate, its restriction to the screen_size largest
+#: coordinates refitted on the moment's block, or the ridge estimate hard-thresholded at
+#: play_threshold standard deviations of its contrast noise
+SCREEN_PLAYS = ("ridge", "refit", "threshold")
 #: the noise scales of a fitting release that also carries re-screening statistics
 _RESCREEN = ("moment_rs", "contrast_rs", "gram_rs", "target_rs")
 
@@ -246,7 +251,8 @@ class MomentLS(PrivateAgent):
                  clip_screen: float = 0.1, clip_fit: float = 0.5, moment_share: float = 0.3,
                  gram_share: float = 0.4, ridge_screen: float = 1.0, ridge: float = 1.0,
                  factor_threshold: float = 2.0, screen_episodes: int = 2,
-                 rescreen_share: float = 0.0):
+                 rescreen_share: float = 0.0, screen_play: str = "ridge",
+                 play_threshold: float = 2.0):
         super().__init__(n_arms=n_arms, dim=dim, horizon=horizon, epsilon=epsilon, delta=delta)
         self.first_episode = first_episode
         self.screen_size = screen_size
@@ -261,6 +267,10 @@ class MomentLS(PrivateAgent):
         self.factor_threshold = factor_threshold
         self.screen_episodes = screen_episodes
         self.rescreen_share = rescreen_share
+        self.screen_play = screen_play
+        self.play_threshold = play_threshold
+        self._screen_play = check_choice("screen_play", screen_play, SCREEN_PLAYS)
+        self._tau_play = check_real("play_threshold", play_threshold, low=0.0, high=1e6)
         self._n0 = (max(1, math.ceil(horizon / 20)) if first_episode is None
                     else check_int("first_episode", first_episode, low=1))
         self._s = (min(dim, 16) if screen_size is None
@@ -500,7 +510,7 @@ class MomentLS(PrivateAgent):
             self._c_released += raw_c + c_noise
             self._s_units += 1.0
         else:
-            weight = (scales["moment"] / scales[moment]) ** 2
+            weight = self._rshare  # (sigma_M / sigma_M_rs)^2, also without noise
             self._M_released += weight * (self._M + m_noise)
             self._c_released += weight * (raw_c + c_noise)
             self._s_units += weight  # weight^2 (scale / sigma_M)^2
@@ -519,11 +529,54 @@ class MomentLS(PrivateAgent):
         proj = np.einsum("rji,rkj->rki", v, self._c_released)
         return np.einsum("rij,rkj->rki", v, proj / w[:, None, :])
 
+    def _standardized(self, m_noise_norm: float) -> tuple[np.ndarray, np.ndarray]:
+        """``max_k |theta_kj| / sd_j`` of the ridge screening estimate, ``sd_j`` the standard
+        deviation its contrast noise gives coordinate ``j`` (the released moment taken as
+        fixed): ``sigma_c sqrt(units (K-1)/K) ||e_j^T V diag(1/(w + lambda))||``."""
+        K = self.n_arms
+        lam = max(self._ridge_screen * m_noise_norm / K, 1e-12)
+        w, v = np.linalg.eigh(self._M_released / K)
+        w = np.maximum(w, 0.0) + lam
+        proj = np.einsum("rji,rkj->rki", v, self._c_released)
+        theta = np.einsum("rij,rkj->rki", v, proj / w[:, None, :])
+        sd = (self._plan.scales["contrast"] * math.sqrt(self._s_units * (K - 1) / K)
+              * np.sqrt(np.einsum("rji,ri->rj", v**2, 1.0 / w**2)))
+        return theta, np.abs(theta).max(axis=1) / np.maximum(sd, 1e-300)
+
+    def _refit(self, theta: np.ndarray) -> np.ndarray:
+        """The played screening estimate: the ridge regression of the contrasts on the
+        released moment restricted to the ``screen_size`` coordinates ``T`` of ``x`` with the
+        largest ``max_k |theta_kj|``, ``(M^_TT/K + lambda_T I)^{-1} c^_T`` with ``lambda_T =
+        ridge_screen`` times the spectral norm bound of the ``T x T`` block's noise over K;
+        zero off ``T`` (post-processing)."""
+        K, s = self.n_arms, self._s
+        stat = np.abs(theta[:, :, :self.dim]).max(axis=1)
+        sel = np.sort(np.argsort(-stat, axis=1, kind="stable")[:, :s], axis=1)  # (R, s)
+        m = np.take_along_axis(np.take_along_axis(self._M_released, sel[:, :, None], axis=1),
+                               sel[:, None, :], axis=2)
+        c = np.take_along_axis(self._c_released, sel[:, None, :].repeat(K, axis=1), axis=2)
+        noise = 2.0 * self._plan.scales["moment"] * math.sqrt(self._s_units * s)
+        lam = max(self._ridge_screen * noise / K, 1e-12)
+        w, v = np.linalg.eigh(m / K)
+        w = np.maximum(w, 0.0) + lam
+        proj = np.einsum("rji,rkj->rki", v, c)
+        sub = np.einsum("rij,rkj->rki", v, proj / w[:, None, :])
+        out = np.zeros_like(theta)
+        np.put_along_axis(out, sel[:, None, :].repeat(K, axis=1), sub, axis=2)
+        return out
+
     def _release_screen(self) -> None:
         m_noise_norm = self._add_screen_release("moment", "contrast")
-        self._theta = self._screen_estimate(m_noise_norm)
+        theta = self._screen_estimate(m_noise_norm)
+        if self._screen_play == "refit":
+            self._theta = self._refit(theta)
+        elif self._screen_play == "threshold":
+            _, z = self._standardized(m_noise_norm)
+            self._theta = theta * (z > self._tau_play)[:, None, :]
+        else:
+            self._theta = theta
         if self._episode + 1 == self._n_screen:
-            self._support, self._factors = self._screen(self._theta, m_noise_norm)
+            self._support, self._factors = self._screen(theta, m_noise_norm)
             # until the first fitting release the screening estimate is played on u
             R, K, p = self._theta.shape[0], self.n_arms, self._p
             self._sum = np.zeros((R, K, p))
@@ -559,7 +612,7 @@ class MomentLS(PrivateAgent):
         b_noise = rng.standard_normal(self._sum.shape) * sb
         self._gram_released += self._gram + gram_noise
         self._b_released += self._sum + b_noise
-        self._g_units += 1.0 if sg == scales["gram"] else (sg / scales["gram"]) ** 2
+        self._g_units += 1.0 / (1.0 - self._rshare) if rescreen else 1.0  # (sg / sigma_G)^2
         self._log("fit", self._sum, b_noise, self._gram, gram_noise)
         self._sum[:] = 0.0
         self._gram[:] = 0.0
