@@ -122,13 +122,14 @@ import math
 
 import numpy as np
 
-from dpbandits._validation import check_choice, check_int, check_positive, check_real
+from dpbandits._validation import check_int, check_positive, check_real
 from dpbandits.agents.base import PrivateAgent, register_agent
-from dpbandits.agents.screened_ls import _goe, episode_ends, fit_sensitivity
+from dpbandits.agents.screened_ls import FitRelease, episode_ends, fit_sensitivity, gram_noise
 from dpbandits.geometry import normalize_rows
 from dpbandits.privacy.accounting import calibrate, gaussian_event
 from dpbandits.privacy.accounting import gaussian_multiplier as _gdp_multiplier
 from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.privacy.mechanisms import gaussian_noise
 from dpbandits.privacy.plan import NoisePlan, PlanView
 
 
@@ -153,52 +154,35 @@ def _targets(r: np.ndarray, norms: tuple[np.ndarray, ...], y_max: float
 
 #: the noise scales of the releases (standard deviations), in the plan's order
 _RELEASED = ("moment", "contrast", "gram", "target")
-#: how the screening estimate is played (post-processing of the screening releases): the
-#: ridge regression on every coordinate, its restriction to the screen_size largest
-#: coordinates refitted on the moment's block, or the ridge estimate hard-thresholded at
-#: play_threshold standard deviations of its contrast noise
-SCREEN_PLAYS = ("ridge", "refit", "threshold")
-#: the noise scales of a fitting release that also carries re-screening statistics
-_RESCREEN = ("moment_rs", "contrast_rs", "gram_rs", "target_rs")
 
 
 def moment_ls_plan(epsilon: float, delta: float, *, n_arms: int, y_screen: float,
-                   y_fit: float, moment_share: float, gram_share: float,
-                   rescreen_share: float = 0.0) -> NoisePlan:
+                   y_fit: float, moment_share: float, gram_share: float) -> NoisePlan:
     """The noise plan of moment-debiased least squares (module docstring) for validated
     ``epsilon`` (inf: no noise), ``delta``, the clip levels ``y_screen``, ``y_fit`` of the
     two kinds of release, the moment's share ``moment_share`` of the screening release and
     the Gram's share ``gram_share`` of the fitting release.
 
     Both kinds of release get one certified multiplier ``k``: each release's sensitivity
-    (:func:`fit_sensitivity`, module doc) in its noise metric is exactly ``1/k``. With
-    ``rescreen_share > 0`` a third kind, the fitting release with re-screening statistics,
-    has the scales ``moment_rs``, ``contrast_rs`` (a fraction ``rescreen_share`` of its
-    ``mu^2``) and ``gram_rs``, ``target_rs`` (the rest), also exactly ``1/k`` jointly."""
+    (:func:`fit_sensitivity`, module doc) in its noise metric is exactly ``1/k``."""
     K = n_arms
     sensitivities = {"moment": math.sqrt(2.0),
                      "contrast": 2.0 * y_screen * math.sqrt((K - 1) / K),
                      "gram": math.sqrt(2.0), "target": 2.0 * y_fit}
-    released = _RELEASED + (_RESCREEN if rescreen_share > 0.0 else ())
     if not math.isfinite(epsilon):
         return NoisePlan.non_private("moment-debiased least squares with noise off",
-                                     dict.fromkeys(("multiplier", *released), 0.0),
+                                     dict.fromkeys(("multiplier", *_RELEASED), 0.0),
                                      sensitivities=sensitivities)
     base = _gdp_multiplier(epsilon, delta, 1)  # exact GDP, nudged up until the PLD certifies it
     k = calibrate(gaussian_event, epsilon, delta, lower=base, growth=1.0 + 1e-4, rtol=math.inf)
     scales = {"multiplier": k}
-    parts = [("moment", "contrast", moment_share, 1.0), ("gram", "target", gram_share, 1.0)]
-    if rescreen_share > 0.0:
-        # the two parts of a re-screening release: their mu^2 add (module doc)
-        parts += [("moment_rs", "contrast_rs", moment_share, rescreen_share),
-                  ("gram_rs", "target_rs", gram_share, 1.0 - rescreen_share)]
-    for mat, vec, g, part in parts:
+    for (mat, vec), g in ((("moment", "contrast"), moment_share),
+                          (("gram", "target"), gram_share)):
         # multipliers k_mat, k_vec with 1/k_mat^2 : 1/k_vec^2 = g : 1 - g, scaled so that
-        # the exact joint sensitivity of the part is sqrt(part)/k
+        # the exact joint sensitivity of the release is 1/k
         unit = fit_sensitivity(1.0 / math.sqrt(g), 1.0 / math.sqrt(1.0 - g))
-        kk = k if part == 1.0 else k / math.sqrt(part)
-        scales[mat] = unit * kk / math.sqrt(g) * sensitivities[mat.removesuffix("_rs")]
-        scales[vec] = unit * kk / math.sqrt(1.0 - g) * sensitivities[vec.removesuffix("_rs")]
+        scales[mat] = unit * k / math.sqrt(g) * sensitivities[mat]
+        scales[vec] = unit * k / math.sqrt(1.0 - g) * sensitivities[vec]
     guarantee = PrivacyGuarantee(
         epsilon, delta, notion="JDP", neighbouring="replace-one",
         basis=("Gaussian mechanisms on row-normalized statistics (||u|| <= 1 certified for "
@@ -214,10 +198,9 @@ def moment_ls_plan(epsilon: float, delta: float, *, n_arms: int, y_screen: float
 
 
 @register_agent("dp-moment-ls")
-class MomentLS(PrivateAgent):
+class MomentLS(FitRelease, PrivateAgent):
     """Moment-debiased screening, then least squares on the screened coordinates and the
-    contexts' leading private factors, optionally re-screened from every episode's users;
-    JDP (module doc).
+    contexts' leading private factors; JDP (module doc).
 
     Parameters (beyond ``n_arms, dim, horizon``)
     --------------------------------------------
@@ -238,9 +221,6 @@ class MomentLS(PrivateAgent):
     factor_threshold : a factor is kept when its eigenvalue exceeds this many moment-noise
         spectral norms, default 2.
     screen_episodes : episodes released as screening releases, default 2.
-    rescreen_share : fraction of a fitting release's ``mu^2`` spent on re-screening
-        statistics (the moment and contrasts of its users), in ``[0, 1)``; 0 (default): the
-        screened set is never revised.
     """
 
     supported_links = ("identity", "logistic")
@@ -250,9 +230,7 @@ class MomentLS(PrivateAgent):
                  screen_size: int | None = None, n_factors: int = 0, intercept: float = 0.0,
                  clip_screen: float = 0.1, clip_fit: float = 0.5, moment_share: float = 0.3,
                  gram_share: float = 0.4, ridge_screen: float = 1.0, ridge: float = 1.0,
-                 factor_threshold: float = 2.0, screen_episodes: int = 2,
-                 rescreen_share: float = 0.0, screen_play: str = "ridge",
-                 play_threshold: float = 2.0):
+                 factor_threshold: float = 2.0, screen_episodes: int = 2):
         super().__init__(n_arms=n_arms, dim=dim, horizon=horizon, epsilon=epsilon, delta=delta)
         self.first_episode = first_episode
         self.screen_size = screen_size
@@ -266,11 +244,6 @@ class MomentLS(PrivateAgent):
         self.ridge = ridge
         self.factor_threshold = factor_threshold
         self.screen_episodes = screen_episodes
-        self.rescreen_share = rescreen_share
-        self.screen_play = screen_play
-        self.play_threshold = play_threshold
-        self._screen_play = check_choice("screen_play", screen_play, SCREEN_PLAYS)
-        self._tau_play = check_real("play_threshold", play_threshold, low=0.0, high=1e6)
         self._n0 = (max(1, math.ceil(horizon / 20)) if first_episode is None
                     else check_int("first_episode", first_episode, low=1))
         self._s = (min(dim, 16) if screen_size is None
@@ -287,8 +260,6 @@ class MomentLS(PrivateAgent):
                                   low_open=True, high_open=True)
         self._gshare = check_real("gram_share", gram_share, low=0.0, high=1.0, low_open=True,
                                   high_open=True)
-        self._rshare = check_real("rescreen_share", rescreen_share, low=0.0, high=1.0,
-                                  high_open=True)
         self._ridge_screen = check_positive("ridge_screen", ridge_screen)
         self._ridge = check_positive("ridge", ridge)
         self._tau_f = check_real("factor_threshold", factor_threshold, low=0.0)
@@ -297,8 +268,7 @@ class MomentLS(PrivateAgent):
                              len(self._ends))
         self._plan = moment_ls_plan(self._eps, self._delta, n_arms=n_arms,
                                     y_screen=self._y_screen, y_fit=self._y_fit,
-                                    moment_share=self._mshare, gram_share=self._gshare,
-                                    rescreen_share=self._rshare)
+                                    moment_share=self._mshare, gram_share=self._gshare)
 
     # -- the plan's noise, read-only ------------------------------------------------------
     @PlanView
@@ -308,9 +278,8 @@ class MomentLS(PrivateAgent):
 
     @PlanView
     def sigmas(self) -> dict:
-        """Noise standard deviations of the moment, contrast, Gram and target releases (and,
-        with ``rescreen_share > 0``, of the re-screening fitting releases' four parts)."""
-        return {k: v for k, v in self._plan.scales.items() if k != "multiplier"}
+        """Noise standard deviations of the moment, contrast, Gram and target releases."""
+        return {k: self._plan.scales[k] for k in _RELEASED}
 
     @PlanView
     def sensitivities(self) -> dict:
@@ -318,33 +287,18 @@ class MomentLS(PrivateAgent):
         return dict(self._plan.sensitivities)
 
     def release_mu(self, kind: str) -> float:
-        """The GDP ``mu`` of one release of ``kind`` ("screen", "fit" or "rescreen": a fitting
-        release with re-screening statistics) at the noise scales of the plan:
-        :func:`fit_sensitivity` of each part's two noise multipliers (each scale over its
-        part's sensitivity), the parts' ``mu^2`` added. Equals ``1/multiplier`` for the
-        agent's own plan."""
-        kinds = {"screen": [("moment", "contrast")], "fit": [("gram", "target")],
-                 "rescreen": [("moment_rs", "contrast_rs"), ("gram_rs", "target_rs")]}
-        if kind not in kinds:
-            raise ValueError(f"kind must be one of {list(kinds)}, got {kind!r}")
+        """The GDP ``mu`` of one release of ``kind`` ("screen" or "fit") at the noise scales
+        of the plan: :func:`fit_sensitivity` of the release's two noise multipliers (each
+        scale over its part's sensitivity). Equals ``1/multiplier`` for the agent's own plan.
+        """
+        mat, vec = ("moment", "contrast") if kind == "screen" else ("gram", "target")
         scales, sens = self._plan.scales, self._plan.sensitivities
-        return math.sqrt(sum(
-            fit_sensitivity(scales[m] / sens[m.removesuffix("_rs")],
-                            scales[v] / sens[v.removesuffix("_rs")]) ** 2
-            for m, v in kinds[kind]))
+        return fit_sensitivity(scales[mat] / sens[mat], scales[vec] / sens[vec])
 
     @property
     def episode_ends_(self) -> list[int]:
         """Exclusive last round of every episode (the first two are screening episodes)."""
         return list(self._ends)
-
-    def rescreens(self, episode: int) -> bool:
-        """Whether the release of ``episode`` (0-based) is a fitting release that also
-        carries re-screening statistics: ``rescreen_share > 0``, a fitting episode, and the
-        next episode is itself released (a revised screened set is fitted). A function of the
-        public schedule only."""
-        return (self._rshare > 0.0 and self._n_screen <= episode
-                and episode + 2 < len(self._ends))
 
     # -- state -------------------------------------------------------------------------------
     def _reset(self, n_reps: int, rng: np.random.Generator) -> None:
@@ -352,17 +306,15 @@ class MomentLS(PrivateAgent):
         K, D = self.n_arms, self._D
         self._episode = 0
         self._M = np.zeros((n_reps, D, D))          # this episode's raw moment
-        self._ssum = np.zeros((n_reps, K, D))       # this episode's raw per-arm target sums
-        self._M_released = np.zeros((n_reps, D, D))  # weighted sums of the releases
+        self._sum = np.zeros((n_reps, K, D))        # this episode's raw per-arm target sums
+        self._M_released = np.zeros((n_reps, D, D))
         self._c_released = np.zeros((n_reps, K, D))
-        self._s_units = 0.0  # variance of the summed moment noise, in units of sigma_M^2
+        self._n_screens = 0
         self._theta = np.zeros((n_reps, K, D))      # the estimate played on
         self._support: np.ndarray | None = None     # (R, s) screened coordinates of x
         self._factors: np.ndarray | None = None     # (R, D, r) factor loadings
-        self._play: tuple | None = None             # (support, factors) of _theta; None: u
         self.n_clipped_rewards_ = np.zeros(n_reps, dtype=np.int64)
         self.n_zero_rows_ = np.zeros(n_reps, dtype=np.int64)
-        self.n_rescreened_ = np.zeros(n_reps, dtype=np.int64)
         self.episode_log_: list[dict] = []
 
     @property
@@ -386,69 +338,57 @@ class MomentLS(PrivateAgent):
         col = np.full((contexts.shape[0], 1), self._kappa)
         return np.concatenate([contexts, col], axis=1)
 
-    def _features(self, u: np.ndarray, support: np.ndarray | None = None,
-                  factors: np.ndarray | None = None) -> np.ndarray:
-        """``g = (u_S, V^T u, u_int)`` of unit rows ``u`` (R, D) (default: the current
-        screened set and factors)."""
-        support = self._support if support is None else support
-        factors = self._factors if factors is None else factors
-        parts = [np.take_along_axis(u[:, :self.dim], support, axis=1),
-                 np.einsum("rj,rjf->rf", u, factors)]
+    def _features(self, u: np.ndarray) -> np.ndarray:
+        """``g = (u_S, V^T u, u_int)`` of unit rows ``u`` (R, D)."""
+        parts = [np.take_along_axis(u[:, :self.dim], self._support, axis=1),
+                 np.einsum("rj,rjf->rf", u, self._factors)]
         if self._kappa > 0:
             parts.append(u[:, -1:])
         return np.concatenate(parts, axis=1)
 
-    def _fit_rows(self, u: np.ndarray, norm_f: np.ndarray, rewards: np.ndarray):
-        """Fitting rows on the current screened set: ``(z, y, clipped, zero)`` with
-        ``y = r / (||f|| ||g||)``, computed as ``(r / ||f||) / ||g||``."""
-        z, norm_g = normalize_rows(self._features(u, self._support, self._factors), 2.0, 1.0)
-        y, clipped = _targets(rewards, (norm_f, norm_g), self._y_fit)
-        return z, y, clipped, (norm_f == 0.0) | (norm_g == 0.0)
-
     def _rows(self, contexts: np.ndarray, rewards: np.ndarray | None = None):
-        """Rows the current phase collects: ``(z, y, clipped, zero)`` (``u`` and the
-        screening targets before screening ends, else the fitting rows); ``z`` only when
-        ``rewards`` is None."""
+        """Rows the current phase uses: ``(z, y, clipped, zero)``; ``z`` only when
+        ``rewards`` is None (for acting, where the positive row scale is irrelevant)."""
         u, norm_f = normalize_rows(self._augment(contexts), 2.0, 1.0)
+        zero = norm_f == 0.0
         if self._support is None:
             if rewards is None:
                 return u
             y, clipped = _targets(rewards, (norm_f,), self._y_screen)
-            return u, y, clipped, norm_f == 0.0
+            return u, y, clipped, zero
+        z, norm_g = normalize_rows(self._features(u), 2.0, 1.0)
         if rewards is None:
-            return normalize_rows(self._features(u), 2.0, 1.0)[0]
-        return self._fit_rows(u, norm_f, rewards)
+            return z
+        # y = r / (||f|| ||g||), as (r / ||f||) / ||g||
+        y, clipped = _targets(rewards, (norm_f, norm_g), self._y_fit)
+        return z, y, clipped, zero | (norm_g == 0.0)
 
     def act(self, contexts: np.ndarray) -> np.ndarray:
-        rows = normalize_rows(self._augment(contexts), 2.0, 1.0)[0]
-        if self._play is not None:
-            rows = normalize_rows(self._features(rows, *self._play), 2.0, 1.0)[0]
-        scores = np.einsum("rkj,rj->rk", self._theta, rows)
+        if self._support is not None and self._n_fits == 0:
+            u = normalize_rows(self._augment(contexts), 2.0, 1.0)[0]
+            scores = np.einsum("rkj,rj->rk", self._theta_screen, u)
+        else:
+            scores = np.einsum("rkj,rj->rk", self._theta, self._rows(contexts))
         top = scores.max(axis=1, keepdims=True)
         u = self._tie_rng.random(scores.shape)
         return np.argmax(np.where(scores >= top, u, -1.0), axis=1).astype(np.int64)
 
     def _update(self, contexts: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> None:
         rows = np.arange(contexts.shape[0])
-        u, norm_f = normalize_rows(self._augment(contexts), 2.0, 1.0)
-        zero = norm_f == 0.0
-        clipped = np.zeros(zero.shape, dtype=bool)
-        if self._support is None or self.rescreens(self._episode):
-            y, clipped = _targets(rewards, (norm_f,), self._y_screen)
-            y = np.where(zero, 0.0, y)
-            self._ssum[rows, arms] += y[:, None] * u
-            self._M += u[:, :, None] * u[:, None, :]
-        if self._support is not None:
-            z, y, clipped_fit, zero = self._fit_rows(u, norm_f, rewards)
-            y = np.where(zero, 0.0, y)
-            clipped = clipped | clipped_fit
-            self._sum[rows, arms] += y[:, None] * z
-            self._gram[rows, arms] += z[:, :, None] * z[:, None, :]
+        screening = self._support is None
+        z, y, clipped, zero = self._rows(contexts, rewards)
+        y = np.where(zero, 0.0, y)
         self.n_clipped_rewards_ += clipped & ~zero
         self.n_zero_rows_ += zero
+        self._sum[rows, arms] += y[:, None] * z
+        outer = z[:, :, None] * z[:, None, :]
+        if screening:
+            self._M += outer
+        else:
+            self._gram[rows, arms] += outer
         if self.t_ + 1 == self._ends[self._episode]:
             if self.t_ + 1 < self.horizon:  # the last estimate would never be played
-                self._release_screen() if self._support is None else self._release_fit()
+                self._release_screen() if screening else self._release_fit()
             self._episode += 1
 
     def _contributions(self, contexts: np.ndarray, arms: np.ndarray, rewards: np.ndarray):
@@ -457,181 +397,82 @@ class MomentLS(PrivateAgent):
         the upper triangle of its ``u u^T`` (off-diagonals times ``sqrt 2``) over the moment's
         noise sd and its contrast ``y u e_a - (1/K) y u 1`` over the contrasts' noise sd; once
         fitting, its features' ``z z^T`` over ``sigma_G`` and ``y z`` over ``sigma_b`` in its
-        arm's block, preceded in a re-screening release by its moment and contrast over that
-        release's scales. Every release's declared sensitivity is ``1/multiplier``."""
+        arm's block. Either release's declared sensitivity is ``1/multiplier``."""
         from dpbandits.agents._private_ridge import whitened_terms
         from dpbandits.privacy.contributions import Contribution
 
         n, K = contexts.shape[0], self.n_arms
-        scales, sens = self._plan.scales, 1.0 / self.multiplier
-        u, norm_f = normalize_rows(self._augment(contexts), 2.0, 1.0)  # as _update does
-        parts = []
-        fitting = self._support is not None
-        if not fitting or self.rescreens(self._episode):
-            y, _ = _targets(rewards, (norm_f,), self._y_screen)
-            y = np.where(norm_f == 0.0, 0.0, y)
-            sm, sc = ((scales["moment_rs"], scales["contrast_rs"]) if fitting
-                      else (scales["moment"], scales["contrast"]))
-            iu, ju = np.triu_indices(u.shape[1])
-            weight = np.where(iu == ju, 1.0, math.sqrt(2.0)) / sm
-            v = np.zeros((n, K, u.shape[1]))
-            v[np.arange(n), arms] = y[:, None] * u
-            contrast = (v - v.mean(axis=1, keepdims=True)) / sc
-            parts += [u[:, iu] * u[:, ju] * weight, contrast.reshape(n, -1)]
-        if fitting:
-            saved = (self._support, self._factors)
-            try:  # replication 0's screened set and factors, seen by the n users
-                self._support, self._factors = (
-                    np.broadcast_to(a[:1], (n, *a.shape[1:])) for a in saved)
-                z, y, _, zero = self._fit_rows(u, norm_f, rewards)
-            finally:
-                self._support, self._factors = saved
-            y = np.where(zero, 0.0, y)
-            sg, sb = ((scales["gram_rs"], scales["target_rs"]) if self.rescreens(self._episode)
-                      else (scales["gram"], scales["target"]))
-            parts.append(whitened_terms(z, y, arms, K, math.sqrt(2.0), sg, sb))
-        name = "fit" if fitting else "screen"
-        return [Contribution(name, np.concatenate(parts, axis=1), sens)]
+        saved = {name: getattr(self, name) for name in ("_support", "_factors")}
+        try:  # replication 0's screened set and factors, seen by the n users
+            for name, value in saved.items():
+                if value is not None:
+                    setattr(self, name, np.broadcast_to(value[:1], (n, *value.shape[1:])))
+            z, y, _, zero = self._rows(contexts, rewards)  # as _update computes them
+        finally:
+            for name, value in saved.items():
+                setattr(self, name, value)
+        y = np.where(zero, 0.0, y)
+        sigmas, sens = self._plan.scales, 1.0 / self.multiplier
+        if self._support is not None:
+            terms = whitened_terms(z, y, arms, K, math.sqrt(2.0), sigmas["gram"],
+                                   sigmas["target"])
+            return [Contribution("fit", terms, sens)]
+        iu, ju = np.triu_indices(z.shape[1])
+        weight = np.where(iu == ju, 1.0, math.sqrt(2.0)) / sigmas["moment"]
+        v = np.zeros((n, K, z.shape[1]))
+        v[np.arange(n), arms] = y[:, None] * z
+        contrast = (v - v.mean(axis=1, keepdims=True)) / sigmas["contrast"]
+        moment = z[:, iu] * z[:, ju] * weight
+        return [Contribution("screen", np.concatenate([moment, contrast.reshape(n, -1)], 1),
+                             sens)]
 
     # -- releases ----------------------------------------------------------------------------
-    def _add_screen_release(self, moment: str, contrast: str) -> float:
-        """Release this episode's moment and contrasts at the plan's scales ``moment`` and
-        ``contrast``, add them to the running sums with weight ``(sigma_M / scale)^2``
-        (inverse noise variance relative to a screening release) and return the spectral
-        norm bound ``2 sigma_M sqrt(units D)`` of the summed moment noise."""
-        D = self._D
-        rng, scales = self._noise_rng, self._plan.scales
-        raw_c = self._ssum - self._ssum.mean(axis=1, keepdims=True)
-        g = rng.standard_normal(raw_c.shape) * scales[contrast]
-        c_noise = g - g.mean(axis=1, keepdims=True)  # N(0, sigma^2) in the contrast subspace
-        m_noise = _goe(rng, self._M.shape, scales[moment])
-        if moment == "moment":
-            self._M_released += self._M + m_noise
-            self._c_released += raw_c + c_noise
-            self._s_units += 1.0
-        else:
-            weight = self._rshare  # (sigma_M / sigma_M_rs)^2, also without noise
-            self._M_released += weight * (self._M + m_noise)
-            self._c_released += weight * (raw_c + c_noise)
-            self._s_units += weight  # weight^2 (scale / sigma_M)^2
-        self._log("screen", raw_c, c_noise, self._M, m_noise)
-        self._ssum[:] = 0.0
-        self._M[:] = 0.0
-        return 2.0 * scales["moment"] * math.sqrt(self._s_units * D)
-
-    def _screen_estimate(self, m_noise_norm: float) -> np.ndarray:
-        """Ridge regression of the summed contrasts on the summed moment (per arm: the same
-        matrix), ``(M^/K + lambda I)^{-1} c^``."""
-        K = self.n_arms
-        lam = max(self._ridge_screen * m_noise_norm / K, 1e-12)
-        w, v = np.linalg.eigh(self._M_released / K)
-        w = np.maximum(w, 0.0) + lam
-        proj = np.einsum("rji,rkj->rki", v, self._c_released)
-        return np.einsum("rij,rkj->rki", v, proj / w[:, None, :])
-
-    def _standardized(self, m_noise_norm: float) -> tuple[np.ndarray, np.ndarray]:
-        """``max_k |theta_kj| / sd_j`` of the ridge screening estimate, ``sd_j`` the standard
-        deviation its contrast noise gives coordinate ``j`` (the released moment taken as
-        fixed): ``sigma_c sqrt(units (K-1)/K) ||e_j^T V diag(1/(w + lambda))||``."""
-        K = self.n_arms
-        lam = max(self._ridge_screen * m_noise_norm / K, 1e-12)
-        w, v = np.linalg.eigh(self._M_released / K)
-        w = np.maximum(w, 0.0) + lam
-        proj = np.einsum("rji,rkj->rki", v, self._c_released)
-        theta = np.einsum("rij,rkj->rki", v, proj / w[:, None, :])
-        sd = (self._plan.scales["contrast"] * math.sqrt(self._s_units * (K - 1) / K)
-              * np.sqrt(np.einsum("rji,ri->rj", v**2, 1.0 / w**2)))
-        return theta, np.abs(theta).max(axis=1) / np.maximum(sd, 1e-300)
-
-    def _refit(self, theta: np.ndarray) -> np.ndarray:
-        """The played screening estimate: the ridge regression of the contrasts on the
-        released moment restricted to the ``screen_size`` coordinates ``T`` of ``x`` with the
-        largest ``max_k |theta_kj|``, ``(M^_TT/K + lambda_T I)^{-1} c^_T`` with ``lambda_T =
-        ridge_screen`` times the spectral norm bound of the ``T x T`` block's noise over K;
-        zero off ``T`` (post-processing)."""
-        K, s = self.n_arms, self._s
-        stat = np.abs(theta[:, :, :self.dim]).max(axis=1)
-        sel = np.sort(np.argsort(-stat, axis=1, kind="stable")[:, :s], axis=1)  # (R, s)
-        m = np.take_along_axis(np.take_along_axis(self._M_released, sel[:, :, None], axis=1),
-                               sel[:, None, :], axis=2)
-        c = np.take_along_axis(self._c_released, sel[:, None, :].repeat(K, axis=1), axis=2)
-        noise = 2.0 * self._plan.scales["moment"] * math.sqrt(self._s_units * s)
-        lam = max(self._ridge_screen * noise / K, 1e-12)
-        w, v = np.linalg.eigh(m / K)
-        w = np.maximum(w, 0.0) + lam
-        proj = np.einsum("rji,rkj->rki", v, c)
-        sub = np.einsum("rij,rkj->rki", v, proj / w[:, None, :])
-        out = np.zeros_like(theta)
-        np.put_along_axis(out, sel[:, None, :].repeat(K, axis=1), sub, axis=2)
-        return out
-
     def _release_screen(self) -> None:
-        m_noise_norm = self._add_screen_release("moment", "contrast")
-        theta = self._screen_estimate(m_noise_norm)
-        if self._screen_play == "refit":
-            self._theta = self._refit(theta)
-        elif self._screen_play == "threshold":
-            _, z = self._standardized(m_noise_norm)
-            self._theta = theta * (z > self._tau_play)[:, None, :]
-        else:
-            self._theta = theta
+        K, D = self.n_arms, self._D
+        rng = self._noise_rng
+        raw_c = self._sum - self._sum.mean(axis=1, keepdims=True)
+        # N(0, sigma_c^2 I) on the contrasts (projected below) and the moment matrix's law of
+        # gram_noise: one Gaussian mechanism each, as the plan calibrates them
+        g = gaussian_noise(rng, self._plan.scales["contrast"], raw_c.shape)
+        c_noise = g - g.mean(axis=1, keepdims=True)  # N(0, sigma^2) in the contrast subspace
+        m_noise = gram_noise(rng, self._M.shape, self._plan.scales["moment"])
+        self._M_released += self._M + m_noise
+        self._c_released += raw_c + c_noise
+        self._n_screens += 1
+        self._log("screen", raw_c, c_noise, self._M, m_noise)
+        self._sum[:] = 0.0
+        self._M[:] = 0.0
+        # ridge regression of the contrasts on the moment (per arm: the same matrix)
+        m_noise_norm = 2.0 * self._plan.scales["moment"] * math.sqrt(self._n_screens * D)
+        lam = max(self._ridge_screen * m_noise_norm / K, 1e-12)
+        w, v = np.linalg.eigh(self._M_released / K)
+        w = np.maximum(w, 0.0) + lam
+        proj = np.einsum("rji,rkj->rki", v, self._c_released)
+        self._theta = np.einsum("rij,rkj->rki", v, proj / w[:, None, :])
         if self._episode + 1 == self._n_screen:
-            self._support, self._factors = self._screen(theta, m_noise_norm)
-            # until the first fitting release the screening estimate is played on u
-            R, K, p = self._theta.shape[0], self.n_arms, self._p
-            self._sum = np.zeros((R, K, p))
-            self._gram = np.zeros((R, K, p, p))
-            self._b_released = np.zeros((R, K, p))
-            self._gram_released = np.zeros((R, K, p, p))
-            self._g_units = np.zeros(R)  # summed Gram noise variance, units of sigma_G^2
+            self._screen(m_noise_norm)
 
-    def _screen(self, theta: np.ndarray, m_noise_norm: float
-                ) -> tuple[np.ndarray, np.ndarray]:
-        """``(S, V)``: the ``screen_size`` largest ``max_k |theta_kj|`` over the coordinates
-        of ``x`` (ties: lowest index), sorted; the leading eigenvectors of the released moment
-        above the threshold (zero columns below it)."""
-        stat = np.abs(theta[:, :, :self.dim]).max(axis=1)
-        order = np.argsort(-stat, axis=1, kind="stable")[:, :self._s]
+    def _screen(self, m_noise_norm: float) -> None:
+        """``S``: the ``screen_size`` largest ``max_k |theta_kj|`` over the coordinates of
+        ``x`` (ties: lowest index); ``V``: the leading eigenvectors of the released moment
+        above the threshold."""
+        R, K, s, p = self._theta.shape[0], self.n_arms, self._s, self._p
+        stat = np.abs(self._theta[:, :, :self.dim]).max(axis=1)
+        order = np.argsort(-stat, axis=1, kind="stable")[:, :s]
+        self._support = np.sort(order, axis=1)
         w, v = np.linalg.eigh(self._M_released)  # ascending
         r = self._r
         top_w, top_v = w[:, ::-1][:, :r], v[:, :, ::-1][:, :, :r]
         keep = top_w > self._tau_f * m_noise_norm
-        return np.sort(order, axis=1), top_v * keep[:, None, :]
-
-    def _release_fit(self) -> None:
-        """One Gaussian mechanism on the episode's per-arm Gram and targets (and, in a
-        re-screening release, its moment and contrasts), the ridge fit on the released sums
-        of the current screened set (eigenvalues floored at 0 plus ``lam = ridge * 2 sigma_G
-        sqrt(units p)``, a bound on the summed noise's spectral norm), then the revised
-        screened set: replications whose set changed start new fitting sums."""
-        rescreen = self.rescreens(self._episode)
-        scales, p, rng = self._plan.scales, self._p, self._noise_rng
-        sg, sb = ((scales["gram_rs"], scales["target_rs"]) if rescreen
-                  else (scales["gram"], scales["target"]))
-        gram_noise = _goe(rng, self._gram.shape, sg)
-        b_noise = rng.standard_normal(self._sum.shape) * sb
-        self._gram_released += self._gram + gram_noise
-        self._b_released += self._sum + b_noise
-        self._g_units += 1.0 / (1.0 - self._rshare) if rescreen else 1.0  # (sg / sigma_G)^2
-        self._log("fit", self._sum, b_noise, self._gram, gram_noise)
-        self._sum[:] = 0.0
-        self._gram[:] = 0.0
-        w, v = np.linalg.eigh(self._gram_released)
-        lam = self._ridge * 2.0 * scales["gram"] * np.sqrt(self._g_units * p)
-        w = np.maximum(w, 0.0) + np.maximum(lam, 1e-12)[:, None, None]
-        proj = np.einsum("rkji,rkj->rki", v, self._b_released)
-        self._theta = np.einsum("rkij,rkj->rki", v, proj / w)
-        self._play = (self._support, self._factors)
-        if rescreen:
-            m_noise_norm = self._add_screen_release("moment_rs", "contrast_rs")
-            support, factors = self._screen(self._screen_estimate(m_noise_norm), m_noise_norm)
-            changed = ((support != self._support).any(axis=1)
-                       | (factors != self._factors).any(axis=(1, 2)))
-            self._gram_released[changed] = 0.0
-            self._b_released[changed] = 0.0
-            self._g_units[changed] = 0.0
-            self.n_rescreened_ += changed
-            self._support, self._factors = support, factors
+        self._factors = top_v * keep[:, None, :]
+        # until the first fitting release the screening estimate is played on u
+        self._theta_screen = self._theta
+        self._theta = np.zeros((R, K, p))
+        self._sum = np.zeros((R, K, p))
+        self._gram = np.zeros((R, K, p, p))
+        self._b_released = np.zeros((R, K, p))
+        self._gram_released = np.zeros((R, K, p, p))
+        self._n_fits = 0
 
     def _log(self, kind: str, raw: np.ndarray, noise: np.ndarray, mat: np.ndarray,
              mat_noise: np.ndarray) -> None:
