@@ -124,12 +124,11 @@ import numpy as np
 
 from dpbandits._validation import check_int, check_positive, check_real
 from dpbandits.agents.base import PrivateAgent, register_agent
-from dpbandits.agents.screened_ls import FitRelease, episode_ends, fit_sensitivity, gram_noise
+from dpbandits.agents.screened_ls import FitRelease, _goe, episode_ends, fit_sensitivity
 from dpbandits.geometry import normalize_rows
 from dpbandits.privacy.accounting import calibrate, gaussian_event
 from dpbandits.privacy.accounting import gaussian_multiplier as _gdp_multiplier
 from dpbandits.privacy.guarantee import PrivacyGuarantee
-from dpbandits.privacy.mechanisms import gaussian_noise
 from dpbandits.privacy.plan import NoisePlan, PlanView
 
 
@@ -431,11 +430,9 @@ class MomentLS(FitRelease, PrivateAgent):
         K, D = self.n_arms, self._D
         rng = self._noise_rng
         raw_c = self._sum - self._sum.mean(axis=1, keepdims=True)
-        # N(0, sigma_c^2 I) on the contrasts (projected below) and the moment matrix's law of
-        # gram_noise: one Gaussian mechanism each, as the plan calibrates them
-        g = gaussian_noise(rng, self._plan.scales["contrast"], raw_c.shape)
+        g = rng.standard_normal(raw_c.shape) * self._plan.scales["contrast"]
         c_noise = g - g.mean(axis=1, keepdims=True)  # N(0, sigma^2) in the contrast subspace
-        m_noise = gram_noise(rng, self._M.shape, self._plan.scales["moment"])
+        m_noise = _goe(rng, self._M.shape, self._plan.scales["moment"])
         self._M_released += self._M + m_noise
         self._c_released += raw_c + c_noise
         self._n_screens += 1
