@@ -87,3 +87,24 @@ def test_one_cell_records_the_recomputed_epsilon_and_version():
     assert 0.9 < f.certified_epsilon.iloc[0] <= 1.0 + 1e-9
     assert (f.version == dpbandits.__version__).all() and (f.horizon == 64).all()
     assert f.notion.iloc[0] == "JDP" and f.delta.iloc[0] == pytest.approx(1 / 64)
+
+
+def test_moment_study_long_cells_run_at_t_1e5_with_their_own_keys():
+    """The T = 1e5 rows of the issue-26 study: every agent on the two long instances, the
+    private ones at epsilon = 1; keys are the T = 1e4 keys plus ``__T100000`` (so neither
+    set of cells resumes the other's), and ``run_cell`` builds the agent and the
+    environment at that horizon."""
+    from experiments.certified_learning import moment
+
+    long = moment.long_cells(reps=2)
+    assert len(long) == len(moment.AGENTS) * len(moment.LONG_INSTANCES)
+    short = {c.key for c in moment.cells(list(moment.INSTANCES), list(moment.AGENTS), 2)}
+    for c in long:
+        assert c["horizon"] == moment.LONG and c.key.endswith("__T100000")
+        assert c.key.removesuffix("__T100000") in short
+        assert c["epsilon"] == 1.0 if c["label"] in moment.PRIVATE else math.isnan(c["epsilon"])
+    tiny = [c for c in moment.long_cells(reps=1, labels=["random"])
+            if c["instance"] == "ar5-K4-d30-s3"][0]
+    tiny = type(tiny)({**tiny.params, "horizon": 30}, tiny.seed, tiny.key)
+    frame = moment.run_cell(tiny)
+    assert frame.horizon.tolist() == [30] and frame.agent.tolist() == ["random"]

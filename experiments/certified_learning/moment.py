@@ -17,7 +17,11 @@ Usage (from the repository root)::
 
     python -m experiments.certified_learning.moment grid [--reps 20] [--agents ...]
     python -m experiments.certified_learning.moment real [--reps 20]
+    python -m experiments.certified_learning.moment long [--reps 20]   # T = 1e5
     python -m experiments.certified_learning.moment report   # moment.md/.csv/.png
+
+``long`` runs Figure 5.1 and AR(0.5) K = 4 at T = 1e5 (delta = 1e-5): every agent of
+:data:`AGENTS`, the private ones at epsilon = 1 only; its cells' keys end with ``__T100000``.
 """
 
 from __future__ import annotations
@@ -67,6 +71,9 @@ PRIVATE = ("dp-moment-ls", "dp-screened-ls")
 TARGETS = {("figure5.1", 1.0): 0.10, ("figure5.1", 0.3): 0.30, ("digits", 1.0): 0.7,
            ("breast cancer", 1.0): 0.2}
 OTHER_TARGET = 0.4
+#: the T = 1e5 rows (private agents at epsilon = 1 only)
+LONG = 100_000
+LONG_INSTANCES = ("figure5.1", "ar5-K4-d30-s3")
 
 
 def _slug(label: str) -> str:
@@ -86,6 +93,16 @@ def cells(instances, labels, reps: int = REPS) -> list[GridCell]:
             for eps in (EPSILONS if label in PRIVATE else [math.nan])]
 
 
+def long_cells(reps: int = REPS, labels=None) -> list[GridCell]:
+    """The T = 1e5 cells: :func:`cell` with ``horizon = LONG``, keys ending ``__T100000``."""
+    out = []
+    for label in (list(AGENTS) if labels is None else labels):
+        for inst in LONG_INSTANCES:
+            c = cell(inst, label, 1.0, reps)
+            out.append(GridCell({**c.params, "horizon": LONG}, c.seed, f"{c.key}__T{LONG}"))
+    return out
+
+
 def run_cell(c: GridCell) -> pd.DataFrame:
     """Final regret per replication, the claimed and the recomputed (ledger) epsilon."""
     inst, label = c["instance"], c["label"]
@@ -98,6 +115,8 @@ def run_cell(c: GridCell) -> pd.DataFrame:
         K, d, horizon = env_sizes(make_env(env_id, 1))
     else:
         env_id, env_params, _ = INSTANCES[inst]
+        if "horizon" in c.params:  # the T = 1e5 rows
+            env_params = {**env_params, "horizon": c["horizon"]}
         K, d = problem_size(env_params)
         horizon = env_params.get("horizon", 10_000)
     agent = make_agent(name, n_arms=K, dim=d, horizon=horizon, **params)
@@ -123,6 +142,11 @@ def run_cell(c: GridCell) -> pd.DataFrame:
 def load(reps: int = REPS) -> pd.DataFrame:
     frames = [STORE.load(c.key) for c in cells(list(INSTANCES) + list(REAL), list(AGENTS), reps)
               if STORE.done(c.key)]
+    for c in long_cells(reps):
+        if STORE.done(c.key):
+            frame = STORE.load(c.key)
+            frame["instance"] = frame["instance"] + " T=1e5"
+            frames.append(frame)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
@@ -149,6 +173,8 @@ def report(reps: int = REPS) -> str:
              f"version {CELLS_VERSION}).", ""]
     descs = {k: v[2] for k, v in INSTANCES.items()}
     descs.update({k: f"{k} (real data, one pass)" for k in REAL})
+    descs.update({f"{k} T=1e5": f"{INSTANCES[k][2]}; T = 1e5, delta = 1e-5"
+                  for k in LONG_INSTANCES})
     for inst, desc in descs.items():
         sub = table[table.instance == inst]
         if sub.empty:
@@ -167,6 +193,8 @@ def report(reps: int = REPS) -> str:
               "| instance | epsilon | target | dp-moment-ls [95% CI] | dp-screened-ls | met |",
               "|---|---|---|---|---|---|"]
     for inst in descs:
+        if inst.endswith("T=1e5"):  # the targets are at T = 1e4
+            continue
         for eps in EPSILONS:
             target = TARGETS.get((inst, eps), OTHER_TARGET if eps == 1.0 and inst not in REAL
                                  else None)
@@ -234,7 +262,7 @@ def plot(table: pd.DataFrame) -> None:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("part", choices=["grid", "real", "report"])
+    parser.add_argument("part", choices=["grid", "real", "long", "report"])
     parser.add_argument("--reps", type=int, default=REPS)
     parser.add_argument("--agents", nargs="*", default=list(AGENTS))
     parser.add_argument("--instances", nargs="*", default=list(INSTANCES))
@@ -243,6 +271,9 @@ def main(argv=None) -> None:
     if args.part == "grid":
         run_grid(cells(args.instances, args.agents, args.reps), run_cell, STORE,
                  n_jobs=args.jobs, progress=True)
+    elif args.part == "long":
+        run_grid(long_cells(args.reps, args.agents), run_cell, STORE, n_jobs=args.jobs,
+                 progress=True)
     elif args.part == "real":
         run_grid(cells(list(REAL), args.agents, args.reps), run_cell, STORE,
                  n_jobs=args.jobs, progress=True)
