@@ -54,6 +54,7 @@ from dpbandits.optim.batch.data import check_theta0, prepare_data, start_fit
 from dpbandits.optim.batch.oracle import GradientOracle, Regularizer
 from dpbandits.privacy import accounting as acc
 from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.privacy.mechanisms import gaussian_noise
 from dpbandits.privacy.plan import NoisePlan, PlanMethod
 
 __all__ = ["DPSVRG", "DPSVRGPlusPlus", "svrg_contraction", "svrg_theory_parameters"]
@@ -256,7 +257,7 @@ class _VarianceReduced(PrivateBatchOptimizer):
             for start in range(0, m_s, _BLOCK):
                 b = min(_BLOCK, m_s - start)
                 idx = rng.integers(0, n, size=(b, R))
-                noise = rng.normal(0.0, sigma, size=(b, R, d)) if sigma > 0 else None
+                noise = gaussian_noise(rng, sigma, (b, R, d)) if sigma > 0 else None
                 for t in range(b):
                     v, clipped = _direction(oracle, snap, x, idx[t])
                     n_clipped += clipped
