@@ -50,7 +50,7 @@ from dpbandits.optim.base import (
     PrivateBatchOptimizer,
     check_clip,
 )
-from dpbandits.optim.batch.data import check_theta0, prepare_data, start_fit
+from dpbandits.optim.batch.data import check_theta0, start_fit
 from dpbandits.optim.batch.oracle import GradientOracle, Regularizer
 from dpbandits.privacy import accounting as acc
 from dpbandits.privacy.guarantee import PrivacyGuarantee
@@ -213,20 +213,6 @@ class _VarianceReduced(PrivateBatchOptimizer):
         """Per-coordinate std of the noise added to every variance-reduced gradient (the
         plan's ``sigma``)."""
         return self.plan_for(n).scales["sigma"]
-
-    # ---------------------------------------------------------------- the algorithm
-    def variance_reduced_gradient(self, loss: LossLike, theta: ArrayLike, snapshot: ArrayLike,
-                                  X: ArrayLike, y: ArrayLike | None, idx: ArrayLike,
-                                  noise: np.ndarray | None = None) -> np.ndarray:
-        """``v`` of Algorithm 1/2, line 7, for the given sampled indices ``idx (R,)`` and
-        noise ``(R, d)`` (``None``: no noise) — exposed for tests; ``fit`` uses the same code.
-        ``X (n, d)``, ``theta, snapshot (R, d)``."""
-        theta = np.asarray(theta, dtype=float)
-        data = prepare_data(X, y, theta.shape[0])
-        oracle = GradientOracle(loss, data, float(self.clip_norm))
-        snap = oracle.snapshot(np.broadcast_to(np.asarray(snapshot, float), theta.shape).copy())
-        v, _ = _direction(oracle, snap, theta, np.asarray(idx))
-        return v if noise is None else v + noise
 
     def fit(self, loss: LossLike, X: ArrayLike, y: ArrayLike | None, rng: np.random.Generator,
             n_reps: int | None = None) -> BatchResult:
