@@ -137,20 +137,10 @@ class Loss:
         psi = self._psi(z, y)
         return psi[..., None] * X
 
-    def value_and_gradient(self, theta: ArrayLike, X: ArrayLike,
-                           y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-        """Both at once (one inner product)."""
-        _, X, y, z = _prepare(theta, X, y)
-        return self._phi(z, y), self._psi(z, y)[..., None] * X
-
     # link (mean function) of the model the loss belongs to
     def link(self, z: ArrayLike) -> np.ndarray:
         """Mean function ``zeta(z)`` of the model (identity unless stated)."""
         return check_array("z", z).copy()
-
-    def link_derivative(self, z: ArrayLike) -> np.ndarray:
-        """``zeta'(z)``."""
-        return np.ones_like(check_array("z", z))
 
     def lipschitz(self, p: float, x_bound: float, theta_bound: float,
                   y_bound: float) -> float:  # pragma: no cover
@@ -191,13 +181,6 @@ class GLMLoss(Loss):
     def link(self, z: ArrayLike) -> np.ndarray:
         z = check_array("z", z)
         return z.copy() if self.link_name == "identity" else expit(z)
-
-    def link_derivative(self, z: ArrayLike) -> np.ndarray:
-        z = check_array("z", z)
-        if self.link_name == "identity":
-            return np.ones_like(z)
-        s = expit(z)
-        return s * (1.0 - s)
 
     def _phi(self, z, y):
         if self.link_name == "identity":

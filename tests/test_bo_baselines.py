@@ -107,6 +107,19 @@ def test_random_search_gaussian_selection_and_mu_inf():
     assert rs.privacy.mu == 1.0 and rs.privacy.epsilon == pytest.approx(gdp_epsilon(1.0, 1e-5))
 
 
+def test_random_search_gaussian_selection_is_the_shared_report_noisy_min_bit_for_bit():
+    """``selection="gaussian"`` draws through ``gaussian_report_noisy_argmin``: the same pick
+    as the inline ``argmin(scores + N(0, std²))`` it replaced, for every seed."""
+    L = _loss_matrix()
+    rs = PrivateRandomSearch(mu=1.0, n_candidates=6, bounds=[[0, 1]], loss_bounds=(0, 2),
+                             selection="gaussian")
+    scores = np.clip(L, 0, 2).mean(axis=1)
+    std = 2.0 / L.shape[1] * math.sqrt(L.shape[0]) / 1.0
+    for seed in range(50):
+        want = int(np.argmin(scores + np.random.default_rng(seed).normal(0.0, std, 6)))
+        assert rs.select(L, np.random.default_rng(seed))[0] == want
+
+
 def test_random_search_clips_losses_and_counts():
     L = _loss_matrix()
     L[0, :3] = 50.0

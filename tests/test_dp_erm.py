@@ -20,6 +20,7 @@ from scipy import optimize
 
 from dpbandits.losses import LogisticLoss, SquaredLoss
 from dpbandits.optim import DPGD, DPSVRG, DPAccMD, DPSVRGPlusPlus
+from dpbandits.optim.batch import dp_svrg
 from dpbandits.optim.batch.data import prepare_data
 from dpbandits.optim.batch.dp_accmd import l1_squared_prox
 from dpbandits.optim.batch.dp_svrg import svrg_contraction, svrg_theory_parameters
@@ -93,6 +94,17 @@ def test_svrg_noise_off_contracts_at_least_as_eq4():
     assert res.n_gradient_evals == 5 * (300 + 2 * m)
 
 
+def _fit_direction(opt, X, y, x, snap, idx):
+    """``v`` of Algorithm 1/2, line 7 (no noise), as ``fit`` computes it: the oracle ``fit``
+    builds (clip norm ``G``), its snapshot at ``snap`` and ``dp_svrg._direction``, one
+    replication per index in ``idx``."""
+    R = idx.size
+    oracle = GradientOracle(LOGISTIC, prepare_data(X, y, R), float(opt.clip_norm))
+    snapshot = oracle.snapshot(np.tile(snap, (R, 1)))
+    v, _ = dp_svrg._direction(oracle, snapshot, np.tile(x, (R, 1)), idx)
+    return v
+
+
 def test_svrg_variance_reduced_gradient_is_unbiased():
     """E_{i, u}[v] = grad F(x) (clipped mean gradient), Monte Carlo with 4-sigma tolerance,
     with clipping active (features of norm up to 3, G = 1)."""
@@ -106,7 +118,7 @@ def test_svrg_variance_reduced_gradient_is_unbiased():
     sigma = 0.7
     idx = rng.integers(0, n, size=N)
     noise = rng.normal(0.0, sigma, size=(N, d))
-    v = opt.variance_reduced_gradient(LOGISTIC, np.tile(x, (N, 1)), snap, X, y, idx, noise)
+    v = _fit_direction(opt, X, y, x, snap, idx) + noise
     data = prepare_data(X, y, 1)
     oracle = GradientOracle(LOGISTIC, data, 1.0)
     full, nclip = oracle.mean(x[None])
@@ -114,8 +126,7 @@ def test_svrg_variance_reduced_gradient_is_unbiased():
     se = v.std(axis=0, ddof=1) / math.sqrt(N)
     assert np.all(np.abs(v.mean(axis=0) - full[0]) <= 4.0 * se)
     # exact expectation over the index (no noise): enumerate all n indices
-    v_all = opt.variance_reduced_gradient(LOGISTIC, np.tile(x, (n, 1)), snap, X, y,
-                                          np.arange(n))
+    v_all = _fit_direction(opt, X, y, x, snap, np.arange(n))
     np.testing.assert_allclose(v_all.mean(axis=0), full[0], atol=1e-12)
     # a biased variant (dropping the snapshot mean) would fail the same check
     assert np.max(np.abs((v_all - oracle.snapshot(np.tile(snap, (n, 1))).mean).mean(0)
@@ -461,3 +472,18 @@ def test_bad_data():
         DPGD(1.0, 1e-3, theta0=np.zeros(5)).fit(LOGISTIC, X, y, rng)
     res = opt.fit(LOGISTIC, X, y, rng)
     assert opt.privacy == res.privacy and opt.ledger.count == 2
+
+
+def test_accmd_bregman_initial_is_the_distance_of_theorem_5_4_in_both_geometries():
+    """``B_w(x*, 0)``: ``||x*||^2 / (2 r^2)`` (l2); the KL divergence of the sparsest lift of
+    ``x*/r`` from the uniform point (l1): 0 at ``x* = 0``, ``log(2d)`` at a vertex."""
+    d, r = 5, 2.0
+    l1 = DPAccMD(math.inf, 1e-3, geometry="l1", radius=r)
+    l2 = DPAccMD(math.inf, 1e-3, geometry="l2", radius=r)
+    vertex = np.zeros(d)
+    vertex[2] = -r
+    assert l1.bregman_initial(np.zeros(d)) == pytest.approx(0.0, abs=1e-15)
+    assert l1.bregman_initial(vertex) == pytest.approx(math.log(2 * d), rel=1e-14)
+    inner = np.array([0.3, -0.2, 0.0, 0.0, 0.1])
+    assert 0.0 < l1.bregman_initial(inner) < math.log(2 * d)
+    assert l2.bregman_initial(vertex) == pytest.approx(0.5, rel=1e-15)

@@ -80,8 +80,15 @@ def test_sensitivity_check_fails_when_context_clipping_is_disabled(blocks, monke
 
 def test_sensitivity_bound_is_attained():
     n, step, x_max, r_max, nu = 8, 0.5, 2.0, 0.7, 1.3
-    phi, y, phi2, y2, theta = _niht.adversarial_pair(nu, j=1, k=4, dim=6, x_max=x_max,
-                                                     r_max=r_max)
+    # the pair of rounds attaining lambda at theta = nu e_k (_niht's module docstring)
+    j, k = 1, 4
+    theta = np.zeros(6)
+    theta[k] = nu
+    phi = np.zeros(6)
+    phi[[j, k]] = x_max
+    phi2 = phi.copy()
+    phi2[j] = -x_max
+    y = y2 = -r_max
     rng = np.random.default_rng(1)
     X = rng.uniform(-x_max, x_max, (1, n, 6))
     Y = rng.uniform(-r_max, r_max, (1, n))

@@ -1,7 +1,8 @@
 """The one sampler per noise law in :mod:`dpbandits.privacy.mechanisms`: the symmetric Gaussian
 matrix in each law the components use (property tests: exact symmetry and the variances of
 the diagonal and off-diagonal entries the law declares), the two exact methods of the Laplace
-and exponential-mechanism samplers, and the compiled twins of DP-UCB (nodes built by the
+and exponential-mechanism samplers, report-noisy-min/max with Gaussian noise (its law by
+quadrature) and with excluded candidates, and the compiled twins of DP-UCB (nodes built by the
 kernels from the samplers' variates equal the samplers' nodes).
 
 Variance checks: ``N`` draws of a ``N(0, v)`` entry have a sample variance with standard error
@@ -127,6 +128,110 @@ def test_exponential_mechanism_at_scale_zero_is_the_argmax_for_both_methods():
     for method in mech.EXPONENTIAL_METHODS:
         assert mech.exponential_mechanism(np.random.default_rng(0), scores, 0.0,
                                           method=method).tolist() == [1]
+
+
+# -- Gaussian noise into a buffer -------------------------------------------------------------
+@pytest.mark.parametrize("sigma", [0.0, 1.0, 0.37])
+def test_gaussian_noise_into_a_buffer_draws_the_same_numbers(sigma):
+    """``out=`` (NoisySGD's reused buffer) fills the same numbers, in the same order, as the
+    allocating call, and leaves the generator in the same state."""
+    r1, r2 = np.random.default_rng(9), np.random.default_rng(9)
+    want = mech.gaussian_noise(r1, sigma, (3, 5, 4))
+    buf = np.empty((3, 5, 4))
+    got = mech.gaussian_noise(r2, sigma, (3, 5, 4), out=buf)
+    assert got is buf and got.tobytes() == want.tobytes()
+    assert r1.random() == r2.random()
+
+
+@pytest.mark.parametrize("out", [np.empty((3, 4)), np.empty((4, 3), dtype=np.float32),
+                                 np.empty((4, 6))[:, ::2], [0.0] * 12])
+def test_gaussian_noise_refuses_a_bad_buffer(out):
+    with pytest.raises(ValueError, match=r"out must be .*float64 .*shape size = \(4, 3\)"):
+        mech.gaussian_noise(np.random.default_rng(0), 1.0, (4, 3), out=out)
+
+
+# -- report-noisy-min/max ----------------------------------------------------------------------
+def _gaussian_argmin_probabilities(scores: np.ndarray, sigma: float) -> np.ndarray:
+    """``P(i) = int phi_sigma(x - s_i) prod_{j != i} P(N(s_j, sigma²) > x) dx`` by quadrature."""
+    from scipy import integrate
+
+    def p(i):
+        others = np.delete(scores, i)
+        f = lambda x: (stats.norm.pdf(x, scores[i], sigma)  # noqa: E731
+                       * np.prod(stats.norm.sf(x, others, sigma)))
+        return integrate.quad(f, scores.min() - 12 * sigma, scores.max() + 12 * sigma,
+                              points=list(scores), limit=200)[0]
+    return np.array([p(i) for i in range(scores.size)])
+
+
+def test_gaussian_report_noisy_argmin_draws_its_law():
+    scores = np.array([0.3, -0.2, 0.05, 0.0])
+    idx = mech.gaussian_report_noisy_argmin(np.random.default_rng(12), np.tile(scores, (N, 1)),
+                                            0.25)
+    probs = _gaussian_argmin_probabilities(scores, 0.25)
+    assert probs.sum() == pytest.approx(1.0, abs=1e-8)
+    counts = np.bincount(idx, minlength=scores.size)
+    assert stats.chisquare(counts, probs * N).pvalue > ALPHA
+    # argmax of the scores is argmin of their negation, in law
+    idx = mech.gaussian_report_noisy_argmax(np.random.default_rng(13),
+                                            np.tile(-scores, (N, 1)), 0.25)
+    counts = np.bincount(idx, minlength=scores.size)
+    assert stats.chisquare(counts, probs * N).pvalue > ALPHA
+
+
+@pytest.mark.parametrize("largest", [True, False])
+def test_gaussian_report_noisy_selection_is_the_argmin_of_the_gaussian_noise(largest):
+    """Bit for bit ``arg{max,min}(scores + gaussian_noise(rng, sigma, scores.shape))``, the
+    inline code PrivateRandomSearch used before."""
+    scores = np.random.default_rng(1).normal(size=(6, 9))
+    pick = mech.gaussian_report_noisy_argmax if largest else mech.gaussian_report_noisy_argmin
+    got = pick(np.random.default_rng(2), scores, 0.4)
+    noisy = scores + np.random.default_rng(2).normal(0.0, 0.4, scores.shape)
+    want = np.argmax(noisy, axis=1) if largest else np.argmin(noisy, axis=1)
+    assert got.dtype == np.int64 and got.tolist() == want.tolist()
+    assert pick(np.random.default_rng(2), scores, 0.0).tolist() == (
+        np.argmax(scores, axis=1) if largest else np.argmin(scores, axis=1)).tolist()
+
+
+@pytest.mark.parametrize("pick", [mech.report_noisy_argmax, mech.report_noisy_argmin,
+                                  mech.gaussian_report_noisy_argmax,
+                                  mech.gaussian_report_noisy_argmin])
+def test_excluded_candidates_are_never_chosen_and_the_draws_do_not_depend_on_them(pick):
+    scores = np.zeros((400, 5))
+    exclude = np.zeros((400, 5), dtype=bool)
+    exclude[:, [0, 3]] = True
+    exclude[::2, 4] = True
+    r1, r2 = np.random.default_rng(3), np.random.default_rng(3)
+    idx = pick(r1, scores, 1.0, exclude=exclude)
+    assert not exclude[np.arange(400), idx].any()
+    assert set(idx.tolist()) == {1, 2, 4}
+    pick(r2, scores, 1.0)
+    assert r1.random() == r2.random()
+
+
+def test_report_noisy_argmax_takes_a_scale_per_row():
+    """A per-row scale multiplies each row's standard Laplace variates (peeling's use); a
+    zero-scale row is the exact argmax."""
+    scores = np.array([[0.0, 5.0, 1.0], [0.0, 5.0, 1.0]])
+    b = np.array([0.0, 2.0])
+    got = mech.report_noisy_argmax(np.random.default_rng(4), scores, b)
+    noisy = scores + b[:, None] * mech.standard_laplace(np.random.default_rng(4), (2, 3),
+                                                        method="inversion")
+    assert got.tolist() == np.argmax(noisy, axis=1).tolist() and got[0] == 1
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(scale=np.array([1.0, -1.0])), r"scale must be >= 0 in every row, got min -1"),
+    (dict(scale=np.array([1.0, 1.0, 1.0])), r"scale must have shape \(2\)"),
+    (dict(scale=1.0, exclude=np.ones((2, 3), dtype=bool)),
+     "exclude must leave at least one candidate in every row"),
+    (dict(scale=1.0, exclude=np.zeros((2, 2), dtype=bool)),
+     r"exclude must be a bool array of the scores' shape \(2, 3\), got bool of shape"),
+    (dict(scale=1.0, exclude=np.zeros((2, 3))), "exclude must be a bool array"),
+])
+def test_report_noisy_argmax_names_the_bad_parameter(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        mech.report_noisy_argmax(np.random.default_rng(0), np.zeros((2, 3)), **kwargs)
 
 
 # -- compiled twins of DP-UCB ------------------------------------------------------------------

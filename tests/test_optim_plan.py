@@ -225,12 +225,12 @@ def test_a_scaled_plan_scales_the_noise_of_the_bo_methods():
 @pytest.mark.parametrize("selection", ["exponential", "gaussian"])
 def test_a_scaled_plan_scales_the_noise_of_random_search(monkeypatch, selection):
     seen = []
-    for name in ("exponential_mechanism", "gaussian_noise"):
+    for name in ("exponential_mechanism", "gaussian_report_noisy_argmin"):
         real = getattr(bo_baselines, name)
 
-        def spy(rng, scores_or_std, *rest, _real=real, _name=name):
-            seen.append(rest[0] if _name == "exponential_mechanism" else scores_or_std)
-            return _real(rng, scores_or_std, *rest)
+        def spy(rng, scores, scale, *rest, _real=real):  # the temperature or the noise std
+            seen.append(scale)
+            return _real(rng, scores, scale, *rest)
 
         monkeypatch.setattr(bo_baselines, name, spy)
     alg = PrivateRandomSearch(mu=1.0, n_candidates=5, bounds=[[0, 1]], loss_bounds=[0, 1],

@@ -25,6 +25,7 @@ from dpbandits.geometry import (
     norm_error_bound,
     normalize_to_norm,
 )
+from dpbandits.privacy.contributions import largest_change, largest_norm
 
 INF = math.inf
 PROPS = settings(max_examples=150, deadline=None)
@@ -94,6 +95,31 @@ def test_underflowing_squares_no_longer_give_a_small_norm():
     naive = math.sqrt(float(np.dot(x, x)))
     assert naive < 0.2 * exact_norm(x, 2.0)  # the pattern of the violation
     assert lp_norm(x, 2.0) == pytest.approx(exact_norm(x, 2.0), rel=1e-15)
+
+
+@PROPS
+@given(x=_rows, q=_q)
+@example(x=np.full((2, 64), 2.0**-537) * np.array([[1.0], [-1.0]]), q=2.0)
+def test_contract_measurements_are_the_primitive(x, q):
+    """The contract's ``largest_norm`` / ``largest_change`` (privacy.contributions) measure
+    with the primitive the components clip with: the same numbers as ``lp_norm`` row by row
+    and pair by pair, accurate over the whole float range; a difference that overflows is
+    ``inf``."""
+    size, i = largest_norm(x, q)
+    assert size == float(lp_norm(x, q).max()) and size == lp_norm(x[i], q)
+    with np.errstate(over="ignore", invalid="ignore"):
+        diffs = np.abs(x[:, None, :] - x[None, :, :])
+    change, i, j = largest_change(x, q)
+    if not np.all(np.isfinite(diffs)):
+        assert change == INF
+        return
+    want = lp_norm(diffs, q)
+    assert change == want.max() and change == want[i, j]
+    true = max(exact_norm(d, q) for d in diffs.reshape(-1, x.shape[1]))
+    if math.isinf(true):  # the norm itself exceeds the largest float
+        assert change == INF
+    elif true > 2.0**-900:
+        assert abs(change - true) <= norm_error_bound(q, x.shape[1]) * true
 
 
 # -- clipping ---------------------------------------------------------------------------------

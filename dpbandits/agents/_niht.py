@@ -33,11 +33,11 @@ Hence ``|r| <= x_max nu(theta) + R`` and for every coordinate
 
 The bound is attained (``D >= 2``): ``theta = nu e_k``, ``phi = x_max (e_j + e_k)``,
 ``phi' = x_max (-e_j + e_k)``, ``y = y' = -R`` give ``|v_j - v'_j| = lambda(theta)``
-(:func:`adversarial_pair`). ``theta`` is the current iterate, itself the output of the
-previous private steps (or ``0``), so scaling the noise of a step with ``lambda(theta)``
-keeps the ratio noise/sensitivity fixed for every value of the public input: adaptive
-composition applies unchanged. After the l_1 projection ``nu(theta) <= C``, and
-``nu(theta^0) = 0``.
+(``tests/test_fliphat.py::test_sensitivity_bound_is_attained`` checks it). ``theta`` is
+the current iterate, itself the output of the previous private steps (or ``0``), so scaling
+the noise of a step with ``lambda(theta)`` keeps the ratio noise/sensitivity fixed for every
+value of the public input: adaptive composition applies unchanged. After the l_1
+projection ``nu(theta) <= C``, and ``nu(theta^0) = 0``.
 
 The authors' code used ``lambda_authors = (eta/2n)(x_max C + R)`` (their ``eta_l * B`` with
 ``eta = 2 eta_0 / n`` in this normalization) without clipping contexts: ``4 x_max`` times too
@@ -199,19 +199,6 @@ def sensitivity_authors(n: int, *, step: float, x_max: float, r_max: float,
 def gradient_step(stats: EpisodeStats, theta: np.ndarray, n: int, step: float) -> np.ndarray:
     """``v = theta - (eta/n)(A theta - b)`` (R, D)."""
     return theta - (step / n) * (stats.matvec(theta) - stats.rhs())
-
-
-def adversarial_pair(theta_l1_value: float, j: int, k: int, dim: int, x_max: float,
-                     r_max: float):
-    """The pair of rounds attaining ``lambda`` at ``theta = nu e_k`` (module docstring):
-    returns ``(phi, y, phi', y', theta)`` for the shared model (``dim`` = D)."""
-    phi = np.zeros(dim)
-    phi[[j, k]] = x_max
-    phi2 = phi.copy()
-    phi2[j] = -x_max
-    theta = np.zeros(dim)
-    theta[k] = theta_l1_value
-    return phi, -r_max, phi2, -r_max, theta
 
 
 @dataclass

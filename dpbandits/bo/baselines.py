@@ -44,7 +44,7 @@ from dpbandits.bo.kernels import RBF, Kernel
 from dpbandits.bo.objectives import ObjectiveLike
 from dpbandits.optim.base import BatchResult
 from dpbandits.privacy.accounting import pure_dp_event
-from dpbandits.privacy.mechanisms import exponential_mechanism, gaussian_noise
+from dpbandits.privacy.mechanisms import exponential_mechanism, gaussian_report_noisy_argmin
 from dpbandits.privacy.plan import NoisePlan, Planned, check_calibration
 
 __all__ = ["ExactGradientDPGD", "GIBO", "PrivateRandomSearch", "GPUCB", "pure_dp_to_gdp_mu",
@@ -221,8 +221,7 @@ class PrivateRandomSearch(RevalidatedPlanned):
             idx = exponential_mechanism(rng, -scores[None, :], temperature)[0]
         else:
             std = planned_scale(sens * math.sqrt(N) / self._mu, plan, own)
-            noisy = scores + gaussian_noise(rng, std, N)
-            idx = np.argmin(noisy)
+            idx = gaussian_report_noisy_argmin(rng, scores[None, :], std)[0]
         return int(idx), n_clipped
 
     def fit(self, objective: ObjectiveLike, rng: np.random.Generator, n_reps: int = 1

@@ -274,25 +274,6 @@ def _errorbar_lines(ax, table: pd.DataFrame, x: str, hue: str, mean: str, half: 
                     label=str(key), **styles[key])
 
 
-def plot_regret_vs_epsilon(frame: pd.DataFrame, path: str | os.PathLike[str], *,
-                           eps_col: str = "agent.epsilon", hue: str = "agent",
-                           svg: bool = False) -> list[Path]:
-    """Final cumulative regret against epsilon (log x axis), one line per ``hue``, error bars
-    mean ± 1.96 · SE over replications."""
-    last = final_regret(frame, by=("cell",))
-    table = last.groupby([hue, eps_col], observed=True)["cum_regret"].agg(
-        ["mean", "std", "count"]).reset_index()
-    table["half"] = (Z95 * table["std"] / np.sqrt(table["count"])).fillna(0.0)
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    _errorbar_lines(ax, table, eps_col, hue, "mean", "half",
-                    _styles(_in_order(table[hue]), None))
-    ax.set_xscale("log")
-    ax.set_xlabel("epsilon")
-    ax.set_ylabel("final cumulative regret")
-    ax.legend(fontsize=8)
-    return _save(fig, path, svg)
-
-
 def plot_panel_a(frame: pd.DataFrame, path: str | os.PathLike[str], *, svg: bool = False,
                  labels: dict | None = None, band: str = "se") -> list[Path]:
     """Figure 5.1 panel A: the authors' code as the paper plots it (both context scales on one
@@ -330,18 +311,4 @@ def plot_panel_c(table: pd.DataFrame, path: str | os.PathLike[str], *, svg: bool
     ax.set_xlabel("epsilon")
     ax.set_ylabel("final regret / uniform random")
     ax.legend(fontsize=8)
-    return _save(fig, path, svg)
-
-
-def plot_cost(summary: pd.DataFrame, path: str | os.PathLike[str], *, svg: bool = False
-              ) -> list[Path]:
-    """Wall time and peak memory per agent from a ``compare`` summary table."""
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.8))
-    names = summary["agent"].astype(str).tolist()
-    axes[0].bar(names, summary["seconds"])
-    axes[0].set_ylabel("wall time [s]")
-    axes[1].bar(names, summary["peak_memory_mb"].astype(float))
-    axes[1].set_ylabel("peak memory [MB]")
-    for ax in axes:
-        ax.tick_params(axis="x", rotation=30)
     return _save(fig, path, svg)

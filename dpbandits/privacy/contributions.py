@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpbandits.geometry import lp_norm
+
 __all__ = ["Contribution", "largest_change", "largest_norm"]
 
 
@@ -57,30 +59,19 @@ class Contribution:
             raise ValueError(f"sensitivity must be >= 0, got {self.sensitivity!r}")
 
 
-def _row_norms(a: np.ndarray, ord: float) -> np.ndarray:
-    a = np.abs(a)
-    m = a.max(axis=1)
-    if ord == math.inf:
-        return m
-    u = a / np.where(m > 0, m, 1.0)[:, None]
-    if ord == 1.0:
-        return m * u.sum(axis=1)
-    if ord == 2.0:
-        return m * np.sqrt((u * u).sum(axis=1))
-    return m * (u**ord).sum(axis=1) ** (1.0 / ord)
-
-
 def largest_norm(values: np.ndarray, ord: float) -> tuple[float, int]:
-    """``(max_i ||values[i]||_ord, i)`` (norms scaled by the largest entry)."""
-    norms = _row_norms(np.asarray(values, dtype=np.float64), ord)
+    """``(max_i ||values[i]||_ord, i)`` for finite ``values`` (n, m), the norms by
+    :func:`dpbandits.geometry.lp_norm` (scaled by the largest entry: no square underflows or
+    overflows), the primitive the components clip with."""
+    norms = lp_norm(np.asarray(values, dtype=np.float64), ord)
     i = int(np.argmax(norms))
     return float(norms[i]), i
 
 
 def largest_change(values: np.ndarray, ord: float) -> tuple[float, int, int]:
     """``(max_{i,j} ||values[i] - values[j]||_ord, i, j)`` over all pairs of rows, the
-    norms computed scaled by the largest entry (no overflow or underflow of the squares).
-    A non-finite row (or difference) gives ``inf``."""
+    norms by :func:`dpbandits.geometry.lp_norm` as in :func:`largest_norm`. A non-finite row
+    (or difference) gives ``inf``."""
     values = np.asarray(values, dtype=np.float64)
     n = values.shape[0]
     best, where = -1.0, (0, 0)
@@ -92,7 +83,7 @@ def largest_change(values: np.ndarray, ord: float) -> tuple[float, int, int]:
             j = int(np.flatnonzero(~np.isfinite(a).all(axis=1))[0]) if np.isfinite(
                 values[i]).all() else i
             return math.inf, i, j
-        norms = _row_norms(a, ord)
+        norms = lp_norm(a, ord)
         j = int(np.argmax(norms))
         if norms[j] > best:
             best, where = float(norms[j]), (i, j)

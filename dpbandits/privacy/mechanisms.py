@@ -16,7 +16,9 @@ Random matrices
     half :func:`symmetric_from_normals`, and :func:`wishart_matrix` (Bartlett) with
     :func:`bartlett_factor`, each from the fewest variates its law needs.
 Private selection (batched, scores of shape ``(R, m)`` -> indices ``(R,)``)
-    :func:`report_noisy_argmax`, :func:`report_noisy_argmin` (Laplace noise) and
+    :func:`report_noisy_argmax`, :func:`report_noisy_argmin` (Laplace noise; a scale per row
+    and excluded candidates allowed, as peeling needs), :func:`gaussian_report_noisy_argmax`,
+    :func:`gaussian_report_noisy_argmin` (Gaussian noise) and
     :func:`exponential_mechanism` (``P(i) ∝ exp(score_i / scale)``, by Gumbel-max or by
     inversion, :func:`exponential_mechanism_from_uniforms`), with their
     exact selection probabilities :func:`report_noisy_argmax_probabilities` (numerical
@@ -34,6 +36,8 @@ stated sensitivity, in the norm named):
   ``δ >= gaussian_mechanism_delta(σ, ε, Δ)`` (Balle & Wang 2018, Theorem 8).
 * Report-noisy-argmax with Laplace(b) noise on scores each of sensitivity ``Δ`` is
   ``(2Δ/b)``-DP in general and ``(Δ/b)``-DP for monotone scores (Dwork & Roth, Claim 3.9).
+* Report-noisy-argmax/argmin with ``N(0, σ²)`` noise is the Gaussian mechanism on the score
+  vector (l_2 sensitivity ``Δ₂``), post-processed: ``(Δ₂/σ)``-GDP (Dong, Roth & Su 2022).
 * The exponential mechanism with ``scale`` on scores each of sensitivity ``Δ`` is
   ``ε = 2Δ/scale``-DP and ε-bounded-range (``Δ/scale`` for monotone scores in both), hence
   ``ε²/8``-zCDP (Cesar & Rogers 2021).
@@ -70,6 +74,8 @@ __all__ = [
     "wishart_matrix",
     "report_noisy_argmax",
     "report_noisy_argmin",
+    "gaussian_report_noisy_argmax",
+    "gaussian_report_noisy_argmin",
     "EXPONENTIAL_METHODS",
     "exponential_mechanism",
     "exponential_mechanism_from_uniforms",
@@ -147,12 +153,37 @@ def laplace_noise(rng: np.random.Generator, scale, size, *, method: str = "expon
     return b * standard_laplace(rng, size, method=method)
 
 
-def gaussian_noise(rng: np.random.Generator, sigma, size) -> np.ndarray:
-    """I.i.d. ``N(0, sigma²)`` noise of shape ``size``. ``sigma = 0`` gives zeros."""
+def gaussian_noise(rng: np.random.Generator, sigma, size, *, out: np.ndarray | None = None
+                   ) -> np.ndarray:
+    """I.i.d. ``N(0, sigma²)`` noise of shape ``size``. ``sigma = 0`` gives zeros (the
+    variates are drawn all the same, so the stream does not depend on ``sigma``).
+
+    The variates are numpy's ``Generator.normal(0.0, sigma, size)``: one ziggurat standard
+    normal ``z`` per entry, returned as ``0.0 + sigma z``.
+
+    ``out``: a C-contiguous float64 array of shape ``size`` to fill in place and return (no
+    allocation, for loops that reuse one buffer, e.g. NoisySGD's chunks). It is filled by
+    ``standard_normal(out=out)`` (the same ``z``, in the same order) and scaled by ``sigma``
+    unless ``sigma = 1``, so it holds the same numbers as without ``out`` (up to the sign of
+    an exact zero).
+    """
     rng = check_rng(rng)
     s = check_nonnegative("sigma", sigma)
     shape = _check_size(size)
-    return rng.normal(0.0, s, shape)
+    if out is None:
+        return rng.normal(0.0, s, shape)
+    if (not isinstance(out, np.ndarray) or out.dtype != np.float64 or out.shape != shape
+            or not out.flags.c_contiguous or not out.flags.writeable):
+        got = (f"{out.dtype} array of shape {out.shape}" if isinstance(out, np.ndarray)
+               else type(out).__name__)
+        raise ValueError(f"out must be a writeable C-contiguous float64 array of shape "
+                         f"size = {shape}, got {got}")
+    rng.standard_normal(out=out)
+    if s == 0.0:
+        out.fill(0.0)
+    elif s != 1.0:
+        out *= s
+    return out
 
 
 def generalized_gaussian_noise(rng: np.random.Generator, sigma, q_plus, d, size=()) -> np.ndarray:
@@ -325,28 +356,105 @@ def wishart_matrix(rng: np.random.Generator, n, df, scale=1.0, size=()) -> np.nd
 
 
 # ----------------------------------------------------------------------------- selection
+def _row_scales(scale, n_rows: int, name: str = "scale") -> float | np.ndarray:
+    """A scalar ``scale >= 0`` (returned as a float) or one per row, ``(R,)`` (returned as
+    ``(R, 1)``, to broadcast over the candidates)."""
+    if np.ndim(scale) == 0:
+        return check_nonnegative(name, scale)
+    b = check_array(name, scale, shape=(n_rows,))
+    if np.any(b < 0.0):
+        raise ValueError(f"{name} must be >= 0 in every row, got min {b.min()}")
+    return b[:, None]
+
+
+def _noisy_choice(noisy: np.ndarray, exclude, largest: bool) -> np.ndarray:
+    """argmax (``largest``) or argmin per row of ``noisy`` (R, m), over the candidates not
+    in ``exclude`` ((R, m) bool, or None); first index on ties; int64 (R,)."""
+    if exclude is not None:
+        ex = np.asarray(exclude)
+        if ex.dtype != np.bool_ or ex.shape != noisy.shape:
+            raise ValueError(f"exclude must be a bool array of the scores' shape "
+                             f"{noisy.shape}, got {ex.dtype} of shape {ex.shape}")
+        if np.any(ex.all(axis=1)):
+            raise ValueError("exclude must leave at least one candidate in every row, got a "
+                             f"row with all {noisy.shape[1]} excluded")
+        noisy[ex] = -np.inf if largest else np.inf
+    pick = np.argmax(noisy, axis=1) if largest else np.argmin(noisy, axis=1)
+    return pick.astype(np.int64)
+
+
 def _laplace_noisy_scores(rng, scores, scale) -> np.ndarray:
-    """Checked ``scores`` (R, m) plus independent Laplace(``scale``) noise on every entry."""
+    """Checked ``scores`` (R, m) plus independent Laplace(``scale``) noise on every entry
+    (``scale`` scalar or per row), by inversion: ``scores + scale * standard_laplace``."""
     rng = check_rng(rng)
     s = _check_scores(scores)
-    return s + laplace_noise(rng, scale, s.shape, method="inversion")
+    b = _row_scales(scale, s.shape[0])
+    return s + b * standard_laplace(rng, s.shape, method="inversion")
 
 
-def report_noisy_argmax(rng: np.random.Generator, scores, scale) -> np.ndarray:
+def report_noisy_argmax(rng: np.random.Generator, scores, scale, *, exclude=None
+                        ) -> np.ndarray:
     """Index of the largest ``score + Laplace(scale)`` per row.
 
     ``scores`` has shape ``(R, m)`` (finite); returns ``(R,)`` int64. Independent noise for
-    every entry. ``scale = 0`` is the non-private argmax (first index on ties).
+    every entry (``R m`` variates, drawn whatever ``exclude``). ``scale``: a float ``>= 0``
+    or one per row, ``(R,)``; ``0`` is the non-private argmax (first index on ties).
+    ``exclude`` ((R, m) bool, optional): candidates that cannot be chosen (e.g. those chosen
+    by earlier steps, as in :func:`dpbandits.privacy.peeling.peel`); every row must keep one.
+
+    Privacy: with scores each of sensitivity ``Δ``, ``(2Δ/scale)``-DP, ``(Δ/scale)``-DP for
+    monotone scores (Dwork & Roth 2014, Claim 3.9); a public (or previously released)
+    ``exclude`` does not change this.
     """
-    return np.argmax(_laplace_noisy_scores(rng, scores, scale), axis=1).astype(np.int64)
+    noisy = _laplace_noisy_scores(rng, scores, scale)
+    return _noisy_choice(noisy, exclude, largest=True)
 
 
-def report_noisy_argmin(rng: np.random.Generator, scores, scale) -> np.ndarray:
+def report_noisy_argmin(rng: np.random.Generator, scores, scale, *, exclude=None
+                        ) -> np.ndarray:
     """Index of the smallest ``score + Laplace(scale)`` per row, ``(R, m)`` -> ``(R,)``.
 
-    Same law as ``report_noisy_argmax(rng, -scores, scale)`` (Laplace noise is symmetric).
+    Same law as ``report_noisy_argmax(rng, -scores, scale)`` (Laplace noise is symmetric);
+    ``scale`` and ``exclude`` as there.
     """
-    return np.argmin(_laplace_noisy_scores(rng, scores, scale), axis=1).astype(np.int64)
+    noisy = _laplace_noisy_scores(rng, scores, scale)
+    return _noisy_choice(noisy, exclude, largest=False)
+
+
+def _gaussian_noisy_scores(rng, scores, sigma) -> np.ndarray:
+    """Checked ``scores`` (R, m) plus :func:`gaussian_noise` ``N(0, sigma²)`` on every entry."""
+    rng = check_rng(rng)
+    s = _check_scores(scores)
+    return s + gaussian_noise(rng, sigma, s.shape)
+
+
+def gaussian_report_noisy_argmax(rng: np.random.Generator, scores, sigma, *, exclude=None
+                                 ) -> np.ndarray:
+    """Index of the largest ``score + N(0, sigma²)`` per row, ``(R, m)`` -> ``(R,)`` int64.
+
+    The noise is :func:`gaussian_noise` of shape ``(R, m)`` (``R m`` variates, in row-major
+    order, drawn whatever ``exclude``); ``sigma = 0`` is the non-private argmax (first index
+    on ties). ``exclude`` as in :func:`report_noisy_argmax`.
+
+    Privacy: adding ``N(0, sigma² I_m)`` to the score vector is a Gaussian mechanism on it,
+    and the index is a post-processing of the noisy vector. If the score vector has l_2
+    sensitivity ``Δ₂`` (e.g. ``Δ sqrt(m)`` for ``m`` scores each of sensitivity ``Δ``), the
+    index is ``(Δ₂/sigma)``-GDP (Dong, Roth & Su 2022) and ``(ε, δ)``-DP for every
+    ``δ >= gaussian_mechanism_delta(sigma, ε, Δ₂)`` (Balle & Wang 2018, Theorem 8). This is
+    the guarantee of the whole noisy vector; no selection-specific tightening is claimed.
+    """
+    noisy = _gaussian_noisy_scores(rng, scores, sigma)
+    return _noisy_choice(noisy, exclude, largest=True)
+
+
+def gaussian_report_noisy_argmin(rng: np.random.Generator, scores, sigma, *, exclude=None
+                                 ) -> np.ndarray:
+    """Index of the smallest ``score + N(0, sigma²)`` per row, ``(R, m)`` -> ``(R,)`` int64:
+    the same draws and the same privacy as :func:`gaussian_report_noisy_argmax` (a Gaussian
+    mechanism on the score vector, post-processed); same law as
+    ``gaussian_report_noisy_argmax(rng, -scores, sigma)`` (Gaussian noise is symmetric)."""
+    noisy = _gaussian_noisy_scores(rng, scores, sigma)
+    return _noisy_choice(noisy, exclude, largest=False)
 
 
 #: the two exact ways :func:`exponential_mechanism` samples the softmax law

@@ -69,7 +69,7 @@ from dpbandits._validation import (
     check_positive,
     check_rng,
 )
-from dpbandits.privacy.mechanisms import standard_laplace
+from dpbandits.privacy.mechanisms import report_noisy_argmax, standard_laplace
 
 __all__ = [
     "PeelResult",
@@ -154,9 +154,7 @@ def peel(rng: np.random.Generator, v: ArrayLike, s: int, scale: float | np.ndarr
     taken = np.zeros((n_reps, dim), dtype=bool)
     support = np.empty((n_reps, s), dtype=np.int64)
     for i in range(s):
-        noisy = absv + b[:, None] * standard_laplace(rng, (n_reps, dim), method="inversion")
-        noisy[taken] = -np.inf
-        j = np.argmax(noisy, axis=1)
+        j = report_noisy_argmax(rng, absv, b, exclude=taken)
         support[:, i] = j
         taken[rows, j] = True
     values = np.zeros_like(v)

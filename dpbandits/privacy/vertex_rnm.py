@@ -103,6 +103,26 @@ def _popcount(x):
     return int(x).bit_count()
 
 
+@no_type_check  # compiled by numba with select_row
+def _uniform_field(bound, in_cand, cand, words, spill, s0, c, avail):
+    """``(v, c)`` for ``bound >= 2``: the first ``nb``-bit field ``v < bound`` of the next
+    words (``2^(nb-1) < bound <= 2^nb``; with ``in_cand``, also a set bit of ``cand``), read
+    from the lowest field of each word up, and the words used so far; ``(-1, c)`` if the
+    words run out. Uniform on the accepted values (exact rejection): both uniform draws of
+    step 3 of :func:`select_row`."""
+    F = words.shape[0]
+    nb = _bit_length(bound - 1)
+    fmask = (_ONE << np.uint64(nb)) - _ONE
+    while True:
+        if c >= avail:
+            return -1, c
+        w = words[c] if c < F else spill[s0 + c - F]
+        c += 1
+        for a in range(64 // nb):
+            v = np.int64((w >> np.uint64(a * nb)) & fmask)
+            if v < bound and (not in_cand or ((cand[v >> 6] >> np.uint64(v & 63)) & _ONE) != 0):
+                return v, c
+
 
 @no_type_check  # compiled by numba, which infers its own types
 def select_row(base: np.ndarray, inv: float, M: float, beta: float, words: np.ndarray,
@@ -154,34 +174,14 @@ def select_row(base: np.ndarray, inv: float, M: float, beta: float, words: np.nd
     if count > 0 and 2 * count >= m:
         # a uniform position, accepted if it is a candidate (at least half are): uniform
         # on the candidates; nb-bit fields of the words, 2^(nb-1) < m <= 2^nb
-        nb = _bit_length(m - 1)
-        fmask = (_ONE << np.uint64(nb)) - _ONE
-        while True:
-            if c >= avail:
-                return -1, c
-            w = words[c] if c < F else spill[s0 + c - F]
-            c += 1
-            for a in range(64 // nb):
-                v = np.int64((w >> np.uint64(a * nb)) & fmask)
-                if v < m and (cand[v >> 6] >> np.uint64(v & 63)) & _ONE:
-                    return v, c
+        return _uniform_field(m, True, cand, words, spill, s0, c, avail)
     if count > 0:
         # few candidates: the k-th of them, k uniform by rejection from nb-bit fields
         k = 0
         if count > 1:
-            nb = _bit_length(count - 1)
-            fmask = (_ONE << np.uint64(nb)) - _ONE
-            k = -1
-            while k < 0:
-                if c >= avail:
-                    return -1, c
-                w = words[c] if c < F else spill[s0 + c - F]
-                c += 1
-                for a in range(64 // nb):
-                    v = np.int64((w >> np.uint64(a * nb)) & fmask)
-                    if v < count:
-                        k = v
-                        break
+            k, c = _uniform_field(count, False, cand, words, spill, s0, c, avail)
+            if k < 0:
+                return -1, c
         for kw in range(nw):
             x = cand[kw]
             n = _popcount(x)

@@ -48,6 +48,7 @@ from dpbandits.optim.base import BatchResult, IterateHistory
 from dpbandits.optim.batch.data import start_fit
 from dpbandits.optim.batch.dp_gd import FullGradientGaussian
 from dpbandits.optim.batch.oracle import GradientOracle
+from dpbandits.privacy.mechanisms import gaussian_noise
 
 __all__ = ["DPAccMD", "l1_squared_prox"]
 
@@ -226,7 +227,7 @@ class DPAccMD(FullGradientGaussian):
             g, nc = oracle.mean(x)
             n_clipped += nc
             if sigma > 0:
-                g = g + rng.normal(0.0, sigma, size=(R, d))
+                g = g + gaussian_noise(rng, sigma, (R, d))
             if self.geometry == "l2":
                 y_k = project_l2_ball(x - g / (4.0 * L), r)
                 z_k = project_l2_ball(z_k - alpha * r * r * g, r)

@@ -39,6 +39,7 @@ from dpbandits.optim.batch.data import check_theta0, start_fit
 from dpbandits.optim.batch.oracle import GradientOracle, Regularizer
 from dpbandits.privacy import accounting as acc
 from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.privacy.mechanisms import gaussian_noise
 from dpbandits.privacy.plan import NoisePlan, PlanMethod
 
 __all__ = ["DPGD", "FullGradientGaussian", "gaussian_privacy"]
@@ -188,7 +189,7 @@ class DPGD(FullGradientGaussian):
             g, nc = oracle.mean(x)
             n_clipped += nc
             if sigma > 0:
-                g = g + rng.normal(0.0, sigma, size=(R, d))
+                g = g + gaussian_noise(rng, sigma, (R, d))
             x = reg.prox(x - eta * g, eta)
             if t % self.record_every == 0 or t == T:
                 history.record(x, t)

@@ -50,10 +50,11 @@ from dpbandits.optim.base import (
     PrivateBatchOptimizer,
     check_clip,
 )
-from dpbandits.optim.batch.data import check_theta0, prepare_data, start_fit
+from dpbandits.optim.batch.data import check_theta0, start_fit
 from dpbandits.optim.batch.oracle import GradientOracle, Regularizer
 from dpbandits.privacy import accounting as acc
 from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.privacy.mechanisms import gaussian_noise
 from dpbandits.privacy.plan import NoisePlan, PlanMethod
 
 __all__ = ["DPSVRG", "DPSVRGPlusPlus", "svrg_contraction", "svrg_theory_parameters"]
@@ -213,20 +214,6 @@ class _VarianceReduced(PrivateBatchOptimizer):
         plan's ``sigma``)."""
         return self.plan_for(n).scales["sigma"]
 
-    # ---------------------------------------------------------------- the algorithm
-    def variance_reduced_gradient(self, loss: LossLike, theta: ArrayLike, snapshot: ArrayLike,
-                                  X: ArrayLike, y: ArrayLike | None, idx: ArrayLike,
-                                  noise: np.ndarray | None = None) -> np.ndarray:
-        """``v`` of Algorithm 1/2, line 7, for the given sampled indices ``idx (R,)`` and
-        noise ``(R, d)`` (``None``: no noise) — exposed for tests; ``fit`` uses the same code.
-        ``X (n, d)``, ``theta, snapshot (R, d)``."""
-        theta = np.asarray(theta, dtype=float)
-        data = prepare_data(X, y, theta.shape[0])
-        oracle = GradientOracle(loss, data, float(self.clip_norm))
-        snap = oracle.snapshot(np.broadcast_to(np.asarray(snapshot, float), theta.shape).copy())
-        v, _ = _direction(oracle, snap, theta, np.asarray(idx))
-        return v if noise is None else v + noise
-
     def fit(self, loss: LossLike, X: ArrayLike, y: ArrayLike | None, rng: np.random.Generator,
             n_reps: int | None = None) -> BatchResult:
         """Run the algorithm on ``X (n, d)`` (shared by ``n_reps`` replications) or
@@ -256,7 +243,7 @@ class _VarianceReduced(PrivateBatchOptimizer):
             for start in range(0, m_s, _BLOCK):
                 b = min(_BLOCK, m_s - start)
                 idx = rng.integers(0, n, size=(b, R))
-                noise = rng.normal(0.0, sigma, size=(b, R, d)) if sigma > 0 else None
+                noise = gaussian_noise(rng, sigma, (b, R, d)) if sigma > 0 else None
                 for t in range(b):
                     v, clipped = _direction(oracle, snap, x, idx[t])
                     n_clipped += clipped

@@ -38,6 +38,7 @@ from dpbandits.optim.batch.data import start_fit
 from dpbandits.optim.batch.lp_ball import LpBallOptimizer
 from dpbandits.privacy import accounting
 from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.privacy.mechanisms import gaussian_noise
 from dpbandits.privacy.plan import NoisePlan, PlanMethod
 
 __all__ = ["LocalMD", "LocalMDPhase", "local_md_phases", "sample_without_replacement"]
@@ -249,7 +250,7 @@ class LocalMD(LpBallOptimizer):
             while done < T:
                 c = min(chunk, T - done)
                 idx = sample_without_replacement(rng, ph.n_samples, b, (R, c)) + ph.start
-                nz = rng.standard_normal((R, c, d)) * ph.sigma if self._private else None
+                nz = gaussian_noise(rng, ph.sigma, (R, c, d)) if self._private else None
                 for j in range(c):
                     Xb, yb = data.rows(idx[:, j])
                     g, was = clipped_gradients(loss, (center + u)[:, None, :], Xb, yb, q, L0)

@@ -51,6 +51,7 @@ from dpbandits.optim.batch.data import start_fit
 from dpbandits.optim.batch.lp_ball import LpBallOptimizer
 from dpbandits.privacy import accounting
 from dpbandits.privacy.accounting import SCO_BASELINE_ORDERS
+from dpbandits.privacy.mechanisms import gaussian_noise
 from dpbandits.privacy.plan import NoisePlan, PlanMethod, check_calibration
 
 __all__ = ["BACKENDS", "NoisySGD", "noisy_sgd_noise_multiplier", "noisy_sgd_step_size"]
@@ -261,7 +262,7 @@ class NoisySGD(LpBallOptimizer):
                 noise = None
                 if use_noise:
                     noise = buf[: R * c * d].reshape(R, c, d)
-                    rng.standard_normal(out=noise)
+                    gaussian_noise(rng, 1.0, noise.shape, out=noise)
                 if backend == "numba":
                     _kernel.sgd_chunk(theta, acc, data.Xs, data.ys, xnorm, idx,
                                       dummy if noise is None else noise, use_noise, sigma, eta,

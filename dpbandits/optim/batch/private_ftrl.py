@@ -67,6 +67,7 @@ from dpbandits.optim.batch.data import start_fit
 from dpbandits.optim.batch.oracle import GradientOracle
 from dpbandits.privacy import accounting as acc
 from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.privacy.mechanisms import gaussian_noise
 from dpbandits.privacy.plan import NoisePlan, PlanMethod
 
 __all__ = ["PrivateFTRL", "generalized_gaussian_coordinates", "FTRL_CAVEAT"]
@@ -287,7 +288,7 @@ class PrivateFTRL(PrivateBatchOptimizer):
         for t in range(1, T + 1):
             if sigma > 0 and (self.noise == "all" or t == 1) and (t - 1) % block == 0:
                 b = min(block, T - t + 1) if self.noise == "all" else 1
-                noise = (rng.normal(0.0, sigma, size=(b, R, d)) if p == 2.0
+                noise = (gaussian_noise(rng, sigma, (b, R, d)) if p == 2.0
                          else generalized_gaussian_coordinates(rng, sigma, q, (b, R, d)))
             x, yy = data.row_at(t - 1)
             g, clipped = oracle.at(w, x, yy)

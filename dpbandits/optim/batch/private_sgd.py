@@ -52,6 +52,7 @@ from dpbandits.optim.batch.data import start_fit
 from dpbandits.optim.batch.oracle import GradientOracle
 from dpbandits.privacy import accounting as acc
 from dpbandits.privacy.guarantee import PrivacyGuarantee
+from dpbandits.privacy.mechanisms import gaussian_noise
 from dpbandits.privacy.plan import NoisePlan, PlanMethod, check_calibration
 
 __all__ = ["PrivateSGD", "expected_stopping_time", "n_fresh_steps"]
@@ -290,7 +291,8 @@ class PrivateSGD(PrivateBatchOptimizer):
         n_clipped = np.zeros(R, dtype=np.int64)
         while active.any():
             idx_block = rng.integers(0, n, size=(_BLOCK, R))
-            noise_block = rng.normal(0.0, sigma, size=(_BLOCK, R, d)) if sigma > 0 else None
+            noise_block = (gaussian_noise(rng, sigma, (_BLOCK, R, d)) if sigma > 0
+                           else None)
             for t in range(_BLOCK):
                 idx = idx_block[t]
                 fresh = active & ~seen[rows, idx]

@@ -237,7 +237,8 @@ _jit = numba.njit(cache=True, nogil=True, inline="always")
 #: the scalar selection of :mod:`dpbandits.privacy.vertex_rnm`, compiled with its bit helpers
 select_row_compiled = numba.njit(cache=True, nogil=True)(rebound(
     _vertex_rnm.select_row, _popcount=_jit(_vertex_rnm._popcount_swar),
-    _lowest_bit=_jit(_vertex_rnm._lowest_bit), _bit_length=_jit(_vertex_rnm._bit_length)))
+    _lowest_bit=_jit(_vertex_rnm._lowest_bit), _uniform_field=_jit(rebound(
+        _vertex_rnm._uniform_field, _bit_length=_jit(_vertex_rnm._bit_length)))))
 _dot2, _absmax, _clip_into, _psi, _vertex_step, _row_sample, _row_step = (
     _jit(f) for f in (_dot2, _absmax, _clip_into, _psi, _vertex_step, _row_sample,
                       _row_step))
