@@ -58,6 +58,7 @@ _M1 = np.uint64(0x5555555555555555)
 _M2 = np.uint64(0x3333333333333333)
 _M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
 _H01 = np.uint64(0x0101010101010101)
+#: An empty word buffer, ``select_row``'s spill argument when no words were spilled.
 EMPTY = np.zeros(0, dtype=np.uint64)
 
 
