@@ -4,13 +4,14 @@ episode schedule and forgetting, budget split and ledger, feature models, errors
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 import numpy as np
 import pytest
 
 from dpbandits.agents import _niht, make_agent
-from dpbandits.agents.fliphat import FLIPHAT, episode_schedule
+from dpbandits.agents.fliphat import FLIPHAT, episode_schedule, fliphat_multiplier, fliphat_plan
 from dpbandits.harness.simulate import simulate
 from dpbandits.privacy.accounting import epsilon_of
 from dpbandits.privacy.audit import AuditSpec, audit
@@ -505,3 +506,64 @@ def test_contributions_are_the_users_parts_of_the_gradient_step():
         stats.add(x[i:i + 1], r[i:i + 1], arms[i:i + 1])
     step = _niht.gradient_step(stats, np.zeros((1, 6)), 1, agent._step)
     assert np.allclose(c0.values.sum(axis=0), step[0], rtol=1e-12, atol=1e-15)
+
+# ----------------------------------------------------------------------------- calibration
+def test_an_unknown_calibration_names_parameter_value_and_allowed_values():
+    """FLIPHAT and its plan functions validate ``calibration=`` with
+    dpbandits.privacy.plan.check_calibration (one vocabulary for every component)."""
+    calls = [lambda: _agent(calibration="exact"),
+             lambda: fliphat_multiplier(1.0, 1e-3, "exact", 3, 2),
+             lambda: fliphat_plan(1.0, 1e-3, calibration="exact", sparsity=3,
+                                  episodes=[(1, 1.0)], x_max=1.0, theta_bound=1.0)]
+    for call in calls:
+        with pytest.raises(ValueError) as err:
+            call()
+        text = str(err.value)
+        assert text.startswith("calibration of FLIPHAT must be one of "
+                               "['theorem', 'accountant', 'authors']")
+        assert text.endswith("got 'exact'")
+
+
+@pytest.mark.parametrize("alias, name", [("paper", "theorem"), ("zcdp", "theorem"),
+                                         ("pld", "accountant")])
+def test_calibration_aliases_give_the_same_plan_and_noise(alias, name):
+    kw = dict(horizon=200, n_iter=2)
+    old, new = _agent(calibration=alias, **kw), _agent(calibration=name, **kw)
+    assert old.plan.calibration == new.plan.calibration == name
+    assert old.plan.scales == new.plan.scales and old.privacy == new.privacy
+    assert old.ledger == new.ledger  # the plans' ledgers are computed on first use
+    assert old.get_params()["calibration"] == alias  # stored as given (scikit-learn rule)
+    assert fliphat_multiplier(1.0, 1e-3, alias, 3, 2) == fliphat_multiplier(1.0, 1e-3, name,
+                                                                            3, 2)
+    runs = [simulate("dpbandits/Figure5.1-v0", "fliphat", n_reps=2, seed=4,
+                     agent_params={"calibration": c, "n_iter": 2},
+                     env_params={"horizon": 200}) for c in (alias, name)]
+    assert np.array_equal(runs[0].arms, runs[1].arms)
+    assert np.array_equal(runs[0].regret, runs[1].regret)
+
+
+#: recorded on main at e24747d, before FLIPHAT's calibration went through check_calibration
+#: in the peeling module too: (noise multiplier, sha256 prefix of regret, arms, rewards of
+#: a seeded run on Figure5.1-v0 at T = 300, 2 replications, seed 3)
+_RECORDED = {
+    ("theorem", None): ({"M=1": 14.329555788216997}, "32913d174b17588d"),
+    ("accountant", None): ({"M=1": 7.865758746261354}, "3694b797b26ede45"),
+    ("authors", None): ({"M=1": 14.329555788216997}, "19fc8a34cbb921ee"),
+    ("theorem", 2): ({"M=2": 30.350582702003024}, "bd70a0977e155e77"),
+    ("accountant", 3): ({"M=3": 14.504196167599853}, "eb6b5f845cde651f"),
+}
+
+
+@pytest.mark.parametrize("calibration, n_iter", list(_RECORDED))
+def test_numbers_are_bit_identical_to_the_recorded_ones(calibration, n_iter):
+    scales, digest = _RECORDED[(calibration, n_iter)]
+    extra = {} if n_iter is None else {"n_iter": n_iter}
+    agent = _agent(horizon=300, calibration=calibration, **extra)
+    assert dict(agent.plan.scales) == scales
+    res = simulate("dpbandits/Figure5.1-v0", "fliphat", n_reps=2, seed=3,
+                   agent_params={"calibration": calibration, **extra},
+                   env_params={"horizon": 300})
+    h = hashlib.sha256()
+    for a in (res.regret, res.arms, res.rewards):
+        h.update(np.ascontiguousarray(a).tobytes())
+    assert h.hexdigest()[:16] == digest

@@ -193,6 +193,27 @@ def test_bad_calibration_inputs_raise(call, match):
         call()
 
 
+# ------------------------------------------------------------------ calibration vocabulary
+def test_calibration_goes_through_the_vocabulary_and_its_aliases():
+    """``calibration=`` of peeling_noise_multiplier is dpbandits.privacy.plan's vocabulary
+    (check_calibration): the aliases give the very same multiplier as the names they stand
+    for, and another value (including ``"authors"``, which the peeling mechanism does not
+    have) names the parameter, the value and the allowed values."""
+    args = (1.0, 1e-3, 3)
+    theorem = peeling_noise_multiplier(*args, count=2, calibration="theorem")
+    accountant = peeling_noise_multiplier(*args, count=2, calibration="accountant")
+    assert theorem != accountant
+    for alias in ("paper", "zcdp"):
+        assert peeling_noise_multiplier(*args, count=2, calibration=alias) == theorem
+    assert peeling_noise_multiplier(*args, count=2, calibration="pld") == accountant
+    for bad in ("magic", "authors", "Theorem", None, 1):
+        with pytest.raises(ValueError) as err:
+            peeling_noise_multiplier(*args, calibration=bad)
+        text = str(err.value)
+        assert text.startswith("calibration of peeling_noise_multiplier must be one of")
+        assert "['theorem', 'accountant']" in text and repr(bad) in text
+
+
 # ----------------------------------------------------------------------------- audit
 def _peel_audit(scale_factor: float, runs: int):
     """Canary: two coordinates, the first far ahead (selected in both worlds); the

@@ -162,7 +162,10 @@ def _worst_event(events: tuple, delta: float):
 
 def fliphat_multiplier(epsilon: float, delta: float, calibration: str, sparsity: int,
                        m: int) -> float:
-    """``c_M`` of an episode with ``m`` IHT iterations (0 without noise)."""
+    """``c_M`` of an episode with ``m`` IHT iterations (0 without noise). ``calibration``:
+    ``"theorem"``, ``"accountant"`` or ``"authors"``, or an alias of the vocabulary
+    (:func:`dpbandits.privacy.plan.check_calibration`)."""
+    calibration = check_calibration(calibration, CALIBRATIONS, "FLIPHAT")
     if not math.isfinite(epsilon):
         return 0.0
     if calibration == "authors":
@@ -176,6 +179,7 @@ def fliphat_plan(epsilon: float, delta: float, *, calibration: str, sparsity: in
     """The noise plan of FLIPHAT (module docstring) for validated parameters and the
     ``(M, R)`` (IHT iterations, truncation level) of every used episode. Raises early where
     the theorem's closed form does not certify the target."""
+    calibration = check_calibration(calibration, CALIBRATIONS, "FLIPHAT")
     ms = sorted({m for m, _ in episodes})
     if not math.isfinite(epsilon):
         return NoisePlan.non_private("FLIPHAT with noise off (exact IHT)",

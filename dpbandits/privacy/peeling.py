@@ -70,6 +70,7 @@ from dpbandits._validation import (
     check_rng,
 )
 from dpbandits.privacy.mechanisms import report_noisy_argmax, standard_laplace
+from dpbandits.privacy.plan import check_calibration
 
 __all__ = [
     "PeelResult",
@@ -82,6 +83,8 @@ __all__ = [
     "CALIBRATIONS",
 ]
 
+#: the calibrations of :func:`peeling_noise_multiplier` (``dpbandits.privacy.plan``'s
+#: vocabulary; its aliases ``"paper"``/``"zcdp"`` and ``"pld"`` are accepted)
 CALIBRATIONS = ("theorem", "accountant")
 
 
@@ -234,13 +237,17 @@ def peeling_noise_multiplier(epsilon: float, delta: float, s: int, *, count: int
     """Noise multiplier ``c`` (``b = c * lambda``) making ``count`` peeling calls jointly
     ``(epsilon, delta)``-DP; see the module docstring for the two calibrations.
 
+    ``calibration`` is ``"theorem"`` or ``"accountant"``, or one of the aliases of
+    :data:`dpbandits.privacy.plan.ALIASES` (``"paper"``, ``"zcdp"``: the theorem; ``"pld"``:
+    the accountant), which give the same multiplier; another value raises ``ValueError``
+    naming the parameter, the value and the allowed values.
     ``epsilon = inf`` gives 0 (no noise). Results are cached (calibration runs the accountant).
     """
     eps = check_epsilon(epsilon)
     dlt = check_delta(delta)
     s = check_int("s (sparsity)", s, low=1)
     count = check_int("count", count, low=1)
-    check_choice("calibration", calibration, set(CALIBRATIONS))
+    calibration = check_calibration(calibration, CALIBRATIONS, "peeling_noise_multiplier")
     check_choice("method", method, {"pld", "rdp"})
     if math.isinf(eps):
         return 0.0
