@@ -44,6 +44,7 @@ def test_dp_accounting_is_the_pinned_minor_release():
     assert major_minor == (0, 6), "re-derive REFERENCE for this dp-accounting release"
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("key", sorted(REFERENCE))
 def test_reference_ledger_epsilon_is_unchanged(key):
     name, method = key

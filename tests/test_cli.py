@@ -43,6 +43,7 @@ def test_tiny_sweep_via_config(tmp_path):
     assert sorted(frame["agent.epsilon"].dropna().unique()) == [1.0, 5.0]
 
 
+@pytest.mark.heavy
 def test_tiny_reproduce(tmp_path, capsys):
     out = tmp_path / "fig"
     assert main(["reproduce", "fig5.1", "--size", "tiny", "--panels", "AB", "--horizon", "150",

@@ -137,6 +137,7 @@ def _private_components():
                                                         loss_bounds=[0.0, 1.0])
 
 
+@pytest.mark.heavy
 def test_privacy_records_cite_papers_not_seed_numbers():
     """The privacy record a user reads (basis and caveat of every registered agent and
     optimizer at its defaults, and of the DP-GIBO methods) names papers by authors and

@@ -345,6 +345,7 @@ def test_full_gradient_methods_certified_by_independent_pld(eps):
         assert ledger.count == opt.n_iters
 
 
+@pytest.mark.heavy
 def test_svrg_certified_by_independent_rdp_and_tight():
     n, delta, eps = 400, 1e-3, 1.0
     for opt in (DPSVRG(eps, delta, n_epochs=3, inner_steps=200, step_size=0.1),

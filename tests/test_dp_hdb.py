@@ -86,6 +86,7 @@ def test_non_private_twin_learns_sublinearly():
     assert cum[-1] < 0.25 * rnd.cum_regret.mean(0)[-1]
 
 
+@pytest.mark.heavy
 def test_regret_decreases_as_epsilon_grows():
     env = {"n_arms": 2, "dim": 10, "horizon": 3000}
     finals = []

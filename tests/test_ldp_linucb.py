@@ -174,6 +174,7 @@ def test_bad_parameters_raise(kw, words):
 SMALL = dict(n_arms=2, dim=10, sparsity=2, horizon=2000)
 
 
+@pytest.mark.heavy
 def test_learns_on_a_small_instance():
     """K = 2, d = 10, s = 2, T = 2000, 20 replications. Measured ratios to uniform-random's
     regret: 0.62 at epsilon = 100 (per-replication sd 0.09, standard error of the mean 0.02;

@@ -148,6 +148,7 @@ def _cp_eps_lb(s0, s1, delta, alpha):
     return math.log(max(tpr_lb - delta, 1e-300) / fpr_ub)
 
 
+@pytest.mark.heavy
 def test_audit_refutes_the_claim_for_a_nonsmooth_loss():
     """f = |w| on the first T-1 samples makes the iterate mean-reverting, so the last sample
     is barely hidden: the empirical lower bound on epsilon exceeds the claimed epsilon

@@ -185,6 +185,7 @@ def test_local_md_noise_scale_end_to_end():
     assert np.std(x1) == pytest.approx(want, rel=0.04)
 
 
+@pytest.mark.heavy
 def test_local_md_stays_in_localization_balls_and_counts_clipping():
     rng = np.random.default_rng(2)
     X, y, _ = section_5_2_data(rng, 512, 5, 1.5)
@@ -242,6 +243,7 @@ def test_noisy_sgd_noise_scale_end_to_end(backend):
     assert np.std(res.theta) == pytest.approx(want, rel=0.04)
 
 
+@pytest.mark.heavy
 def test_noisy_sgd_privacy_is_the_replace_one_accountant_and_calibration_meets_target():
     n, delta = 50, 1 / 50
     theorem = NoisySGD(epsilon=1.0, delta=delta, lipschitz=2.0)

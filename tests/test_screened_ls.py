@@ -290,6 +290,7 @@ def test_learns_on_a_small_instance():
     assert res["sls"].certified["epsilon"] <= 1.0
 
 
+@pytest.mark.heavy
 def test_reruns_are_bit_identical_and_depend_on_the_seed():
     runs = [simulate("dpbandits/GLMBandit-v0", NAME, n_reps=3, seed=s, env_params=SMALL)
             for s in (7, 7, 8)]

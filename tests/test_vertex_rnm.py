@@ -66,6 +66,7 @@ REGIMES = {
 }
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("regime", sorted(REGIMES))
 def test_selection_has_the_exact_report_noisy_min_law(regime):
     direction, beta = REGIMES[regime]
@@ -87,6 +88,7 @@ def test_selection_has_the_exact_report_noisy_min_law(regime):
         assert np.mean(used >= nw + 2 * direction.size) > 0.2
 
 
+@pytest.mark.heavy
 def test_selection_law_in_fifty_dimensions_matches_the_direct_sampler():
     """d = 50 (two sign words, the last one partly used) and d = 40: the lazy sampler
     against 2d Laplace draws per row (two-sample chi^2 over the 2d vertices)."""
@@ -109,6 +111,7 @@ def test_selection_law_in_fifty_dimensions_matches_the_direct_sampler():
 @needs_numba
 @pytest.mark.parametrize("d,beta,scale", [(2, 0.4, 0.3), (3, 0.05, 0.3), (50, 5.0, 0.1),
                                           (50, 0.02, 0.1), (1, 1.0, 0.0)])
+@pytest.mark.heavy
 def test_numpy_and_compiled_selection_take_the_same_words(d, beta, scale):
     rng = np.random.default_rng(d)
     N = 3000
@@ -239,6 +242,7 @@ def _hdb(backend, seed=3, epsilon=1.0, link="identity", **agent):
 @needs_numba
 @pytest.mark.parametrize("link,epsilon", [("identity", 1.0), ("logistic", 1.0),
                                           ("identity", 100.0)])
+@pytest.mark.heavy
 def test_dp_hdb_backends_give_the_same_numbers(link, epsilon):
     a, b = _hdb("numba", link=link, epsilon=epsilon), _hdb("numpy", link=link, epsilon=epsilon)
     np.testing.assert_array_equal(a.arms, b.arms)
