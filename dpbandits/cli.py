@@ -271,7 +271,7 @@ def _cmd_reproduce(args) -> int:
 
 
 def _cmd_list(args) -> int:
-    from dpbandits.harness.catalogue import agent_rows, env_rows
+    from dpbandits.harness.listing import agent_rows, env_rows
     from dpbandits.plugins import load_plugins
 
     load_plugins(args.plugin)

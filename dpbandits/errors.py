@@ -8,7 +8,7 @@ The message names the culprit (file, parameter, agent, round), the value and the
 
 from __future__ import annotations
 
-__all__ = ["AgentFault", "MissingExtraError", "UserError"]
+__all__ = ["AgentFault", "MissingExtraError", "UserError", "missing_dataset_extra"]
 
 
 class UserError(Exception):
@@ -24,3 +24,12 @@ class AgentFault(UserError, ValueError):
     """A user's agent (a plugin, not a built-in) failed inside ``reset``, ``act`` or
     ``update``: the message names the agent, where it is defined, the round and the error
     (chained as the cause). A ``ValueError``: the agent given is not a working agent."""
+
+
+def missing_dataset_extra(dataset: str) -> MissingExtraError:
+    """The error of a dataset read from scikit-learn when scikit-learn is not installed
+    (raised by the loader, and printed by ``dpbandits list`` for the dataset's id)."""
+    return MissingExtraError(
+        f"dataset {dataset!r} is read from scikit-learn's bundled copy, and scikit-learn is "
+        "not installed: install the optional extra with pip install 'dpbandits[datasets]' "
+        "(or pass your own X and y)")

@@ -30,7 +30,7 @@ import numpy as np
 
 from dpbandits._validation import check_choice
 from dpbandits.envs._iris import load_iris
-from dpbandits.errors import MissingExtraError
+from dpbandits.errors import missing_dataset_extra
 
 __all__ = ["DATASETS", "SHAPES", "STANDARDIZE", "load_dataset"]
 
@@ -60,10 +60,7 @@ def _load(name: str) -> tuple[np.ndarray, np.ndarray]:
         try:
             import sklearn.datasets
         except ImportError as exc:
-            raise MissingExtraError(
-                f"dataset {name!r} is read from scikit-learn's bundled copy, and scikit-learn "
-                "is not installed: install the optional extra with "
-                "pip install 'dpbandits[datasets]' (or pass your own X and y)") from exc
+            raise missing_dataset_extra(name) from exc
         X, y = getattr(sklearn.datasets, _SKLEARN_LOADERS[name])(return_X_y=True)
     X = np.array(X, dtype=np.float64)
     y = np.array(y, dtype=np.int64)

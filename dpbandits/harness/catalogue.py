@@ -1,10 +1,16 @@
 """What is registered, for ``dpbandits list`` and ``dpbandits describe``: environments with
-their sizes and reward model, agents with their privacy notion and parameters."""
+their sizes and reward model, agents with their privacy notion and parameters.
+
+Each environment and agent is built to read them. ``dpbandits list`` prints the built-in rows
+from ``catalogue.json`` (:mod:`dpbandits.harness.listing`), which ``python -m
+dpbandits.harness.catalogue`` rewrites from the functions here.
+"""
 
 from __future__ import annotations
 
 import importlib.util
 import inspect
+import json
 import textwrap
 
 import gymnasium
@@ -13,6 +19,8 @@ import dpbandits.envs  # noqa: F401  (registers the ids)
 from dpbandits.envs import DESCRIPTIONS
 from dpbandits.envs._datasets import SHAPES
 from dpbandits.envs.classification import ClassificationBanditVectorEnv
+from dpbandits.harness.listing import CATALOGUE_FILE
+from dpbandits.harness.listing import short as _short
 
 #: one-line descriptions of the built-in agents (plugins: the first sentence of the docstring)
 AGENT_SUMMARIES = {
@@ -41,17 +49,15 @@ def _first_sentence(obj) -> str:
     return text.split(". ")[0].rstrip(".")
 
 
-def _short(text: str, width: int = 72) -> str:
-    return text if len(text) <= width else text[: width - 3].rstrip() + "..."
-
-
-def env_rows() -> list[dict]:
+def env_rows(exclude: frozenset[str] | set[str] = frozenset()) -> list[dict]:
     """One row per ``dpbandits/`` id, and per id of any namespace built on the dpbandits
-    environment classes (e.g. a plugin's variant of the GLM bandit): K, d, T, link, noise."""
+    environment classes (e.g. a plugin's variant of the GLM bandit): K, d, T, link, noise.
+    Ids in ``exclude`` are left out."""
     rows = []
     for env_id in sorted(k for k, spec in gymnasium.registry.items()
-                         if k.startswith("dpbandits/")
-                         or str(spec.vector_entry_point).startswith("dpbandits.")):
+                         if (k.startswith("dpbandits/")
+                             or str(spec.vector_entry_point).startswith("dpbandits."))
+                         and k not in exclude):
         row = _dataset_row(env_id, gymnasium.registry[env_id])
         if row is not None:
             rows.append(row)
@@ -77,16 +83,15 @@ def env_rows() -> list[dict]:
     return rows
 
 
-def _dataset_row(env_id: str, spec) -> dict | None:
+def _dataset_row(env_id: str, spec, *, assume_sklearn: bool = False) -> dict | None:
     """The row of a classification bandit on a built-in dataset with its defaults, from the
     dataset's known shape (:data:`dpbandits.envs._datasets.SHAPES`) instead of loading it
     (scikit-learn's import alone takes seconds); ``None`` for any other id, and when
-    scikit-learn is missing (the id's row then says why it is not available)."""
-    vector = f"{ClassificationBanditVectorEnv.__module__}:{ClassificationBanditVectorEnv.__name__}"
-    name = dict(spec.kwargs).get("dataset")
-    if (spec.vector_entry_point != vector or set(spec.kwargs) != {"dataset"}
-            or name not in SHAPES
-            or (name != "iris" and importlib.util.find_spec("sklearn") is None)):
+    scikit-learn is missing (the id's row then says why it is not available) unless
+    ``assume_sklearn``."""
+    name = _builtin_dataset(spec)
+    if name is None or (name != "iris" and not assume_sklearn
+                        and importlib.util.find_spec("sklearn") is None):
         return None
     n_rows, dim, n_arms = SHAPES[name]
     return {"id": env_id, "K": n_arms, "d": dim, "T": n_rows, "link": "0/1", "noise": "-",
@@ -94,13 +99,25 @@ def _dataset_row(env_id: str, spec) -> dict | None:
                                   or _first_sentence(ClassificationBanditVectorEnv), 94)}
 
 
-def agent_rows() -> list[dict]:
-    """One row per registered agent: its privacy notion at the defaults and a description."""
+def _builtin_dataset(spec) -> str | None:
+    """The built-in dataset an id's spec is the classification bandit of, at its defaults."""
+    vector = f"{ClassificationBanditVectorEnv.__module__}:{ClassificationBanditVectorEnv.__name__}"
+    name = dict(spec.kwargs).get("dataset")
+    if spec.vector_entry_point != vector or set(spec.kwargs) != {"dataset"} or name not in SHAPES:
+        return None
+    return name
+
+
+def agent_rows(exclude: frozenset[str] | set[str] = frozenset()) -> list[dict]:
+    """One row per registered agent: its privacy notion at the defaults and a description.
+    Agents in ``exclude`` are left out."""
     from dpbandits.agents import agent_class, available_agents, make_agent
     from dpbandits.harness.faults import is_builtin
 
     rows = []
     for name in available_agents():
+        if name in exclude:
+            continue
         cls = agent_class(name)
         try:
             privacy = make_agent(name, **_PROBE_SIZES).privacy
@@ -154,3 +171,40 @@ def describe_agent(name: str, env: str = "dpbandits/Figure5.1-v0") -> str:
             eps = "not recomputable" if cert["epsilon"] is None else f"{cert['epsilon']:.4g}"
             lines.append(f"  certified epsilon (accountant, from its ledger): {eps}")
     return "\n".join(lines)
+
+
+def builtin_catalogue() -> dict:
+    """The rows of the built-in ids and agents, as ``catalogue.json`` holds them: a dataset id
+    read from scikit-learn has its row as when it is installed, and ``sklearn_dataset``
+    naming the dataset (:func:`dpbandits.harness.listing.env_rows` says it is not available
+    when scikit-learn is missing). Built before any plugin is loaded."""
+    from dpbandits.agents import agent_class
+    from dpbandits.harness.faults import is_builtin
+
+    envs = []
+    for row in env_rows():
+        if not row["id"].startswith("dpbandits/"):
+            continue  # a plugin's id on a dpbandits class
+        spec = gymnasium.registry[row["id"]]
+        dataset = _builtin_dataset(spec)
+        if dataset is not None and dataset != "iris":
+            row = {**_dataset_row(row["id"], spec, assume_sklearn=True),
+                   "sklearn_dataset": dataset}
+        envs.append(row)
+    agents = [row for row in agent_rows() if is_builtin(agent_class(row["name"]))]
+    return {"environments": envs, "agents": agents}
+
+
+def write_catalogue() -> None:
+    """Rewrite ``catalogue.json`` from the built-in ids and agents."""
+    catalogue = builtin_catalogue()
+    lines = []
+    for key in ("environments", "agents"):  # one row per line: a change is one line of diff
+        rows = ",\n".join(f"  {json.dumps(row)}" for row in catalogue[key])
+        lines.append(f' "{key}": [\n{rows}\n ]')
+    CATALOGUE_FILE.write_text("{\n" + ",\n".join(lines) + "\n}\n")
+
+
+if __name__ == "__main__":
+    write_catalogue()
+    print(f"wrote {CATALOGUE_FILE}")
