@@ -102,19 +102,24 @@ def test_a_remembered_query_is_computed_once_and_read_back_exactly(fresh):
 
 def test_calibrations_read_from_the_store_give_the_same_noise(fresh, monkeypatch):
     # a noise search (calibrate), a peeling check and gdp_mu/zcdp_rho: computed cold, then
-    # read back in "another process" (caches cleared, the accountant refused)
+    # read back in "another process" (caches cleared, the accountant refused); the in-process
+    # caches are cleared before the cold build too (an earlier test in this process may have
+    # filled them, and the cold build would then write nothing to the fresh store)
+    from dpbandits.privacy import peeling
     from dpbandits.privacy.accounting import calibration, conversions, query
 
     def build():
         return [make_agent(name, n_arms=2, dim=5, horizon=100)._plan.scales
                 for name in ("dp-moment-ls", "adac-oful", "fliphat", "ldp-linucb")]
 
-    cold = build()
-    conversions.gdp_mu.cache_clear()
-    conversions.zcdp_rho.cache_clear()
-    from dpbandits.privacy import peeling
+    def new_process():
+        conversions.gdp_mu.cache_clear()
+        conversions.zcdp_rho.cache_clear()
+        peeling._multiplier.cache_clear()
 
-    peeling._multiplier.cache_clear()
+    new_process()
+    cold = build()
+    new_process()
 
     def refuse(*args, **kwargs):
         raise AssertionError("the accountant ran although the store holds the number")
