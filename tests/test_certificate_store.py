@@ -129,3 +129,26 @@ def test_calibrations_read_from_the_store_give_the_same_noise(fresh, monkeypatch
     monkeypatch.setattr(conversions, "_gdp_mu", refuse)
     monkeypatch.setattr(conversions, "_zcdp_rho", refuse)
     assert build() == cold
+
+
+def test_a_shared_ledger_is_found_by_identity_with_the_same_certificate(fresh, monkeypatch):
+    # agents of the same sizes share their ledger object (DP-POFW caches it): the second
+    # certification finds the digest by identity (no repr, no hash); an equal ledger that is
+    # another object takes the repr path to the same certificate
+    import copy
+    import hashlib
+
+    first = make_agent("dp-hdb", n_arms=2, dim=20, horizon=300)
+    second = make_agent("dp-hdb", n_arms=2, dim=20, horizon=300)
+    assert second.ledger is first.ledger
+    cert = certification.certify(first.ledger, 1e-3)
+    hashed, sha1 = [], hashlib.sha1
+    monkeypatch.setattr(certification.hashlib, "sha1",
+                        lambda data: hashed.append(len(data)) or sha1(data))
+    assert certification.certify(second.ledger, 1e-3) == cert
+    assert hashed == []
+    twin = copy.deepcopy(first.ledger)
+    assert certification.certify(twin, 1e-3) == cert
+    assert hashed == [len(repr(twin).encode())]
+    assert certification.certify(make_agent("dp-hdb", n_arms=2, dim=20, horizon=301).ledger,
+                                 1e-3) != cert

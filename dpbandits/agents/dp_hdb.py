@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 from functools import partial
 
 import numpy as np
@@ -91,10 +92,21 @@ def preselected_greedy(x: np.ndarray, theta_fs: np.ndarray, theta: np.ndarray, h
     return np.argmax(np.where(preselected, cur, -np.inf), axis=1)
 
 
+#: arm ledger's id -> (that ledger, the two arms' composition): the arms' ledgers are shared
+#: between agents of the same sizes (cached by DP-POFW), so is the composition
+_TWO_ARMS: dict[int, tuple[Any, Any]] = {}
+
+
 def _two_arms(arm: NoisePlan):
     from dpbandits.privacy.accounting import compose
 
-    return compose([arm.ledger, arm.ledger])
+    ledger = arm.ledger
+    kept = _TWO_ARMS.get(id(ledger))
+    if kept is None or kept[0] is not ledger:
+        if len(_TWO_ARMS) >= 32:
+            _TWO_ARMS.clear()
+        kept = _TWO_ARMS[id(ledger)] = (ledger, compose([ledger, ledger]))
+    return kept[1]
 
 
 def dp_hdb_plan(epsilon: float, delta: float, privacy_split: str,
