@@ -5,15 +5,20 @@ The stream: every row of a dataset (digits: 1,797 x 64, K = 10; breast cancer: 5
 K = 2; scikit-learn's bundled copies) with a uniformly random logged arm (seed 0) and reward
 1 when it is the row's class. Both libraries play the same rule (MABWiser's radius
 ``alpha = 1``: ``noise_std`` 1e-12, ``theta_bound`` 1, ``reg`` = ``l2_lambda`` = 1, see
-docs/real-data.md) and the arms they predict are compared. Timed, minimum over ``--repeat``:
+docs/real-data.md) and the arms they predict are compared. Timed:
 
 * ``batch``: ``fit`` on all rows, then ``predict`` on all rows (one call each);
 * ``row_by_row``: ``partial_fit`` and ``predict`` one row at a time over the first
   ``--rows`` rows (the online use).
 
+The cases take turns, ``--repeat`` rounds of one call each, so a change of the machine's load
+hits all of them alike; each reports its minimum (``*_s``) and median (``*_median_s``).
+
 MABWiser is optional: without it (``pip install mabwiser``) its columns say why they are
-missing. Every timed call follows one untimed call (numba's kernels compiled or loaded).
-Prints one JSON object.
+missing. Every timed call follows one untimed call (numba's kernels compiled or loaded);
+``*_batch_first_s`` is that first call's time: in a fresh process, numba's import and its
+kernels loaded from the on-disk cache, or compiled when the cache is empty (the first run
+after an install or a change to the kernels). Prints one JSON object.
 
 Usage: ``python -m benchmarks.bench_fit_predict [--repeat N] [--rows N]``
 """
@@ -56,21 +61,30 @@ def _theirs(K: int):
                seed=0)
 
 
-def _best(fn, repeat: int) -> tuple[float, object]:
-    """The minimum time of ``repeat`` calls after one untimed call (numba's kernels compile
-    or load from their cache on the first)."""
-    times, out = [], fn()
-    for _ in range(repeat):
+def _timed(fns: dict, repeat: int) -> dict:
+    """``name -> (min time, median time, result, first call's time)`` of each function: one
+    first call each (numba's kernels compile or load from their cache), then ``repeat``
+    rounds calling every function once in turn, so a change of the machine's load hits all
+    of them alike."""
+    out, times = {}, {name: [] for name in fns}
+    for name, fn in fns.items():
         start = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - start)
-    return min(times), out
+        result = fn()
+        out[name] = result, time.perf_counter() - start
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: (min(times[name]), float(np.median(times[name])), *out[name])
+            for name in fns}
 
 
 def bench_dataset(name: str, repeat: int, rows: int) -> dict:
     X, arms, rewards, K = logged_stream(name)
     n, d = X.shape
     row: dict = {"dataset": name, "n": n, "d": d, "K": K}
+    fns = {}
     for backend in ("auto", "numpy"):
         def batch(backend=backend):
             return _ours(K, d, n, backend).fit(X, arms, rewards, rng=0).predict(X)
@@ -83,33 +97,41 @@ def bench_dataset(name: str, repeat: int, rows: int) -> dict:
                 agent.partial_fit(X[i:i + 1], arms[i:i + 1], rewards[i:i + 1])
             return np.array(out)
 
-        row[f"dpbandits_{backend}_batch_s"], ours_batch = _best(batch, repeat)
-        row[f"dpbandits_{backend}_row_by_row_s"], ours_online = _best(online, repeat)
-    if importlib.util.find_spec("mabwiser") is None:
+        fns[f"dpbandits_{backend}_batch"] = batch
+        fns[f"dpbandits_{backend}_row_by_row"] = online
+    have_mabwiser = importlib.util.find_spec("mabwiser") is not None
+    if have_mabwiser:
+        def their_batch():
+            mab = _theirs(K)
+            mab.fit(arms, rewards, X)
+            return np.asarray(mab.predict(X))
+
+        def their_online():
+            mab, out = _theirs(K), []
+            mab.fit(arms[:1], rewards[:1], X[:1])
+            for i in range(1, rows):
+                out.append(mab.predict(X[i:i + 1]))
+                mab.partial_fit(arms[i:i + 1], rewards[i:i + 1], X[i:i + 1])
+            return np.array(out)
+
+        fns["mabwiser_batch"] = their_batch
+        fns["mabwiser_row_by_row"] = their_online
+    timed = _timed(fns, repeat)
+    for key, (best, median, _, first) in timed.items():
+        row[f"{key}_s"] = best
+        row[f"{key}_median_s"] = median
+        if key.endswith("_batch"):
+            row[f"{key}_first_s"] = first
+    if not have_mabwiser:
         row["mabwiser"] = "skipped: MABWiser is not installed (pip install mabwiser)"
         return row
-
-    def their_batch():
-        mab = _theirs(K)
-        mab.fit(arms, rewards, X)
-        return np.asarray(mab.predict(X))
-
-    def their_online():
-        mab, out = _theirs(K), []
-        mab.fit(arms[:1], rewards[:1], X[:1])
-        for i in range(1, rows):
-            out.append(mab.predict(X[i:i + 1]))
-            mab.partial_fit(arms[i:i + 1], rewards[i:i + 1], X[i:i + 1])
-        return np.array(out)
-
-    row["mabwiser_batch_s"], theirs_batch = _best(their_batch, repeat)
-    row["mabwiser_row_by_row_s"], theirs_online = _best(their_online, repeat)
     row["batch_speedup_vs_mabwiser"] = round(row["mabwiser_batch_s"]
                                              / row["dpbandits_auto_batch_s"], 2)
     row["row_by_row_speedup_vs_mabwiser"] = round(row["mabwiser_row_by_row_s"]
                                                   / row["dpbandits_auto_row_by_row_s"], 2)
-    row["batch_arms_agree"] = float(np.mean(np.asarray(theirs_batch) == ours_batch))
-    row["row_by_row_arms_agree"] = float(np.mean(np.asarray(theirs_online) == ours_online))
+    for mode in ("batch", "row_by_row"):
+        ours, theirs = timed[f"dpbandits_auto_{mode}"][2], timed[f"mabwiser_{mode}"][2]
+        row[f"{mode}_arms_agree"] = float(np.mean(np.asarray(theirs) == ours))
     return row
 
 

@@ -195,3 +195,216 @@ def test_decision_function_is_the_score_act_maximizes():
         _played("dp-hdb", 10).decision_function(x)
     with pytest.raises(NotImplementedError, match="no per-arm score"):
         _played("greedy", 1).decision_function(x)  # its round-robin start
+
+
+# -- linucb: fit replays the stream in one kernel call, predict answers all rows in one ------
+
+def _stream(kind, n=200, d=6, k=3, seed=0):
+    """A logged stream: ``"random"`` rows, or ``"adversarial"`` ones mixing tiny, huge, zero
+    and negative-zero entries (and rewards of wild scales), where any change in the order of
+    a sum shows in the last bits; ``"mixed"``: scales 1e-4 .. 1e4 only (the ridge statistics
+    stay finite)."""
+    rng = np.random.default_rng(seed)
+    x, r = rng.standard_normal((n, d)), rng.standard_normal(n)
+    if kind in ("adversarial", "mixed"):
+        x *= 10.0 ** (rng.integers(-160, 150, (n, d)) if kind == "adversarial"
+                      else rng.integers(-4, 5, (n, d)))
+        x[rng.random((n, d)) < 0.15] = 0.0
+        x[rng.random((n, d)) < 0.05] = -0.0
+        if n > 7:
+            x[7] = x[3]  # a repeated row
+        r *= 10.0 ** (rng.integers(-100, 100, n) if kind == "adversarial"
+                      else rng.integers(-4, 5, n))
+    return x, rng.integers(0, k, n), r
+
+
+def _loop(agent, x, a, r, seed=0):
+    """``agent`` reset for one replication, then one ``update`` per row: the reference."""
+    agent.reset(1, np.random.default_rng(seed))
+    agent.arm_labels_ = None  # as fit sets it, so the two states pickle alike
+    for t in range(len(x)):
+        agent.update(x[t:t + 1], a[t:t + 1], r[t:t + 1])
+    return agent
+
+
+def _assert_same_state(got, want):
+    """Every attribute equal bit for bit (NaN payloads included): each state array named
+    for a readable failure, then the whole agent's pickle."""
+    import pickle
+
+    assert got.t_ == want.t_ and got.n_reps_ == want.n_reps_ == 1
+    for name, arr in vars(want._state).items():
+        if isinstance(arr, np.ndarray):
+            mine = getattr(got._state, name)
+            assert mine.dtype == arr.dtype and mine.tobytes() == arr.tobytes(), name
+    assert pickle.dumps(got) == pickle.dumps(want)
+
+
+def _rowwise_indices(agent, x):
+    """The indices ``act`` computes, one row at a time (on a copy: act leaves a cache)."""
+    import copy
+
+    twin = copy.deepcopy(agent)
+    return np.vstack([twin.indices(x[i:i + 1]) for i in range(len(x))])
+
+
+@pytest.mark.parametrize("kind", ["random", "adversarial"])
+@pytest.mark.parametrize("d, k", [(6, 3), (1, 2), (3, 2), (8, 3), (17, 4)])
+def test_linucb_fit_equals_the_row_by_row_updates_bit_for_bit(kind, d, k):
+    x, a, r = _stream(kind, d=d, k=k, seed=d)
+    params = {"n_arms": k, "dim": d, "horizon": 250, "reg": 0.7}
+    fitted = make_agent("linucb", **params).fit(x, a, r, rng=0)
+    looped = _loop(make_agent("linucb", **params), x, a, r)
+    _assert_same_state(fitted, looped)
+    queries = np.vstack([x[:70], _stream(kind, n=80, d=d, k=k, seed=d + 1)[0]])
+    scores = fitted.decision_function(queries)
+    assert scores.tobytes() == looped.decision_function(queries).tobytes()
+    assert scores.tobytes() == _rowwise_indices(looped, queries).tobytes()  # act's numbers
+    assert np.array_equal(fitted.predict(queries), looped.predict(queries))
+
+
+def test_linucb_fit_test_data_would_catch_a_reordered_sum():
+    """The stream of the bit-for-bit test is sensitive to the order of its sums: the ridge
+    inverse formed at once, ``inv(lam I + X_a^T X_a)`` (a matrix product), agrees with the
+    fitted one to rounding but not in every bit, so a batched fit that summed in another
+    order would fail that test."""
+    x, a, r = _stream("random", d=6, k=3, seed=6)
+    fitted = make_agent("linucb", n_arms=3, dim=6, horizon=250, reg=0.7).fit(x, a, r, rng=0)
+    iu = np.triu_indices(6)
+    for arm in range(3):
+        xa = x[a == arm]
+        direct = np.linalg.inv(0.7 * np.eye(6) + xa.T @ xa)[iu]
+        np.testing.assert_allclose(fitted._state.P[0, arm], direct, rtol=1e-9, atol=1e-12)
+        assert not np.array_equal(fitted._state.P[0, arm], direct)
+
+
+def test_linucb_fit_uses_the_batched_replay_unless_the_update_is_overridden(monkeypatch):
+    from dpbandits.agents.base import Agent
+    from dpbandits.agents.references import LinUCB
+
+    calls = []
+    original = Agent._update_trusted
+
+    def counted(self, *args):
+        calls.append(type(self).__name__)
+        return original(self, *args)
+
+    monkeypatch.setattr(Agent, "_update_trusted", counted)
+    x, a, r = _stream("random", n=40)
+    params = {"n_arms": 3, "dim": 6, "horizon": 40}
+    agent = make_agent("linucb", **params).fit(x, a, r, rng=0)
+    assert calls == [] and agent.t_ == 40  # one kernel call, no per-row update
+    make_agent("linucb", backend="numpy", **params).fit(x, a, r, rng=0)
+    assert len(calls) == 40  # the numpy backend keeps the loop
+
+    class Counting(LinUCB):  # a subclass's own _update must see every row
+        def _update(self, contexts, arms, rewards):
+            self.seen = getattr(self, "seen", 0) + 1
+            super()._update(contexts, arms, rewards)
+
+    sub = Counting(**params).fit(x, a, r, rng=0)
+    assert sub.seen == 40 and sub.t_ == 40
+    _assert_same_state(agent, _loop(make_agent("linucb", **params), x, a, r))
+
+
+@pytest.mark.parametrize("kind", ["random", "adversarial"])
+def test_linucb_partial_fit_halves_equal_fit_bit_for_bit(kind):
+    x, a, r = _stream(kind)
+    params = {"n_arms": 3, "dim": 6, "horizon": 200}
+    whole = make_agent("linucb", **params).fit(x, a, r, rng=0)
+    halves = make_agent("linucb", **params).partial_fit(x[:77], a[:77], r[:77], rng=0)
+    halves.partial_fit(x[77:], a[77:], r[77:])
+    _assert_same_state(halves, whole)
+    # a stream started by reset(1, rng) and an act on its first row: that row's update reuses
+    # act's V^-1 x (the cache), in the batched replay as in the loop
+    started = make_agent("linucb", **params)
+    started.reset(1, np.random.default_rng(0))
+    started.act(x[:1])
+    reference = make_agent("linucb", **params)
+    reference.reset(1, np.random.default_rng(0))
+    reference.act(x[:1])
+    started.partial_fit(x, a, r)
+    reference.arm_labels_ = None
+    for t in range(len(x)):
+        reference.update(x[t:t + 1], a[t:t + 1], r[t:t + 1])
+    _assert_same_state(started, reference)
+
+
+@pytest.mark.parametrize("d", [1, 3, 4, 9, 64])
+@pytest.mark.parametrize("n", [1, 64, 150])
+def test_linucb_batched_indices_are_acts_bit_for_bit(d, n):
+    """decision_function's row kernel (rows in blocks of 64, the triangle four rows at a time
+    and the last d mod 4 one at a time) gives every row exactly the index act computes for
+    it alone."""
+    for kind in ("random", "adversarial"):
+        x, a, r = _stream(kind, d=d, k=4, seed=n)
+        agent = make_agent("linucb", n_arms=4, dim=d, horizon=200).fit(x, a, r, rng=0)
+        queries = _stream(kind, n=n, d=d, k=4, seed=n + 1)[0]
+        assert (agent.decision_function(queries).tobytes()
+                == _rowwise_indices(agent, queries).tobytes())
+
+
+def _plain_symv(p, x):
+    """The packed ``V^-1 x`` in plain Python, one row of the triangle at a time: the order
+    of sums the kernels have always used (and the committed results were computed with)."""
+    d = len(x)
+    out = [0.0] * d
+    q = 0
+    for i in range(d):
+        acc = p[q] * x[i]
+        q += 1
+        for j in range(i + 1, d):
+            acc += p[q] * x[j]
+            out[j] += p[q] * x[i]
+            q += 1
+        out[i] += acc
+    return out
+
+
+@pytest.mark.parametrize("d", [1, 3, 6, 9])
+def test_linucb_kernels_keep_the_one_row_order_of_sums(d):
+    """The kernels (the triangle four rows at a time, the rows of predict vectorized) give
+    the numbers of a plain-Python transcription of the one-row-at-a-time algorithm, bit for
+    bit: fitted state and indices, so no stream or committed result moves."""
+    import math
+
+    x, a, r = _stream("mixed", n=120, d=d, k=2, seed=d)
+    agent = make_agent("linucb", n_arms=2, dim=d, horizon=120, reg=0.7).fit(x, a, r, rng=0)
+    m = d * (d + 1) // 2
+    diag = [i * d - i * (i - 1) // 2 for i in range(d)]
+    P = [[1.0 / 0.7 if q in diag else 0.0 for q in range(m)] for _ in range(2)]
+    theta, logdet = [[0.0] * d for _ in range(2)], [d * math.log(0.7)] * 2
+    for t in range(len(x)):
+        k, xt = a[t], list(x[t])
+        u = _plain_symv(P[k], xt)
+        xtu = xth = 0.0
+        for j in range(d):
+            xtu += xt[j] * u[j]
+            xth += xt[j] * theta[k][j]
+        denom = 1.0 + xtu
+        g = (r[t] - xth) / denom
+        q = 0
+        for i in range(d):
+            ui = u[i] / denom
+            for j in range(i, d):
+                P[k][q] -= ui * u[j]
+                q += 1
+            theta[k][i] += u[i] * g
+        logdet[k] += math.log(denom)
+    state = agent._state
+    assert state.P[0].tobytes() == np.array(P).tobytes()
+    assert state.theta[0].tobytes() == np.array(theta).tobytes()
+    assert state.logdet[0].tobytes() == np.array(logdet).tobytes()
+    queries = _stream("mixed", n=70, d=d, k=2, seed=d + 1)[0]
+    c = agent._consts
+    want = np.empty((70, 2))
+    for i, xq in enumerate(queries):
+        for k in range(2):
+            u = _plain_symv(P[k], list(xq))
+            quad = mean = 0.0
+            for j in range(d):
+                quad += xq[j] * u[j]
+                mean += theta[k][j] * xq[j]
+            beta = c[1] * math.sqrt(max(c[0] + logdet[k], 0.0)) + c[2]
+            want[i, k] = mean + c[3] * beta * math.sqrt(max(quad, 0.0))
+    assert agent.decision_function(queries).tobytes() == want.tobytes()

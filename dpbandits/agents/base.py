@@ -399,8 +399,24 @@ class Agent(Parameterized):
         return order[pos], labels
 
     def _feed(self, x: np.ndarray, a: np.ndarray, r: np.ndarray) -> None:
-        for t in range(x.shape[0]):
+        """Learn the checked rows in order: one ``_batch_update`` call when the agent has one
+        (and does not override ``update``), else one trusted update per row."""
+        n = x.shape[0]
+        if (type(self).update is Agent.update and self.t_ + n <= self.horizon
+                and self._batch_update(x, a, r)):
+            self.t_ += n
+            return
+        for t in range(n):
             self._update_trusted(x[t:t + 1], a[t:t + 1], r[t:t + 1])
+
+    # hook of fit and partial_fit: one-replication state, n checked rows
+    def _batch_update(self, x: np.ndarray, a: np.ndarray, r: np.ndarray) -> bool:
+        """Learn rows ``x`` (n, d), arms ``a`` and rewards ``r`` (n,) in order, in one call,
+        leaving every attribute (``t_`` aside, which ``_feed`` advances) exactly as ``n``
+        calls of ``_update`` on one row each would (bit for bit, generators included);
+        return ``True``. The default returns ``False`` without touching anything, and
+        ``_feed`` loops."""
+        return False
 
     # -- reward model ----------------------------------------------------------------------
     def check_link(self, link: str | None, env_id: str = "the environment") -> None:

@@ -165,8 +165,12 @@ class LinUCB(Agent):
         return np.argmax(self._indices(contexts), axis=1)
 
     def _batch_scores(self, x):
-        """UCB indices (n, K) of n rows from the one-replication state: the index kernel run
-        on read-only views of that state, so every row gets exactly ``act``'s numbers."""
+        """UCB indices (n, K) of n rows from the one-replication state, every row exactly
+        ``act``'s numbers: the compiled backend's row kernel (``_indices``' sums in the same
+        order, the rows vectorized), the numpy backend's index on read-only views of the
+        state."""
+        if self._compiled:
+            return self._state.row_indices(x, self._consts)
         saved = self._state
         self._state = saved.broadcast(x.shape[0])
         try:
@@ -182,6 +186,15 @@ class LinUCB(Agent):
             self._state.add(contexts, arms, rewards)
         else:
             self._state.add(contexts, arms, np.ones(len(arms)), rewards)
+
+    def _batch_update(self, x, a, r):
+        """The compiled backend replays the rows in one kernel call through the very routine
+        of ``_update`` (same state bit for bit); the numpy backend (and a subclass that
+        overrides ``_update``) loops."""
+        if not self._compiled or self.n_reps_ != 1 or type(self)._update is not LinUCB._update:
+            return False
+        self._state.replay(x, a, r)
+        return True
 
     @property
     def privacy(self):
