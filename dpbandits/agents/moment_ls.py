@@ -100,8 +100,8 @@ Every release is one Gaussian mechanism ``v + N(0, C)`` with a known diagonal ``
 
 Defaults (how they were chosen)
 -------------------------------
-``first_episode = ceil(horizon/20)``, ``screen_size = min(dim, 16)``, ``clip_screen = 0.1``,
-``clip_fit = 0.5``, ``gram_share = 0.4``, ``ridge = 1`` are ``dp-screened-ls``'s (chosen by
+``first_episode = ceil(horizon/20)``, ``screen_size = min(dim, 16)`` (for ``K <= 4``),
+``clip_screen = 0.1``, ``clip_fit = 0.5``, ``gram_share = 0.4``, ``ridge = 1`` are ``dp-screened-ls``'s (chosen by
 ``experiments/certified_learning/tune.py`` on its tuning instances). ``moment_share = 0.3``,
 ``ridge_screen = 1``, ``screen_episodes = 2``, ``n_factors = 0`` and ``intercept = 0`` were
 compared (``experiments/certified_learning/tune_moment.py``, epsilon = 1, T = 1e4, 6
@@ -109,7 +109,12 @@ replications) on the tuning instances of ``experiments/certified_learning/instan
 one logistic tuning instance, environment seeds 5000 + r: no evaluation instance or seed.
 Factors and the intercept changed nothing measurable without noise and cost regret with it
 (more Gram coordinates, more Gram noise), so they are off by default (measured; README of the
-study).
+study). ``screen_per_arm = 4`` (``|S| = min(dim, max(16, 4K))``; version 3 of
+the study's cells) was chosen in the third round on the many-arm tuning instances
+(``instances.TUNING_K``, 16 replications; it changes nothing for ``K <= 4``). The other
+third-round options (``thompson``, ``lasso``, ``fit_first``, ``marginal_below``) are post-
+processing of the same releases or another fixed schedule; they were measured worse or
+neutral and are off.
 
 Enforced and counted: ``||u|| <= 1`` and ``||z|| <= 1`` for the floats used
 (:func:`~dpbandits.geometry.normalize_rows`); targets clipped (``n_clipped_rewards_``); rows
@@ -243,7 +248,11 @@ class MomentLS(FitRelease, PrivateAgent):
     epsilon : float > 0 (inf = no noise), default 1.
     delta : float in (0, 1), default ``1/horizon``.
     first_episode : n0, rounds of the first (uniform) episode, default ``ceil(horizon/20)``.
-    screen_size : |S|, coordinates kept for the fit, default ``min(dim, 16)``.
+    screen_size : |S|, coordinates kept for the fit, default
+        ``min(dim, max(16, screen_per_arm * n_arms))``.
+    screen_per_arm : the default ``|S|`` grows as this many coordinates per arm beyond
+        ``K = 16 / screen_per_arm``, default 4 (``min(dim, 16)`` up to ``K = 4``): each arm
+        has its own support, so the union to cover grows with ``K`` (third round).
     n_factors : leading eigenvectors of the released moment added to the fit, default 0.
     intercept : intercept coordinate ``kappa = intercept sqrt(dim)`` (0: none), default 0.
     clip_screen : screening targets clipped at ``clip_screen / sqrt(D)``, default 0.1.
@@ -276,7 +285,7 @@ class MomentLS(FitRelease, PrivateAgent):
                  gram_share: float = 0.4, ridge_screen: float = 1.0, ridge: float = 1.0,
                  factor_threshold: float = 2.0, screen_episodes: int = 2,
                  thompson: float = 0.0, fit_first: float = 4.0, lasso: float = 0.0,
-                 marginal_below: float = 0.0, screen_per_arm: int | None = None):
+                 marginal_below: float = 0.0, screen_per_arm: int = 4):
         super().__init__(n_arms=n_arms, dim=dim, horizon=horizon, epsilon=epsilon, delta=delta)
         self.first_episode = first_episode
         self.screen_size = screen_size
@@ -300,8 +309,7 @@ class MomentLS(FitRelease, PrivateAgent):
         self._n0 = (max(1, math.ceil(horizon / 20)) if first_episode is None
                     else check_int("first_episode", first_episode, low=1))
         self.screen_per_arm = screen_per_arm
-        per_arm = (0 if screen_per_arm is None
-                   else check_int("screen_per_arm", screen_per_arm, low=1))
+        per_arm = check_int("screen_per_arm", screen_per_arm, low=1)
         self._s = (min(dim, max(16, per_arm * n_arms)) if screen_size is None
                    else check_int("screen_size", screen_size, low=1, high=dim))
         self._r = check_int("n_factors", n_factors, low=0, high=dim + 1)

@@ -48,8 +48,13 @@ from experiments.certified_learning.instances import (
 
 HERE = Path(__file__).resolve().parent
 #: version of the stored cells: 1 = before the shared row normalization (issue 25) in
-#: dp-screened-ls and dp-moment-ls; 2 = normalize_rows in both (streams moved at ~1e-14)
-CELLS_VERSION = 2
+#: dp-screened-ls and dp-moment-ls; 2 = normalize_rows in both (streams moved at ~1e-14);
+#: 3 = dp-moment-ls's screened set grows with K (screen_per_arm = 4: K >= 5 rows move)
+CELLS_VERSION = 3
+#: version of the T = 1e5 cells: their instances have K <= 4, where version 3 changed no
+#: agent's stream (dp-moment-ls's screened set is min(dim, 16) there, as in version 2), so the
+#: version-2 cells stand
+LONG_CELLS_VERSION = 2
 STORE = CellFiles(HERE / "runs" / "moment")
 EPSILONS = (0.3, 1.0, 3.0)
 REPS = 20
@@ -80,12 +85,13 @@ def _slug(label: str) -> str:
     return "".join(c if c.isalnum() or c in "-." else "_" for c in label).strip("_")
 
 
-def cell(inst: str, label: str, epsilon: float, reps: int = REPS) -> GridCell:
+def cell(inst: str, label: str, epsilon: float, reps: int = REPS,
+         version: int = CELLS_VERSION) -> GridCell:
     eps = epsilon if label in PRIVATE else math.nan
     txt = f"{eps:g}" if label in PRIVATE else "na"
     return GridCell({"instance": inst, "label": label, "epsilon": eps, "reps": reps},
                     EVAL_SEED,
-                    f"{_slug(inst)}__{_slug(label)}__eps{txt}__R{reps}__c{CELLS_VERSION}")
+                    f"{_slug(inst)}__{_slug(label)}__eps{txt}__R{reps}__c{version}")
 
 
 def cells(instances, labels, reps: int = REPS) -> list[GridCell]:
@@ -98,7 +104,7 @@ def long_cells(reps: int = REPS, labels=None) -> list[GridCell]:
     out = []
     for label in (list(AGENTS) if labels is None else labels):
         for inst in LONG_INSTANCES:
-            c = cell(inst, label, 1.0, reps)
+            c = cell(inst, label, 1.0, reps, LONG_CELLS_VERSION)
             out.append(GridCell({**c.params, "horizon": LONG}, c.seed, f"{c.key}__T{LONG}"))
     return out
 
