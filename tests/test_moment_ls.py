@@ -347,3 +347,15 @@ def test_lasso_solves_its_problem():
     g = np.einsum("rij,rkj->rki", a, t) - c  # KKT: g = -alpha sign(t) on the support
     assert np.allclose(g[t != 0], -0.5 * np.sign(t[t != 0]), atol=1e-6)
     assert (np.abs(g[t == 0]) <= 0.5 + 1e-6).all()
+
+
+def test_default_screened_set_grows_with_the_number_of_arms():
+    """``|S| = min(d, max(16, 4 K))``: the former ``min(d, 16)`` up to K = 4."""
+    sizes = {(K, d): agent(n_arms=K, dim=d)._s
+             for K, d in [(2, 50), (4, 30), (4, 10), (5, 50), (6, 40), (10, 64), (8, 20)]}
+    assert sizes == {(2, 50): 16, (4, 30): 16, (4, 10): 10, (5, 50): 20, (6, 40): 24,
+                     (10, 64): 40, (8, 20): 20}
+    assert agent(n_arms=6, dim=40, screen_per_arm=1)._s == 16
+    assert agent(n_arms=6, dim=40, screen_size=5)._s == 5
+    with pytest.raises(ValueError, match="screen_per_arm"):
+        agent(screen_per_arm=0)

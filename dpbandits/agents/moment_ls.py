@@ -101,8 +101,9 @@ Every release is one Gaussian mechanism ``v + N(0, C)`` with a known diagonal ``
 Defaults (how they were chosen)
 -------------------------------
 ``first_episode = ceil(horizon/20)``, ``screen_size = min(dim, 16)`` (for ``K <= 4``),
-``clip_screen = 0.1``, ``clip_fit = 0.5``, ``gram_share = 0.4``, ``ridge = 1`` are ``dp-screened-ls``'s (chosen by
-``experiments/certified_learning/tune.py`` on its tuning instances). ``moment_share = 0.3``,
+``clip_screen = 0.1``, ``clip_fit = 0.5``, ``gram_share = 0.4``, ``ridge = 1`` are
+``dp-screened-ls``'s (chosen by ``experiments/certified_learning/tune.py`` on its tuning
+instances). ``moment_share = 0.3``,
 ``ridge_screen = 1``, ``screen_episodes = 2``, ``n_factors = 0`` and ``intercept = 0`` were
 compared (``experiments/certified_learning/tune_moment.py``, epsilon = 1, T = 1e4, 6
 replications) on the tuning instances of ``experiments/certified_learning/instances.py`` plus
@@ -533,7 +534,7 @@ class MomentLS(FitRelease, PrivateAgent):
         w = np.maximum(w, 0.0) + lam
         proj = np.einsum("rji,rkj->rki", v, self._c_released)
         self._theta = np.einsum("rij,rkj->rki", v, proj / w[:, None, :])
-        self._theta_ridge = self._theta
+        ridge = self._theta  # a local: the agent's state (and its fingerprint) is unchanged
         if self._lasso > 0.0:  # post-processing of the same released (M^, c^)
             a = np.einsum("rij,rj,rlj->ril", v, w, v)  # M^/K floored at 0, plus lam
             alpha = self._lasso * self._plan.scales["contrast"] * math.sqrt(self._n_screens)
@@ -546,21 +547,21 @@ class MomentLS(FitRelease, PrivateAgent):
             c = self._c_released
             marg = c * (np.abs(c).max(axis=1) > 2.0 * sd)[:, None, :]
             self._theta = np.where(flat[:, None, None], marg, self._theta)
-            self._theta_ridge = np.where(flat[:, None, None], c, self._theta_ridge)
+            ridge = np.where(flat[:, None, None], c, ridge)
             self.flat_ = flat
         if self._episode + 1 == self._n_screen:
-            self._screen(m_noise_norm)
+            self._screen(m_noise_norm, ridge)
 
-    def _screen(self, m_noise_norm: float) -> None:
+    def _screen(self, m_noise_norm: float, ridge: np.ndarray) -> None:
         """``S``: the ``screen_size`` largest ``max_k |theta_kj|`` over the coordinates of
         ``x`` (ties: lowest index); ``V``: the leading eigenvectors of the released moment
         above the threshold."""
         R, K, s, p = self._theta.shape[0], self.n_arms, self._s, self._p
         stat = np.abs(self._theta[:, :, :self.dim]).max(axis=1)
         if self._marg > 0.0:
-            stat = np.abs(self._theta_ridge[:, :, :self.dim]).max(axis=1)
+            stat = np.abs(ridge[:, :, :self.dim]).max(axis=1)
         if self._lasso > 0.0:  # the lasso's nonzeros first, then the ridge's largest
-            fill = np.abs(self._theta_ridge[:, :, :self.dim]).max(axis=1)
+            fill = np.abs(ridge[:, :, :self.dim]).max(axis=1)
             order = np.lexsort((-fill, -stat), axis=-1)[:, :s]
         else:
             order = np.argsort(-stat, axis=1, kind="stable")[:, :s]

@@ -176,7 +176,7 @@ def report(reps: int = REPS) -> str:
              "uniform-random's with its 95% paired-bootstrap interval; certified = epsilon "
              "recomputed by dp_accounting from the agent's own ledger. Cells computed by "
              f"dpbandits {', '.join(sorted(set(frame.version)))} at commit {commits} (cells "
-             f"version {CELLS_VERSION}).", ""]
+             f"version {CELLS_VERSION}; the T = 1e5 cells version {LONG_CELLS_VERSION}).", ""]
     descs = {k: v[2] for k, v in INSTANCES.items()}
     descs.update({k: f"{k} (real data, one pass)" for k in REAL})
     descs.update({f"{k} T=1e5": f"{INSTANCES[k][2]}; T = 1e5, delta = 1e-5"
