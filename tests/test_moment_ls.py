@@ -359,3 +359,12 @@ def test_default_screened_set_grows_with_the_number_of_arms():
     assert agent(n_arms=6, dim=40, screen_size=5)._s == 5
     with pytest.raises(ValueError, match="screen_per_arm"):
         agent(screen_per_arm=0)
+
+
+def test_default_first_episode_grows_with_the_number_of_arms():
+    """``n0 = ceil(T/20 max(1, K/4))``: the former ``ceil(T/20)`` up to K = 4."""
+    ends = {K: agent(n_arms=K, dim=8, horizon=10_000).episode_ends_[0] for K in (2, 4, 6, 8)}
+    assert ends == {2: 500, 4: 500, 6: 750, 8: 1000}
+    assert agent(n_arms=10, dim=8, horizon=1800).episode_ends_ == [225, 675, 1575, 1800]
+    assert agent(n_arms=8, dim=8, horizon=10_000, first_per_arms=0).episode_ends_[0] == 500
+    assert agent(n_arms=8, dim=8, horizon=10_000, first_episode=7).episode_ends_[0] == 7

@@ -100,7 +100,7 @@ Every release is one Gaussian mechanism ``v + N(0, C)`` with a known diagonal ``
 
 Defaults (how they were chosen)
 -------------------------------
-``first_episode = ceil(horizon/20)``, ``screen_size = min(dim, 16)`` (for ``K <= 4``),
+``first_episode = ceil(horizon/20)`` and ``screen_size = min(dim, 16)`` (for ``K <= 4``),
 ``clip_screen = 0.1``, ``clip_fit = 0.5``, ``gram_share = 0.4``, ``ridge = 1`` are
 ``dp-screened-ls``'s (chosen by ``experiments/certified_learning/tune.py`` on its tuning
 instances). ``moment_share = 0.3``,
@@ -111,8 +111,9 @@ one logistic tuning instance, environment seeds 5000 + r: no evaluation instance
 Factors and the intercept changed nothing measurable without noise and cost regret with it
 (more Gram coordinates, more Gram noise), so they are off by default (measured; README of the
 study). ``screen_per_arm = 4`` (``|S| = min(dim, max(16, 4K))``; version 3 of
-the study's cells) was chosen in the third round on the many-arm tuning instances
-(``instances.TUNING_K``, 16 replications; it changes nothing for ``K <= 4``). The other
+the study's cells) and ``first_per_arms = 4`` (``n0 = ceil(horizon/20 max(1, K/4))``; version
+4) were chosen in the third round on the many-arm tuning instances (``instances.TUNING_K``,
+16 replications; neither changes anything for ``K <= 4``). The other
 third-round options (``thompson``, ``lasso``, ``fit_first``, ``marginal_below``) are post-
 processing of the same releases or another fixed schedule; they were measured worse or
 neutral and are off.
@@ -248,7 +249,12 @@ class MomentLS(FitRelease, PrivateAgent):
     --------------------------------------------
     epsilon : float > 0 (inf = no noise), default 1.
     delta : float in (0, 1), default ``1/horizon``.
-    first_episode : n0, rounds of the first (uniform) episode, default ``ceil(horizon/20)``.
+    first_episode : n0, rounds of the first (uniform) episode, default
+        ``ceil(horizon/20 * max(1, K/first_per_arms))`` (``ceil(horizon/20)`` when
+        ``first_per_arms = 0``).
+    first_per_arms : the default first episode grows as ``K/first_per_arms`` beyond that many
+        arms, default 4 (``ceil(horizon/20)`` up to ``K = 4``; 0: never grows): with many
+        arms a screening release has few users per arm (third round).
     screen_size : |S|, coordinates kept for the fit, default
         ``min(dim, max(16, screen_per_arm * n_arms))``.
     screen_per_arm : the default ``|S|`` grows as this many coordinates per arm beyond
@@ -286,7 +292,8 @@ class MomentLS(FitRelease, PrivateAgent):
                  gram_share: float = 0.4, ridge_screen: float = 1.0, ridge: float = 1.0,
                  factor_threshold: float = 2.0, screen_episodes: int = 2,
                  thompson: float = 0.0, fit_first: float = 4.0, lasso: float = 0.0,
-                 marginal_below: float = 0.0, screen_per_arm: int = 4):
+                 marginal_below: float = 0.0, screen_per_arm: int = 4,
+                 first_per_arms: int = 4):
         super().__init__(n_arms=n_arms, dim=dim, horizon=horizon, epsilon=epsilon, delta=delta)
         self.first_episode = first_episode
         self.screen_size = screen_size
@@ -307,7 +314,10 @@ class MomentLS(FitRelease, PrivateAgent):
         self._marg = check_real("marginal_below", marginal_below, low=0.0)
         self._lasso = check_real("lasso", lasso, low=0.0, high=1e6)
         self._ts = check_real("thompson", thompson, low=0.0, high=1e6)
-        self._n0 = (max(1, math.ceil(horizon / 20)) if first_episode is None
+        self.first_per_arms = first_per_arms
+        grow = check_int("first_per_arms", first_per_arms, low=0)
+        scale = max(1.0, n_arms / grow) if grow else 1.0
+        self._n0 = (max(1, math.ceil(horizon / 20 * scale)) if first_episode is None
                     else check_int("first_episode", first_episode, low=1))
         self.screen_per_arm = screen_per_arm
         per_arm = check_int("screen_per_arm", screen_per_arm, low=1)

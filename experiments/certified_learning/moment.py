@@ -49,10 +49,11 @@ from experiments.certified_learning.instances import (
 HERE = Path(__file__).resolve().parent
 #: version of the stored cells: 1 = before the shared row normalization (issue 25) in
 #: dp-screened-ls and dp-moment-ls; 2 = normalize_rows in both (streams moved at ~1e-14);
-#: 3 = dp-moment-ls's screened set grows with K (screen_per_arm = 4: K >= 5 rows move)
-CELLS_VERSION = 3
-#: version of the T = 1e5 cells: their instances have K <= 4, where version 3 changed no
-#: agent's stream (dp-moment-ls's screened set is min(dim, 16) there, as in version 2), so the
+#: 3 = dp-moment-ls's screened set grows with K (screen_per_arm = 4: K >= 5 rows move);
+#: 4 = and so does its first episode (first_per_arms = 4: K >= 5 rows move)
+CELLS_VERSION = 4
+#: version of the T = 1e5 cells: their instances have K <= 4, where versions 3 and 4 changed
+#: no agent's stream (dp-moment-ls's screened set is min(dim, 16) there, as in version 2), so the
 #: version-2 cells stand
 LONG_CELLS_VERSION = 2
 STORE = CellFiles(HERE / "runs" / "moment")
