@@ -15,7 +15,8 @@ max(1, K/first_per_arms))``; :func:`~dpbandits.agents.screened_ls.episode_ends`)
 episodes of ``n0`` and ``2 n0`` rounds, then fitting episodes of ``4 n0, 8 n0, ...``
 rounds. At the end of an episode the agent releases noisy sums of that episode's rounds
 only (the last episode is never released: its estimate would never be played); every
-estimate post-processes the releases so far. Actions are greedy on the current estimate, ties broken uniformly at random.
+estimate post-processes the releases so far. Actions are greedy on the current estimate,
+ties broken uniformly at random.
 
 Every statistic uses row-normalized data. A row is augmented with an intercept coordinate,
 ``f = (x, kappa)`` with ``kappa = intercept * sqrt(d)`` (``intercept = 0``: none), and
