@@ -92,13 +92,15 @@ def test_one_cell_records_the_recomputed_epsilon_and_version():
 def test_moment_study_long_cells_run_at_t_1e5_with_their_own_keys():
     """The T = 1e5 rows of the issue-26 study: every agent on the two long instances, the
     private ones at epsilon = 1; keys are the T = 1e4 keys plus ``__T100000`` (so neither
-    set of cells resumes the other's), and ``run_cell`` builds the agent and the
-    environment at that horizon."""
+    set of cells resumes the other's) at their own cells version (``LONG_CELLS_VERSION``: the
+    version-2 cells stand, their K <= 4 streams being unchanged by version 3), and
+    ``run_cell`` builds the agent and the environment at that horizon."""
     from experiments.certified_learning import moment
 
     long = moment.long_cells(reps=2)
     assert len(long) == len(moment.AGENTS) * len(moment.LONG_INSTANCES)
-    short = {c.key for c in moment.cells(list(moment.INSTANCES), list(moment.AGENTS), 2)}
+    short = {moment.cell(inst, label, 1.0, 2, moment.LONG_CELLS_VERSION).key
+             for inst in moment.INSTANCES for label in moment.AGENTS}
     for c in long:
         assert c["horizon"] == moment.LONG and c.key.endswith("__T100000")
         assert c.key.removesuffix("__T100000") in short

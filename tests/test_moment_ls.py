@@ -310,3 +310,61 @@ def test_the_adversarial_check_catches_a_naive_normalization(monkeypatch):
     monkeypatch.setattr(moment_ls, "normalize_rows", naive)
     with pytest.raises(ContractError, match="underflowing squares"):
         check_adversarial_inputs(instance_for_checks(agent_class("dp-moment-ls")))
+
+
+# -- third-round options (off by default; post-processing or a fixed schedule) -------------
+@pytest.mark.parametrize("kw", [{"thompson": 0.5}, {"lasso": 1.0}, {"fit_first": 2},
+                                {"marginal_below": 1.0}])
+def test_third_round_options_keep_the_plan_and_the_ledger(kw):
+    """Each option post-processes the same releases (or moves the fixed episode ends): the
+    noise plan, hence the scales drawn and the ledger certified, is the default agent's."""
+    base, other = agent(n_arms=3, dim=12, horizon=2000), agent(n_arms=3, dim=12, horizon=2000,
+                                                               **kw)
+    assert other.sigmas == base.sigmas and other.multiplier == base.multiplier
+    assert epsilon_of(other.ledger, other.privacy.delta) <= 1.0
+    _, _, res = compare({NAME: (NAME, kw)}, "dpbandits/GLMBandit-v0", n_reps=2, seed=3,
+                        env_params={"n_arms": 3, "dim": 12, "horizon": 2000})
+    assert res[NAME].certified["epsilon"] <= 1.0
+    assert np.isfinite(res[NAME].cum_regret).all()
+
+
+def test_fit_first_schedule_is_fixed_and_covers_the_horizon():
+    a = agent(horizon=10_000, first_episode=500, fit_first=2)
+    assert a.episode_ends_ == [500, 1500, 2500, 4500, 8500, 10_000]
+    assert agent(horizon=10_000, first_episode=500).episode_ends_ == [500, 1500, 3500, 7500,
+                                                                      10_000]
+
+
+def test_lasso_solves_its_problem():
+    from dpbandits.agents.moment_ls import _lasso
+    rng = np.random.default_rng(0)
+    b = rng.standard_normal((1, 6, 6))
+    a = b @ b.transpose(0, 2, 1) + np.eye(6)
+    c = 3.0 * rng.standard_normal((1, 2, 6))
+    top = np.linalg.eigvalsh(a)[:, -1]
+    assert np.allclose(_lasso(a, c, 0.0, top, iters=3000)[0, 0], np.linalg.solve(a[0], c[0, 0]))
+    t = _lasso(a, c, 0.5, top, iters=3000)
+    g = np.einsum("rij,rkj->rki", a, t) - c  # KKT: g = -alpha sign(t) on the support
+    assert np.allclose(g[t != 0], -0.5 * np.sign(t[t != 0]), atol=1e-6)
+    assert (np.abs(g[t == 0]) <= 0.5 + 1e-6).all()
+
+
+def test_default_screened_set_grows_with_the_number_of_arms():
+    """``|S| = min(d, max(16, 4 K))``: the former ``min(d, 16)`` up to K = 4."""
+    sizes = {(K, d): agent(n_arms=K, dim=d)._s
+             for K, d in [(2, 50), (4, 30), (4, 10), (5, 50), (6, 40), (10, 64), (8, 20)]}
+    assert sizes == {(2, 50): 16, (4, 30): 16, (4, 10): 10, (5, 50): 20, (6, 40): 24,
+                     (10, 64): 40, (8, 20): 20}
+    assert agent(n_arms=6, dim=40, screen_per_arm=1)._s == 16
+    assert agent(n_arms=6, dim=40, screen_size=5)._s == 5
+    with pytest.raises(ValueError, match="screen_per_arm"):
+        agent(screen_per_arm=0)
+
+
+def test_default_first_episode_grows_with_the_number_of_arms():
+    """``n0 = ceil(T/20 max(1, K/4))``: the former ``ceil(T/20)`` up to K = 4."""
+    ends = {K: agent(n_arms=K, dim=8, horizon=10_000).episode_ends_[0] for K in (2, 4, 6, 8)}
+    assert ends == {2: 500, 4: 500, 6: 750, 8: 1000}
+    assert agent(n_arms=10, dim=8, horizon=1800).episode_ends_ == [225, 675, 1575, 1800]
+    assert agent(n_arms=8, dim=8, horizon=10_000, first_per_arms=0).episode_ends_[0] == 500
+    assert agent(n_arms=8, dim=8, horizon=10_000, first_episode=7).episode_ends_[0] == 7

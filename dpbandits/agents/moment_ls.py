@@ -9,12 +9,14 @@ rewards ``r = <x, theta_a> (+ beta_a) + noise``.
 
 Algorithm
 ---------
-Rounds are cut into episodes on a schedule fixed by ``horizon`` and ``first_episode`` alone
-(:func:`~dpbandits.agents.screened_ls.episode_ends`): screening episodes of ``n0`` and
-``2 n0`` rounds, then fitting episodes of ``4 n0, 8 n0, ...`` rounds. At the end of an
-episode the agent releases noisy sums of that episode's rounds only (the last episode is
-never released: its estimate would never be played); every estimate post-processes the
-releases so far. Actions are greedy on the current estimate, ties broken uniformly at random.
+Rounds are cut into episodes on a schedule fixed in advance by public parameters alone
+(``horizon``, ``first_episode``, and ``n_arms`` through the default ``n0 = ceil(horizon/20
+max(1, K/first_per_arms))``; :func:`~dpbandits.agents.screened_ls.episode_ends`): screening
+episodes of ``n0`` and ``2 n0`` rounds, then fitting episodes of ``4 n0, 8 n0, ...``
+rounds. At the end of an episode the agent releases noisy sums of that episode's rounds
+only (the last episode is never released: its estimate would never be played); every
+estimate post-processes the releases so far. Actions are greedy on the current estimate,
+ties broken uniformly at random.
 
 Every statistic uses row-normalized data. A row is augmented with an intercept coordinate,
 ``f = (x, kappa)`` with ``kappa = intercept * sqrt(d)`` (``intercept = 0``: none), and
@@ -100,16 +102,23 @@ Every release is one Gaussian mechanism ``v + N(0, C)`` with a known diagonal ``
 
 Defaults (how they were chosen)
 -------------------------------
-``first_episode = ceil(horizon/20)``, ``screen_size = min(dim, 16)``, ``clip_screen = 0.1``,
-``clip_fit = 0.5``, ``gram_share = 0.4``, ``ridge = 1`` are ``dp-screened-ls``'s (chosen by
-``experiments/certified_learning/tune.py`` on its tuning instances). ``moment_share = 0.3``,
+``first_episode = ceil(horizon/20)`` and ``screen_size = min(dim, 16)`` (for ``K <= 4``),
+``clip_screen = 0.1``, ``clip_fit = 0.5``, ``gram_share = 0.4``, ``ridge = 1`` are
+``dp-screened-ls``'s (chosen by ``experiments/certified_learning/tune.py`` on its tuning
+instances). ``moment_share = 0.3``,
 ``ridge_screen = 1``, ``screen_episodes = 2``, ``n_factors = 0`` and ``intercept = 0`` were
 compared (``experiments/certified_learning/tune_moment.py``, epsilon = 1, T = 1e4, 6
 replications) on the tuning instances of ``experiments/certified_learning/instances.py`` plus
 one logistic tuning instance, environment seeds 5000 + r: no evaluation instance or seed.
 Factors and the intercept changed nothing measurable without noise and cost regret with it
 (more Gram coordinates, more Gram noise), so they are off by default (measured; README of the
-study).
+study). ``screen_per_arm = 4`` (``|S| = min(dim, max(16, 4K))``; version 3 of
+the study's cells) and ``first_per_arms = 4`` (``n0 = ceil(horizon/20 max(1, K/4))``; version
+4) were chosen in the third round on the many-arm tuning instances (``instances.TUNING_K``,
+16 replications; neither changes anything for ``K <= 4``). The other
+third-round options (``thompson``, ``lasso``, ``fit_first``, ``marginal_below``) are post-
+processing of the same releases or another fixed schedule; they were measured worse or
+neutral and are off.
 
 Enforced and counted: ``||u|| <= 1`` and ``||z|| <= 1`` for the floats used
 (:func:`~dpbandits.geometry.normalize_rows`); targets clipped (``n_clipped_rewards_``); rows
@@ -150,6 +159,42 @@ def _targets(r: np.ndarray, norms: tuple[np.ndarray, ...], y_max: float
     y_raw = np.where(zero, 0.0, y_raw)
     y = np.clip(y_raw, -y_max, y_max)
     return y, y != y_raw
+
+
+def _lasso(a: np.ndarray, c: np.ndarray, alpha: float, top: np.ndarray,
+           iters: int = 300) -> np.ndarray:
+    """``argmin_t 1/2 t^T a t - c_k^T t + alpha ||t||_1`` per replication and arm (FISTA,
+    step ``1/top``, ``top`` >= the largest eigenvalue of ``a`` (R, D, D)); ``c`` (R, K, D)."""
+    step = 1.0 / top[:, None, None]
+    t = np.zeros_like(c)
+    z, q = t, 1.0
+    for _ in range(iters):
+        g = np.einsum("rij,rkj->rki", a, z) - c
+        x = z - step * g
+        t_new = np.sign(x) * np.maximum(np.abs(x) - step * alpha, 0.0)
+        q_new = (1.0 + math.sqrt(1.0 + 4.0 * q * q)) / 2.0
+        z = t_new + ((q - 1.0) / q_new) * (t_new - t)
+        t, q = t_new, q_new
+    return t
+
+
+def _schedule(horizon: int, n0: int, n_screen: int, fit_first: float) -> list[int]:
+    """Episode ends (exclusive): :func:`~dpbandits.agents.screened_ls.episode_ends` (``n0``,
+    ``2 n0``, ``4 n0``, ...) when ``fit_first == 4`` (the default); otherwise the screening
+    episodes ``n0, 2 n0, ...`` (``n_screen`` of them), then fitting episodes of
+    ``ceil(fit_first n0)``, twice that, ... A function of the public parameters only (fixed
+    in advance), so the episodes hold disjoint users as before."""
+    if fit_first == 4.0:
+        return episode_ends(horizon, n0)[0]
+    ends: list[int] = []
+    lengths = [n0 * 2**i for i in range(n_screen)]
+    length = max(1, math.ceil(fit_first * n0))
+    while not ends or ends[-1] < horizon:
+        step = lengths.pop(0) if lengths else length
+        if not lengths and len(ends) >= n_screen:
+            length *= 2
+        ends.append(min(horizon, (ends[-1] if ends else 0) + step))
+    return ends
 
 
 #: the noise scales of the releases (standard deviations), in the plan's order
@@ -206,8 +251,17 @@ class MomentLS(FitRelease, PrivateAgent):
     --------------------------------------------
     epsilon : float > 0 (inf = no noise), default 1.
     delta : float in (0, 1), default ``1/horizon``.
-    first_episode : n0, rounds of the first (uniform) episode, default ``ceil(horizon/20)``.
-    screen_size : |S|, coordinates kept for the fit, default ``min(dim, 16)``.
+    first_episode : n0, rounds of the first (uniform) episode, default
+        ``ceil(horizon/20 * max(1, K/first_per_arms))`` (``ceil(horizon/20)`` when
+        ``first_per_arms = 0``).
+    first_per_arms : the default first episode grows as ``K/first_per_arms`` beyond that many
+        arms, default 4 (``ceil(horizon/20)`` up to ``K = 4``; 0: never grows): with many
+        arms a screening release has few users per arm (third round).
+    screen_size : |S|, coordinates kept for the fit, default
+        ``min(dim, max(16, screen_per_arm * n_arms))``.
+    screen_per_arm : the default ``|S|`` grows as this many coordinates per arm beyond
+        ``K = 16 / screen_per_arm``, default 4 (``min(dim, 16)`` up to ``K = 4``): each arm
+        has its own support, so the union to cover grows with ``K`` (third round).
     n_factors : leading eigenvectors of the released moment added to the fit, default 0.
     intercept : intercept coordinate ``kappa = intercept sqrt(dim)`` (0: none), default 0.
     clip_screen : screening targets clipped at ``clip_screen / sqrt(D)``, default 0.1.
@@ -221,6 +275,14 @@ class MomentLS(FitRelease, PrivateAgent):
     factor_threshold : a factor is kept when its eigenvalue exceeds this many moment-noise
         spectral norms, default 2.
     screen_episodes : episodes released as screening releases, default 2.
+    thompson : posterior-style exploration in the fitting phase (post-processing of the
+        releases, no release added), default 0 (off: greedy). Each round, every arm's
+        coefficients are drawn from ``N(beta_k, thompson^2 Sigma_k)``, ``Sigma_k`` the
+        ridge posterior on the released sums: the released target noise propagated,
+        ``n_fits sigma_b^2 (G_k + lam I)^{-2}``, plus ``y_max^2 (G_k + lam I)^{-1}`` for the
+        reward noise (``y_max`` the fit clip, a bound on a target); drawn from the agent's
+        own exploration stream (spawned only when on, so the default stream is unchanged).
+        Measured on the tuning instances and not kept (study README, third round).
     """
 
     supported_links = ("identity", "logistic")
@@ -230,7 +292,10 @@ class MomentLS(FitRelease, PrivateAgent):
                  screen_size: int | None = None, n_factors: int = 0, intercept: float = 0.0,
                  clip_screen: float = 0.1, clip_fit: float = 0.5, moment_share: float = 0.3,
                  gram_share: float = 0.4, ridge_screen: float = 1.0, ridge: float = 1.0,
-                 factor_threshold: float = 2.0, screen_episodes: int = 2):
+                 factor_threshold: float = 2.0, screen_episodes: int = 2,
+                 thompson: float = 0.0, fit_first: float = 4.0, lasso: float = 0.0,
+                 marginal_below: float = 0.0, screen_per_arm: int = 4,
+                 first_per_arms: int = 4):
         super().__init__(n_arms=n_arms, dim=dim, horizon=horizon, epsilon=epsilon, delta=delta)
         self.first_episode = first_episode
         self.screen_size = screen_size
@@ -244,9 +309,21 @@ class MomentLS(FitRelease, PrivateAgent):
         self.ridge = ridge
         self.factor_threshold = factor_threshold
         self.screen_episodes = screen_episodes
-        self._n0 = (max(1, math.ceil(horizon / 20)) if first_episode is None
+        self.thompson = thompson
+        self.fit_first = fit_first
+        self.lasso = lasso
+        self.marginal_below = marginal_below
+        self._marg = check_real("marginal_below", marginal_below, low=0.0)
+        self._lasso = check_real("lasso", lasso, low=0.0, high=1e6)
+        self._ts = check_real("thompson", thompson, low=0.0, high=1e6)
+        self.first_per_arms = first_per_arms
+        grow = check_int("first_per_arms", first_per_arms, low=0)
+        scale = max(1.0, n_arms / grow) if grow else 1.0
+        self._n0 = (max(1, math.ceil(horizon / 20 * scale)) if first_episode is None
                     else check_int("first_episode", first_episode, low=1))
-        self._s = (min(dim, 16) if screen_size is None
+        self.screen_per_arm = screen_per_arm
+        per_arm = check_int("screen_per_arm", screen_per_arm, low=1)
+        self._s = (min(dim, max(16, per_arm * n_arms)) if screen_size is None
                    else check_int("screen_size", screen_size, low=1, high=dim))
         self._r = check_int("n_factors", n_factors, low=0, high=dim + 1)
         self._kappa = check_real("intercept", intercept, low=0.0, high=1e6) * math.sqrt(dim)
@@ -263,9 +340,11 @@ class MomentLS(FitRelease, PrivateAgent):
         self._ridge_screen = check_positive("ridge_screen", ridge_screen)
         self._ridge = check_positive("ridge", ridge)
         self._tau_f = check_real("factor_threshold", factor_threshold, low=0.0)
-        self._ends = episode_ends(horizon, self._n0)[0]
-        self._n_screen = min(check_int("screen_episodes", screen_episodes, low=1),
-                             len(self._ends))
+        self._n_screen = check_int("screen_episodes", screen_episodes, low=1)
+        self._ends = _schedule(horizon, self._n0, self._n_screen,
+                               check_real("fit_first", fit_first, low=0.0, high=1e6,
+                                          low_open=True))
+        self._n_screen = min(self._n_screen, len(self._ends))
         self._plan = moment_ls_plan(self._eps, self._delta, n_arms=n_arms,
                                     y_screen=self._y_screen, y_fit=self._y_fit,
                                     moment_share=self._mshare, gram_share=self._gshare)
@@ -302,7 +381,10 @@ class MomentLS(FitRelease, PrivateAgent):
 
     # -- state -------------------------------------------------------------------------------
     def _reset(self, n_reps: int, rng: np.random.Generator) -> None:
-        self._noise_rng, self._tie_rng = rng.spawn(2)
+        if self._ts > 0.0:  # a third child: the first two (and the default stream) unchanged
+            self._noise_rng, self._tie_rng, self._ts_rng = rng.spawn(3)
+        else:
+            self._noise_rng, self._tie_rng = rng.spawn(2)
         K, D = self.n_arms, self._D
         self._episode = 0
         self._M = np.zeros((n_reps, D, D))          # this episode's raw moment
@@ -368,7 +450,11 @@ class MomentLS(FitRelease, PrivateAgent):
             u = normalize_rows(self._augment(contexts), 2.0, 1.0)[0]
             scores = np.einsum("rkj,rj->rk", self._theta_screen, u)
         else:
-            scores = np.einsum("rkj,rj->rk", self._theta, self._rows(contexts))
+            theta = self._theta
+            if self._ts > 0.0 and self._support is not None:
+                z = self._ts_rng.standard_normal(theta.shape)
+                theta = theta + np.einsum("rkij,rkj->rki", self._post_v, self._post_sd * z)
+            scores = np.einsum("rkj,rj->rk", theta, self._rows(contexts))
         top = scores.max(axis=1, keepdims=True)
         u = self._tie_rng.random(scores.shape)
         return np.argmax(np.where(scores >= top, u, -1.0), axis=1).astype(np.int64)
@@ -427,6 +513,17 @@ class MomentLS(FitRelease, PrivateAgent):
                              sens)]
 
     # -- releases ----------------------------------------------------------------------------
+    def _release_fit(self) -> None:
+        super()._release_fit()
+        if self._ts > 0.0:  # the ridge posterior of the released sums (post-processing)
+            p = self._p
+            w, v = np.linalg.eigh(self._gram_released)
+            lam = self._ridge * 2.0 * self._plan.scales["gram"] * math.sqrt(self._n_fits * p)
+            w = np.maximum(w, 0.0) + max(lam, 1e-12)
+            var = (self._n_fits * self._plan.scales["target"] ** 2 / w ** 2
+                   + self._y_fit ** 2 / w)
+            self._post_v, self._post_sd = v, self._ts * np.sqrt(var)
+
     def _release_screen(self) -> None:
         K, D = self.n_arms, self._D
         rng = self._noise_rng
@@ -449,16 +546,37 @@ class MomentLS(FitRelease, PrivateAgent):
         w = np.maximum(w, 0.0) + lam
         proj = np.einsum("rji,rkj->rki", v, self._c_released)
         self._theta = np.einsum("rij,rkj->rki", v, proj / w[:, None, :])
+        ridge = self._theta  # a local: the agent's state (and its fingerprint) is unchanged
+        if self._lasso > 0.0:  # post-processing of the same released (M^, c^)
+            a = np.einsum("rij,rj,rlj->ril", v, w, v)  # M^/K floored at 0, plus lam
+            alpha = self._lasso * self._plan.scales["contrast"] * math.sqrt(self._n_screens)
+            self._theta = _lasso(a, self._c_released, alpha, w.max(axis=1))
+        if self._marg > 0.0:  # post-processing: looks isotropic -> marginal contrasts
+            w_top = np.linalg.eigvalsh(self._M_released)[:, -1]
+            tr = np.trace(self._M_released, axis1=1, axis2=2)
+            flat = (w_top - tr / D) < self._marg * m_noise_norm  # (R,)
+            sd = self._plan.scales["contrast"] * math.sqrt(self._n_screens * (K - 1) / K)
+            c = self._c_released
+            marg = c * (np.abs(c).max(axis=1) > 2.0 * sd)[:, None, :]
+            self._theta = np.where(flat[:, None, None], marg, self._theta)
+            ridge = np.where(flat[:, None, None], c, ridge)
+            self.flat_ = flat
         if self._episode + 1 == self._n_screen:
-            self._screen(m_noise_norm)
+            self._screen(m_noise_norm, ridge)
 
-    def _screen(self, m_noise_norm: float) -> None:
+    def _screen(self, m_noise_norm: float, ridge: np.ndarray) -> None:
         """``S``: the ``screen_size`` largest ``max_k |theta_kj|`` over the coordinates of
         ``x`` (ties: lowest index); ``V``: the leading eigenvectors of the released moment
         above the threshold."""
         R, K, s, p = self._theta.shape[0], self.n_arms, self._s, self._p
         stat = np.abs(self._theta[:, :, :self.dim]).max(axis=1)
-        order = np.argsort(-stat, axis=1, kind="stable")[:, :s]
+        if self._marg > 0.0:
+            stat = np.abs(ridge[:, :, :self.dim]).max(axis=1)
+        if self._lasso > 0.0:  # the lasso's nonzeros first, then the ridge's largest
+            fill = np.abs(ridge[:, :, :self.dim]).max(axis=1)
+            order = np.lexsort((-fill, -stat), axis=-1)[:, :s]
+        else:
+            order = np.argsort(-stat, axis=1, kind="stable")[:, :s]
         self._support = np.sort(order, axis=1)
         w, v = np.linalg.eigh(self._M_released)  # ascending
         r = self._r

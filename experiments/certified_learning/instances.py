@@ -94,6 +94,18 @@ TUNING_MORE = {
                                  theta_scale=4.0),
 }
 
+#: tuning instances with many arms (issue 26, third round: the schedule and budget as a
+#: function of K; never evaluated). Disjoint from the evaluation instances: other sizes,
+#: correlations and mean seeds, and tuning environment seeds 5000 + r
+TUNING_K = {
+    "tune-ar4-K6-d24-s3": _glm(6, 24, sparsity=3, corr=("AR", 0.4), mean=(0.5, 14)),
+    "tune-iso-K8-d32-s3": _glm(8, 32, sparsity=3),
+    "tune-ar3-K6-d48-s4": _glm(6, 48, sparsity=4, corr=("AR", 0.3), mean=(0.5, 15)),
+    # a short horizon with many arms and coordinates (T = 1800)
+    "tune-ar3-K10-d64-T1800": _glm(10, 64, sparsity=4, corr=("AR", 0.3), mean=(0.5, 16),
+                                   horizon=1800),
+}
+
 
 def problem_size(env_params: dict) -> tuple[int, int]:
     """(K, d) of an instance (the Figure 5.1 defaults when not given)."""

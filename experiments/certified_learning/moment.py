@@ -48,8 +48,14 @@ from experiments.certified_learning.instances import (
 
 HERE = Path(__file__).resolve().parent
 #: version of the stored cells: 1 = before the shared row normalization (issue 25) in
-#: dp-screened-ls and dp-moment-ls; 2 = normalize_rows in both (streams moved at ~1e-14)
-CELLS_VERSION = 2
+#: dp-screened-ls and dp-moment-ls; 2 = normalize_rows in both (streams moved at ~1e-14);
+#: 3 = dp-moment-ls's screened set grows with K (screen_per_arm = 4: K >= 5 rows move);
+#: 4 = and so does its first episode (first_per_arms = 4: K >= 5 rows move)
+CELLS_VERSION = 4
+#: version of the T = 1e5 cells: their instances have K <= 4, where versions 3 and 4 changed
+#: no agent's stream (dp-moment-ls's screened set is min(dim, 16) there, as in version 2), so the
+#: version-2 cells stand
+LONG_CELLS_VERSION = 2
 STORE = CellFiles(HERE / "runs" / "moment")
 EPSILONS = (0.3, 1.0, 3.0)
 REPS = 20
@@ -80,12 +86,13 @@ def _slug(label: str) -> str:
     return "".join(c if c.isalnum() or c in "-." else "_" for c in label).strip("_")
 
 
-def cell(inst: str, label: str, epsilon: float, reps: int = REPS) -> GridCell:
+def cell(inst: str, label: str, epsilon: float, reps: int = REPS,
+         version: int = CELLS_VERSION) -> GridCell:
     eps = epsilon if label in PRIVATE else math.nan
     txt = f"{eps:g}" if label in PRIVATE else "na"
     return GridCell({"instance": inst, "label": label, "epsilon": eps, "reps": reps},
                     EVAL_SEED,
-                    f"{_slug(inst)}__{_slug(label)}__eps{txt}__R{reps}__c{CELLS_VERSION}")
+                    f"{_slug(inst)}__{_slug(label)}__eps{txt}__R{reps}__c{version}")
 
 
 def cells(instances, labels, reps: int = REPS) -> list[GridCell]:
@@ -98,7 +105,7 @@ def long_cells(reps: int = REPS, labels=None) -> list[GridCell]:
     out = []
     for label in (list(AGENTS) if labels is None else labels):
         for inst in LONG_INSTANCES:
-            c = cell(inst, label, 1.0, reps)
+            c = cell(inst, label, 1.0, reps, LONG_CELLS_VERSION)
             out.append(GridCell({**c.params, "horizon": LONG}, c.seed, f"{c.key}__T{LONG}"))
     return out
 
@@ -170,7 +177,7 @@ def report(reps: int = REPS) -> str:
              "uniform-random's with its 95% paired-bootstrap interval; certified = epsilon "
              "recomputed by dp_accounting from the agent's own ledger. Cells computed by "
              f"dpbandits {', '.join(sorted(set(frame.version)))} at commit {commits} (cells "
-             f"version {CELLS_VERSION}).", ""]
+             f"version {CELLS_VERSION}; the T = 1e5 cells version {LONG_CELLS_VERSION}).", ""]
     descs = {k: v[2] for k, v in INSTANCES.items()}
     descs.update({k: f"{k} (real data, one pass)" for k in REAL})
     descs.update({f"{k} T=1e5": f"{INSTANCES[k][2]}; T = 1e5, delta = 1e-5"

@@ -27,12 +27,16 @@ from dpbandits.harness.compare import compare
 from experiments.certified_learning.instances import (
     TUNE_SEED,
     TUNING,
+    TUNING_K,
     TUNING_MORE,
     problem_size,
 )
 
 SEGMENTS = (0, 500, 1500, 3500, 7500, 10_000)
-INSTANCES = {**TUNING, **TUNING_MORE}
+#: the six instances of the mean log ratio (the default list)
+DEFAULT = [*TUNING, *TUNING_MORE]
+#: every tuning instance a run may name (``TUNING_K``: the many-arm ones, third round)
+INSTANCES = {**TUNING, **TUNING_MORE, **TUNING_K}
 
 
 class NoiseAblation(MomentLS):
@@ -40,11 +44,26 @@ class NoiseAblation(MomentLS):
     noise plan (:meth:`~dpbandits.privacy.plan.NoisePlan.replaced`), whose guarantee says it
     is not certified and which has no ledger."""
 
-    def __init__(self, *, zero: tuple = (), **kw):
+    def __init__(self, *, zero: tuple = (), keep_ridge: bool = False, **kw):
         self.zero = tuple(zero)
+        self.keep_ridge = keep_ridge
         super().__init__(**kw)
+        self._sigma_ridge = self._plan.scales["gram"]
         if self.zero:
             self._plan = self._plan.replaced(**dict.fromkeys(self.zero, 0.0))
+
+    def _release_fit(self) -> None:
+        """As the agent's, but with ``keep_ridge`` the fit's ridge stays the private agent's
+        (from its Gram noise scale) when that scale is zeroed: the third round's bound on
+        what a less noisy Gram (route 1) could gain, without an unregularized fit."""
+        super()._release_fit()
+        if self.keep_ridge:
+            p = self._p
+            lam = self._ridge * 2.0 * self._sigma_ridge * math.sqrt(self._n_fits * p)
+            w, v = np.linalg.eigh(self._gram_released)
+            w = np.maximum(w, 0.0) + max(lam, 1e-12)
+            proj = np.einsum("rkji,rkj->rki", v, self._b_released)
+            self._theta = np.einsum("rkij,rkj->rki", v, proj / w)
 
 
 def run(agents: dict, instances: list[str], reps: int) -> dict:
@@ -74,7 +93,7 @@ def run(agents: dict, instances: list[str], reps: int) -> dict:
 def main(argv=None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     agents = {k: tuple(v) for k, v in json.loads(argv[0]).items()}
-    instances = argv[1].split(",") if len(argv) > 1 else list(INSTANCES)
+    instances = argv[1].split(",") if len(argv) > 1 else DEFAULT
     reps = int(argv[2]) if len(argv) > 2 else 6
     run(agents, instances, reps)
 
