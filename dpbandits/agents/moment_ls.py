@@ -295,7 +295,8 @@ class MomentLS(FitRelease, PrivateAgent):
                  factor_threshold: float = 2.0, screen_episodes: int = 2,
                  thompson: float = 0.0, fit_first: float = 4.0, lasso: float = 0.0,
                  marginal_below: float = 0.0, screen_per_arm: int = 4,
-                 first_per_arms: int = 4):
+                 first_per_arms: int = 4, no_screen_below: float = 0.0,
+                 no_screen_episodes: int = 0):
         super().__init__(n_arms=n_arms, dim=dim, horizon=horizon, epsilon=epsilon, delta=delta)
         self.first_episode = first_episode
         self.screen_size = screen_size
@@ -325,6 +326,15 @@ class MomentLS(FitRelease, PrivateAgent):
         per_arm = check_int("screen_per_arm", screen_per_arm, low=1)
         self._s = (min(dim, max(16, per_arm * n_arms)) if screen_size is None
                    else check_int("screen_size", screen_size, low=1, high=dim))
+        self.no_screen_below = no_screen_below
+        # no screening release when d <= no_screen_below |S|: S = every coordinate and every
+        # release is a fitting release (a rule on public parameters, fixed in advance)
+        self._no_screen = dim <= check_real("no_screen_below", no_screen_below, low=0.0,
+                                            high=1e6) * self._s
+        self.no_screen_episodes = no_screen_episodes
+        self._n_screen_small = check_int("no_screen_episodes", no_screen_episodes, low=0)
+        if self._no_screen:
+            self._s = dim
         self._r = check_int("n_factors", n_factors, low=0, high=dim + 1)
         self._kappa = check_real("intercept", intercept, low=0.0, high=1e6) * math.sqrt(dim)
         self._D = dim + (self._kappa > 0)
@@ -344,6 +354,8 @@ class MomentLS(FitRelease, PrivateAgent):
         self._ends = _schedule(horizon, self._n0, self._n_screen,
                                check_real("fit_first", fit_first, low=0.0, high=1e6,
                                           low_open=True))
+        if self._no_screen:  # screening releases only for play (S is every coordinate)
+            self._n_screen = min(self._n_screen, self._n_screen_small)
         self._n_screen = min(self._n_screen, len(self._ends))
         self._plan = moment_ls_plan(self._eps, self._delta, n_arms=n_arms,
                                     y_screen=self._y_screen, y_fit=self._y_fit,
@@ -398,6 +410,10 @@ class MomentLS(FitRelease, PrivateAgent):
         self.n_clipped_rewards_ = np.zeros(n_reps, dtype=np.int64)
         self.n_zero_rows_ = np.zeros(n_reps, dtype=np.int64)
         self.episode_log_: list[dict] = []
+        if self._n_screen == 0:  # S = every coordinate, no factor (no moment is released)
+            self._support = np.broadcast_to(np.arange(self.dim), (n_reps, self.dim)).copy()
+            self._factors = np.zeros((n_reps, D, self._r))
+            self._start_fit(n_reps)
 
     @property
     def screened_(self) -> np.ndarray | None:
@@ -583,7 +599,12 @@ class MomentLS(FitRelease, PrivateAgent):
         top_w, top_v = w[:, ::-1][:, :r], v[:, :, ::-1][:, :, :r]
         keep = top_w > self._tau_f * m_noise_norm
         self._factors = top_v * keep[:, None, :]
-        # until the first fitting release the screening estimate is played on u
+        self._start_fit(R)
+
+    def _start_fit(self, R: int) -> None:
+        """Fitting state on the screened set; until the first fitting release the screening
+        estimate (0 without screening: uniform play) is played on ``u``."""
+        K, p = self.n_arms, self._p
         self._theta_screen = self._theta
         self._theta = np.zeros((R, K, p))
         self._sum = np.zeros((R, K, p))
