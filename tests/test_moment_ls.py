@@ -429,3 +429,27 @@ def test_no_screen_rule_leaves_other_sizes_bit_identical():
                             env_params={"n_arms": 2, "dim": 40, "horizon": 600})
         return res[NAME].cum_regret
     assert np.array_equal(run({}), run({"no_screen_below": 2}))
+
+
+def test_no_screen_episodes_keeps_screening_releases_for_play_only():
+    """``no_screen_episodes = 1``: the first episode is still one screening release (played
+    on in the second), the screened set is every coordinate, the later episodes are fitting
+    releases; the plan and the ledger are the default's."""
+    K, d, T = 3, 12, 2000
+    a = agent(n_arms=K, dim=d, horizon=T, no_screen_below=1, no_screen_episodes=1)
+    base = agent(n_arms=K, dim=d, horizon=T)
+    assert a.sigmas == base.sigmas and a.multiplier == base.multiplier
+    assert a._n_screen == 1 and agent(n_arms=K, dim=40, horizon=T, no_screen_below=1,
+                                      no_screen_episodes=1)._n_screen == 2
+    rng = np.random.default_rng(5)
+    a.reset(2, np.random.default_rng(0))
+    assert a.screened_ is None
+    for _ in range(T):
+        x = rng.normal(size=(2, d))
+        arm = a.act(x)
+        a.update(x, arm, x[:, 0] * (arm == 0) + 0.1 * rng.normal(size=2))
+    assert [e["kind"] for e in a.episode_log_] == ["screen", "fit", "fit", "fit"]
+    assert np.array_equal(a.screened_, np.broadcast_to(np.arange(d), (2, d)))
+    assert epsilon_of(a.ledger, a.privacy.delta) <= 1.0
+    with pytest.raises(ValueError, match="no_screen_episodes"):
+        agent(no_screen_episodes=-1)

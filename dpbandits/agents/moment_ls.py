@@ -118,7 +118,8 @@ the study's cells) and ``first_per_arms = 4`` (``n0 = ceil(horizon/20 max(1, K/4
 16 replications; neither changes anything for ``K <= 4``). The other
 third-round options (``thompson``, ``lasso``, ``fit_first``, ``marginal_below``) are post-
 processing of the same releases or another fixed schedule; they were measured worse or
-neutral and are off.
+neutral and are off. So is the fourth round's ``no_screen_below`` (no screening release
+when ``d <= c |S|``: it only removes releases).
 
 Enforced and counted: ``||u|| <= 1`` and ``||z|| <= 1`` for the floats used
 (:func:`~dpbandits.geometry.normalize_rows`); targets clipped (``n_clipped_rewards_``); rows
@@ -283,6 +284,14 @@ class MomentLS(FitRelease, PrivateAgent):
         reward noise (``y_max`` the fit clip, a bound on a target); drawn from the agent's
         own exploration stream (spawned only when on, so the default stream is unchanged).
         Measured on the tuning instances and not kept (study README, third round).
+    no_screen_below : ``c``; when ``dim <= c |S|`` (``|S|`` as above) no coordinate is
+        screened out: ``S`` is every coordinate and only ``no_screen_episodes`` screening
+        releases are made (played on until the first fit; the later episodes, or every one
+        when 0, are fitting releases on all ``dim`` coordinates). A rule on public
+        parameters, fixed in advance; it only removes screening releases, so the plan and
+        the ledger are the default's. Default 0 (off). Measured on the tuning instances and
+        not kept (study README, fourth round).
+    no_screen_episodes : screening releases kept when ``no_screen_below`` applies, default 0.
     """
 
     supported_links = ("identity", "logistic")
@@ -584,7 +593,7 @@ class MomentLS(FitRelease, PrivateAgent):
         """``S``: the ``screen_size`` largest ``max_k |theta_kj|`` over the coordinates of
         ``x`` (ties: lowest index); ``V``: the leading eigenvectors of the released moment
         above the threshold."""
-        R, K, s, p = self._theta.shape[0], self.n_arms, self._s, self._p
+        R, s = self._theta.shape[0], self._s
         stat = np.abs(self._theta[:, :, :self.dim]).max(axis=1)
         if self._marg > 0.0:
             stat = np.abs(ridge[:, :, :self.dim]).max(axis=1)
