@@ -368,3 +368,88 @@ def test_default_first_episode_grows_with_the_number_of_arms():
     assert agent(n_arms=10, dim=8, horizon=1800).episode_ends_ == [225, 675, 1575, 1800]
     assert agent(n_arms=8, dim=8, horizon=10_000, first_per_arms=0).episode_ends_[0] == 500
     assert agent(n_arms=8, dim=8, horizon=10_000, first_episode=7).episode_ends_[0] == 7
+
+
+# -- fourth round: no screening release when the screened set would be (nearly) everything --
+def test_no_screen_rule_threshold():
+    """``no_screen_below = c``: no screening release when ``d <= c |S|`` (``|S|`` the
+    screened set's size without the rule), then ``S`` is every coordinate; off by default."""
+    def skips(**kw):
+        a = agent(horizon=10_000, **kw)
+        return a._no_screen, a._s, a._n_screen
+    assert skips(n_arms=4, dim=15) == (False, 15, 2)  # default: off, screening as before
+    assert skips(n_arms=4, dim=15, no_screen_below=1) == (True, 15, 0)
+    assert skips(n_arms=4, dim=20, no_screen_below=1) == (False, 16, 2)
+    assert skips(n_arms=4, dim=20, no_screen_below=1.25) == (True, 20, 0)
+    assert skips(n_arms=3, dim=30, no_screen_below=1.5) == (False, 16, 2)
+    assert skips(n_arms=3, dim=30, no_screen_below=2) == (True, 30, 0)
+    assert skips(n_arms=2, dim=50, no_screen_below=2) == (False, 16, 2)
+    assert skips(n_arms=6, dim=40, no_screen_below=1.5) == (False, 24, 2)
+    assert skips(n_arms=6, dim=40, no_screen_below=2) == (True, 40, 0)
+    with pytest.raises(ValueError, match="no_screen_below"):
+        agent(no_screen_below=-1.0)
+
+
+def test_no_screen_schedule_releases_only_fits_under_the_same_plan_and_ledger():
+    """Skipping the screening release removes a mechanism: every episode but the last is one
+    fitting release on all d coordinates (each user in at most one), each exactly 1/k-GDP
+    with the default plan's scales, and the ledger certifies the claim."""
+    K, d, T = 3, 12, 2000
+    base = agent(n_arms=K, dim=d, horizon=T)
+    a = agent(n_arms=K, dim=d, horizon=T, no_screen_below=1)
+    assert a.sigmas == base.sigmas and a.multiplier == base.multiplier
+    assert a.plan.ledger.noise_multiplier == base.plan.ledger.noise_multiplier
+    assert a.release_mu("fit") == pytest.approx(1.0 / a.multiplier, rel=1e-12)
+    assert epsilon_of(a.ledger, a.privacy.delta) <= 1.0
+    assert a.episode_ends_ == base.episode_ends_ == [100, 300, 700, 1500, 2000]
+    rng = np.random.default_rng(4)
+    a.reset(2, np.random.default_rng(0))
+    assert np.array_equal(a.screened_, np.broadcast_to(np.arange(d), (2, d)))
+    for _ in range(T):
+        x = rng.normal(size=(2, d))
+        arm = a.act(x)
+        a.update(x, arm, x[:, 0] * (arm == 0) + 0.1 * rng.normal(size=2))
+    assert [e["kind"] for e in a.episode_log_] == ["fit"] * 4
+    assert [e["end"] for e in a.episode_log_] == [100, 300, 700, 1500]
+    assert a._n_fits == 4 and a._n_screens == 0 and a.theta_.shape == (2, K, d)
+    assert np.array_equal(a._M_released, np.zeros((2, d, d)))
+    # its users' contributions are fitting ones, within the declared sensitivity
+    from dpbandits.testing import check_adversarial_inputs
+    check_adversarial_inputs(agent(n_arms=2, dim=6, horizon=200, no_screen_below=1))
+    _, _, res = compare({NAME: (NAME, {"no_screen_below": 1})}, "dpbandits/GLMBandit-v0",
+                        n_reps=2, seed=3, env_params={"n_arms": K, "dim": d, "horizon": T})
+    assert res[NAME].certified["epsilon"] <= 1.0
+    assert np.isfinite(res[NAME].cum_regret).all()
+
+
+def test_no_screen_rule_leaves_other_sizes_bit_identical():
+    """Where ``d > c |S|`` the rule does not trigger and the stream is the default's."""
+    def run(kw):
+        _, _, res = compare({NAME: (NAME, kw)}, "dpbandits/GLMBandit-v0", n_reps=2, seed=1,
+                            env_params={"n_arms": 2, "dim": 40, "horizon": 600})
+        return res[NAME].cum_regret
+    assert np.array_equal(run({}), run({"no_screen_below": 2}))
+
+
+def test_no_screen_episodes_keeps_screening_releases_for_play_only():
+    """``no_screen_episodes = 1``: the first episode is still one screening release (played
+    on in the second), the screened set is every coordinate, the later episodes are fitting
+    releases; the plan and the ledger are the default's."""
+    K, d, T = 3, 12, 2000
+    a = agent(n_arms=K, dim=d, horizon=T, no_screen_below=1, no_screen_episodes=1)
+    base = agent(n_arms=K, dim=d, horizon=T)
+    assert a.sigmas == base.sigmas and a.multiplier == base.multiplier
+    assert a._n_screen == 1 and agent(n_arms=K, dim=40, horizon=T, no_screen_below=1,
+                                      no_screen_episodes=1)._n_screen == 2
+    rng = np.random.default_rng(5)
+    a.reset(2, np.random.default_rng(0))
+    assert a.screened_ is None
+    for _ in range(T):
+        x = rng.normal(size=(2, d))
+        arm = a.act(x)
+        a.update(x, arm, x[:, 0] * (arm == 0) + 0.1 * rng.normal(size=2))
+    assert [e["kind"] for e in a.episode_log_] == ["screen", "fit", "fit", "fit"]
+    assert np.array_equal(a.screened_, np.broadcast_to(np.arange(d), (2, d)))
+    assert epsilon_of(a.ledger, a.privacy.delta) <= 1.0
+    with pytest.raises(ValueError, match="no_screen_episodes"):
+        agent(no_screen_episodes=-1)

@@ -118,7 +118,8 @@ the study's cells) and ``first_per_arms = 4`` (``n0 = ceil(horizon/20 max(1, K/4
 16 replications; neither changes anything for ``K <= 4``). The other
 third-round options (``thompson``, ``lasso``, ``fit_first``, ``marginal_below``) are post-
 processing of the same releases or another fixed schedule; they were measured worse or
-neutral and are off.
+neutral and are off. So is the fourth round's ``no_screen_below`` (no screening release
+when ``d <= c |S|``: it only removes releases).
 
 Enforced and counted: ``||u|| <= 1`` and ``||z|| <= 1`` for the floats used
 (:func:`~dpbandits.geometry.normalize_rows`); targets clipped (``n_clipped_rewards_``); rows
@@ -283,6 +284,14 @@ class MomentLS(FitRelease, PrivateAgent):
         reward noise (``y_max`` the fit clip, a bound on a target); drawn from the agent's
         own exploration stream (spawned only when on, so the default stream is unchanged).
         Measured on the tuning instances and not kept (study README, third round).
+    no_screen_below : ``c``; when ``dim <= c |S|`` (``|S|`` as above) no coordinate is
+        screened out: ``S`` is every coordinate and only ``no_screen_episodes`` screening
+        releases are made (played on until the first fit; the later episodes, or every one
+        when 0, are fitting releases on all ``dim`` coordinates). A rule on public
+        parameters, fixed in advance; it only removes screening releases, so the plan and
+        the ledger are the default's. Default 0 (off). Measured on the tuning instances and
+        not kept (study README, fourth round).
+    no_screen_episodes : screening releases kept when ``no_screen_below`` applies, default 0.
     """
 
     supported_links = ("identity", "logistic")
@@ -295,7 +304,8 @@ class MomentLS(FitRelease, PrivateAgent):
                  factor_threshold: float = 2.0, screen_episodes: int = 2,
                  thompson: float = 0.0, fit_first: float = 4.0, lasso: float = 0.0,
                  marginal_below: float = 0.0, screen_per_arm: int = 4,
-                 first_per_arms: int = 4):
+                 first_per_arms: int = 4, no_screen_below: float = 0.0,
+                 no_screen_episodes: int = 0):
         super().__init__(n_arms=n_arms, dim=dim, horizon=horizon, epsilon=epsilon, delta=delta)
         self.first_episode = first_episode
         self.screen_size = screen_size
@@ -325,6 +335,15 @@ class MomentLS(FitRelease, PrivateAgent):
         per_arm = check_int("screen_per_arm", screen_per_arm, low=1)
         self._s = (min(dim, max(16, per_arm * n_arms)) if screen_size is None
                    else check_int("screen_size", screen_size, low=1, high=dim))
+        self.no_screen_below = no_screen_below
+        # no screening release when d <= no_screen_below |S|: S = every coordinate and every
+        # release is a fitting release (a rule on public parameters, fixed in advance)
+        self._no_screen = dim <= check_real("no_screen_below", no_screen_below, low=0.0,
+                                            high=1e6) * self._s
+        self.no_screen_episodes = no_screen_episodes
+        self._n_screen_small = check_int("no_screen_episodes", no_screen_episodes, low=0)
+        if self._no_screen:
+            self._s = dim
         self._r = check_int("n_factors", n_factors, low=0, high=dim + 1)
         self._kappa = check_real("intercept", intercept, low=0.0, high=1e6) * math.sqrt(dim)
         self._D = dim + (self._kappa > 0)
@@ -344,6 +363,8 @@ class MomentLS(FitRelease, PrivateAgent):
         self._ends = _schedule(horizon, self._n0, self._n_screen,
                                check_real("fit_first", fit_first, low=0.0, high=1e6,
                                           low_open=True))
+        if self._no_screen:  # screening releases only for play (S is every coordinate)
+            self._n_screen = min(self._n_screen, self._n_screen_small)
         self._n_screen = min(self._n_screen, len(self._ends))
         self._plan = moment_ls_plan(self._eps, self._delta, n_arms=n_arms,
                                     y_screen=self._y_screen, y_fit=self._y_fit,
@@ -398,6 +419,10 @@ class MomentLS(FitRelease, PrivateAgent):
         self.n_clipped_rewards_ = np.zeros(n_reps, dtype=np.int64)
         self.n_zero_rows_ = np.zeros(n_reps, dtype=np.int64)
         self.episode_log_: list[dict] = []
+        if self._n_screen == 0:  # S = every coordinate, no factor (no moment is released)
+            self._support = np.broadcast_to(np.arange(self.dim), (n_reps, self.dim)).copy()
+            self._factors = np.zeros((n_reps, D, self._r))
+            self._start_fit(n_reps)
 
     @property
     def screened_(self) -> np.ndarray | None:
@@ -568,7 +593,7 @@ class MomentLS(FitRelease, PrivateAgent):
         """``S``: the ``screen_size`` largest ``max_k |theta_kj|`` over the coordinates of
         ``x`` (ties: lowest index); ``V``: the leading eigenvectors of the released moment
         above the threshold."""
-        R, K, s, p = self._theta.shape[0], self.n_arms, self._s, self._p
+        R, s = self._theta.shape[0], self._s
         stat = np.abs(self._theta[:, :, :self.dim]).max(axis=1)
         if self._marg > 0.0:
             stat = np.abs(ridge[:, :, :self.dim]).max(axis=1)
@@ -583,7 +608,12 @@ class MomentLS(FitRelease, PrivateAgent):
         top_w, top_v = w[:, ::-1][:, :r], v[:, :, ::-1][:, :, :r]
         keep = top_w > self._tau_f * m_noise_norm
         self._factors = top_v * keep[:, None, :]
-        # until the first fitting release the screening estimate is played on u
+        self._start_fit(R)
+
+    def _start_fit(self, R: int) -> None:
+        """Fitting state on the screened set; until the first fitting release the screening
+        estimate (0 without screening: uniform play) is played on ``u``."""
+        K, p = self.n_arms, self._p
         self._theta_screen = self._theta
         self._theta = np.zeros((R, K, p))
         self._sum = np.zeros((R, K, p))
