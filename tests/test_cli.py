@@ -58,17 +58,25 @@ def test_tiny_reproduce(tmp_path, capsys):
 
 
 @pytest.mark.integration
-def test_panel_b_in_two_processes_gives_the_same_numbers(tmp_path):
-    # scripts/demo.sh runs panel B with --jobs 2: every agent in its own process, same seeds
-    frames = []
+@pytest.mark.parametrize("panels", ["B", "AB"])
+def test_panels_in_two_processes_give_the_same_numbers(tmp_path, panels):
+    # scripts/demo.sh runs panels A and B with --jobs 2: every agent in its own process of one
+    # pool (both panels' simulations together), same seeds, the same frames and summaries
+    # (but for the time and memory each run took)
+    outs = []
     for jobs in ("1", "2"):
         out = tmp_path / f"jobs{jobs}"
-        assert main(["reproduce", "fig5.1", "--size", "tiny", "--panels", "B", "--horizon",
-                     "120", "--reps", "2", "--jobs", jobs, "--out", str(out), "--quiet",
-                     "--no-plot"]) == 0
-        frames.append(pd.read_parquet(out / "panel_b.parquet"))
-    pd.testing.assert_frame_equal(frames[0], frames[1])
-    assert frames[0]["agent"].nunique() > 2
+        assert main(["reproduce", "fig5.1", "--size", "tiny", "--panels", panels,
+                     "--horizon", "120", "--reps", "2", "--jobs", jobs, "--out", str(out),
+                     "--quiet", "--no-plot"]) == 0
+        outs.append(out)
+    for panel in panels.lower():
+        frames = [pd.read_parquet(out / f"panel_{panel}.parquet") for out in outs]
+        pd.testing.assert_frame_equal(frames[0], frames[1])
+        assert frames[0]["agent"].nunique() > (2 if panel == "b" else 3)
+        summaries = [pd.read_csv(out / f"panel_{panel}_summary.csv") for out in outs]
+        pd.testing.assert_frame_equal(summaries[0].drop(columns=["seconds", "peak_memory_mb"]),
+                                      summaries[1].drop(columns=["seconds", "peak_memory_mb"]))
 
 
 @pytest.mark.parametrize("toml,needle", [

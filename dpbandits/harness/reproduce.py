@@ -68,47 +68,87 @@ def _with_eps(agents: dict, epsilon: float) -> dict:
     return out
 
 
+#: panel A: (contexts, environment, {label: (agent, params)}), each pair on its own scale
+def _panel_a_groups(epsilon: float) -> list[tuple[str, str, dict]]:
+    return [("l1", ENV_L1, {"DP-HDB (authors' code, l1 contexts)": (
+                 "dp-hdb-authors-code", {"epsilon": epsilon}),
+             "uniform random (l1 contexts)": ("random", {})}),
+            ("linf", ENV_LINF, {"DP-UCB (authors' code, linf contexts)": (
+                "dp-ucb-authors-code", {"epsilon": epsilon}),
+             "uniform random (linf contexts)": ("random", {})})]
+
+
+#: the order a pool takes the simulations in, longest first (measured: the DP-UCBs'
+#: per-round factorizations and noise dominate), so that no long one starts last
+_LONGEST_FIRST = ("DP-UCB (Wishart)", "DP-UCB (authors' code, linf contexts)",
+                  "DP-UCB (Gaussian)")
+
+
 def panel_a(horizon: int, n_reps: int, seed: int, epsilon: float = 1.0,
-            progress: bool = False
+            progress: bool = False, results: dict[str, SimulationResult] | None = None
             ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, SimulationResult]]:
     """The code's DP-HDB on l_1 contexts and the code's DP-UCB on l_inf contexts, each with
-    uniform random on the same scale. Returns ``(frame, summary, results)``."""
+    uniform random on the same scale. Returns ``(frame, summary, results)``; ``results``
+    given (every label's, e.g. from :func:`simulate_panels`) are assembled, not rerun."""
     record_every = max(1, horizon // 100)
-    f1, s1, r1 = compare({"DP-HDB (authors' code, l1 contexts)": (
-        "dp-hdb-authors-code", {"epsilon": epsilon}),
-        "uniform random (l1 contexts)": ("random", {})},
-        ENV_L1, horizon=horizon, n_reps=n_reps, seed=seed, record_every=record_every,
-        progress=progress)
-    f2, s2, r2 = compare({"DP-UCB (authors' code, linf contexts)": (
-        "dp-ucb-authors-code", {"epsilon": epsilon}),
-        "uniform random (linf contexts)": ("random", {})},
-        ENV_LINF, horizon=horizon, n_reps=n_reps, seed=seed, record_every=record_every,
-        progress=progress)
-    f1["contexts"], f2["contexts"] = "l1", "linf"
-    s1["contexts"], s2["contexts"] = "l1", "linf"
-    return (pd.concat([f1, f2], ignore_index=True), pd.concat([s1, s2], ignore_index=True),
-            {**r1, **r2})
+    frames, summaries, out = [], [], {}
+    for contexts, env, agents in _panel_a_groups(epsilon):
+        if results is None:
+            f, s, r = compare(agents, env, horizon=horizon, n_reps=n_reps, seed=seed,
+                              record_every=record_every, progress=progress)
+        else:
+            f, s, r = _assembled({k: results[k] for k in agents}, record_every)
+        f["contexts"], s["contexts"] = contexts, contexts
+        frames.append(f)
+        summaries.append(s)
+        out.update(r)
+    return (pd.concat(frames, ignore_index=True), pd.concat(summaries, ignore_index=True),
+            out)
 
 
 def panel_b(horizon: int, n_reps: int, seed: int, epsilon: float = 1.0, n_jobs: int = 1,
-            progress: bool = False
+            progress: bool = False, results: dict[str, SimulationResult] | None = None
             ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, SimulationResult]]:
     """All certified agents (and references) on one l_inf instance, common random numbers.
-    Returns ``(frame, summary, results)``."""
+    Returns ``(frame, summary, results)``; ``results`` as in :func:`panel_a`."""
     agents = _with_eps(PANEL_B, epsilon)
     record_every = max(1, horizon // 100)
-    if n_jobs == 1:
+    if results is None and n_jobs == 1:
         return compare(agents, ENV_LINF, horizon=horizon, n_reps=n_reps, seed=seed,
                        record_every=record_every, progress=progress)
+    if results is None:
+        results = simulate_panels("B", horizon, n_reps, seed, epsilon, n_jobs)
+    return _assembled({k: results[k] for k in agents}, record_every)
+
+
+def simulate_panels(panels: str, horizon: int, n_reps: int, seed: int, epsilon: float = 1.0,
+                    n_jobs: int = 2) -> dict[str, SimulationResult]:
+    """Every simulation of panels A and/or B (``panels`` a subset of ``"AB"``) as one pool of
+    ``n_jobs`` processes, longest first, so that panel A's runs use the cores panel B's leave
+    idle. Each agent is its own ``compare`` with the panel's seed: the same numbers as the
+    panels run one after the other (common random numbers hold per environment and seed).
+    Returns ``{label: result}``."""
     from joblib import Parallel, delayed
 
-    def one(label, spec):
-        _, _, res = compare({label: spec}, ENV_LINF, horizon=horizon, n_reps=n_reps, seed=seed)
+    tasks = []
+    if "A" in panels:
+        tasks += [(label, env, spec) for _, env, agents in _panel_a_groups(epsilon)
+                  for label, spec in agents.items()]
+    if "B" in panels:
+        tasks += [(label, ENV_LINF, spec) for label, spec in _with_eps(PANEL_B, epsilon).items()]
+    tasks.sort(key=lambda task: (_LONGEST_FIRST.index(task[0]) if task[0] in _LONGEST_FIRST
+                                 else len(_LONGEST_FIRST)))
+
+    def one(label, env, spec):
+        _, _, res = compare({label: spec}, env, horizon=horizon, n_reps=n_reps, seed=seed)
         return label, res[label]
 
-    done = Parallel(n_jobs=n_jobs)(delayed(one)(k, v) for k, v in agents.items())
-    results = dict(done)
-    results = {k: results[k] for k in agents}
+    return dict(Parallel(n_jobs=n_jobs)(delayed(one)(*task) for task in tasks))
+
+
+def _assembled(results: dict[str, SimulationResult], record_every: int
+               ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, SimulationResult]]:
+    """``compare``'s ``(frame, summary, results)`` from results simulated one by one."""
     frame = pd.concat([r.to_frame(record_every) for r in results.values()], ignore_index=True)
     return frame, summary_table(results), results
 
@@ -172,9 +212,16 @@ def fig5_1(args: argparse.Namespace, state: Any = None) -> int:
     progress = getattr(args, "progress", False)
     plots = not getattr(args, "no_plot", False)
     timings = {}
+    pooled = None
+    if args.jobs > 1 and "A" in panels and "B" in panels:
+        # one pool for both panels: panel A no longer runs on one core while the other idles
+        t0 = time.perf_counter()
+        pooled = simulate_panels("AB", horizon, n_reps, seed=0, n_jobs=args.jobs)
+        timings["A+B simulations"] = time.perf_counter() - t0
     if "A" in panels:
         t0 = time.perf_counter()
-        frame, summary, results = panel_a(horizon, n_reps, seed=0, progress=progress)
+        frame, summary, results = panel_a(horizon, n_reps, seed=0, progress=progress,
+                                          results=pooled)
         timings["A"] = time.perf_counter() - t0
         _save_panel(frame, summary, results, {**record, "panel": "A"}, out, "panel_a")
         if plots:
@@ -188,7 +235,7 @@ def fig5_1(args: argparse.Namespace, state: Any = None) -> int:
     if "B" in panels:
         t0 = time.perf_counter()
         frame, summary, results = panel_b(horizon, n_reps, seed=0, n_jobs=args.jobs,
-                                          progress=progress)
+                                          progress=progress, results=pooled)
         timings["B"] = time.perf_counter() - t0
         _save_panel(frame, summary, results, {**record, "panel": "B"}, out, "panel_b")
         if plots:
