@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from gymnasium.vector import VectorEnv
@@ -37,6 +37,21 @@ def compare(agents: Mapping[str, object], env: str | VectorEnv, *, horizon: int 
     frame of all agents, the per-agent summary (:func:`summary_table`) and the raw
     ``SimulationResult`` per label. ``progress`` shows one bar per agent over its rounds.
     """
+    results = run_agents(agents, env, horizon=horizon, n_reps=n_reps, seed=seed,
+                         env_params=env_params, track_memory=track_memory, progress=progress)
+    frame = tidy_frame(results.values(), record_every)
+    return frame, summary_table(results), results
+
+
+def run_agents(agents: Mapping[str, object], env: str | VectorEnv, *,
+               horizon: int | None = None, n_reps: int = 1, seed: int = 0,
+               env_params: Mapping | None = None, track_memory: bool = False,
+               progress: bool = False,
+               on_result: Callable[[str, SimulationResult], None] | None = None,
+               ) -> dict[str, SimulationResult]:
+    """The simulations of :func:`compare`, one agent after the other in the order of
+    ``agents``: the ``SimulationResult`` per label. ``on_result(label, result)`` is called
+    after each agent (``dpbandits compare`` writes its rows while the next one runs)."""
     if not agents:
         raise ValueError("agents must contain at least one agent")
     results: dict[str, SimulationResult] = {}
@@ -46,8 +61,9 @@ def compare(agents: Mapping[str, object], env: str | VectorEnv, *, horizon: int 
         results[label] = simulate(env, name, horizon=horizon, n_reps=n_reps, seed=seed,
                                   agent_params=params, env_params=env_params, label=label,
                                   track_memory=track_memory, progress=bar)
-    frame = tidy_frame(results.values(), record_every)
-    return frame, summary_table(results), results
+        if on_result is not None:
+            on_result(label, results[label])
+    return results
 
 
 def summary_table(results: Mapping[str, SimulationResult]) -> pd.DataFrame:
