@@ -172,14 +172,13 @@ def _cmd_compare(args, several=True) -> int:
     agents = {label: (spec["name"], spec.get("params", {}))
               for label, spec in cfg["agents"].items()}
     # the frame, Parquet, JSON and CSV files are written by a background thread while the
-    # next agent simulates and while the plots are drawn (harness.pipeline); the plots are
-    # moved beside them once they are written
-    with CompareOutputs(out, len(agents), cfg["record_every"], csv=args.csv,
+    # plots are drawn (harness.pipeline); the plots are moved beside them once they are
+    # written
+    with CompareOutputs(out, cfg["record_every"], csv=args.csv,
                         plots=not args.no_plot) as outputs:
         results = run_agents(
             agents, cfg["env"], horizon=cfg.get("horizon"), n_reps=cfg["n_reps"],
-            seed=cfg["seed"], env_params=cfg.get("env_params"), progress=_progress(args),
-            on_result=outputs.add)
+            seed=cfg["seed"], env_params=cfg.get("env_params"), progress=_progress(args))
         privacy = privacy_records(results)
         outputs.write(results, {"command": args.command, "config": cfg, "privacy": privacy})
         if not args.no_plot:

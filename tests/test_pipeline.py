@@ -1,8 +1,8 @@
-"""``dpbandits run``/``compare`` write their files in a background thread while the agents
-simulate and while the plots are drawn (``harness.pipeline``, issue 28): the files are those
-written one step after the other, the frame is the one ``pd.concat`` of the per-agent frames
-gives, an error of the background thread is the command's, and an interruption leaves whole
-files only. The tests wait on events, never on time."""
+"""``dpbandits run``/``compare`` write their files in a background thread while the plots are
+drawn (``harness.pipeline``, issue 28): the files are those written one step after the
+other, the frame is the one ``pd.concat`` of the per-agent frames gives, an error of the
+background thread is the command's, and an interruption leaves whole files only. The tests
+wait on events, never on time."""
 
 from __future__ import annotations
 

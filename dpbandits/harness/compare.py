@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from gymnasium.vector import VectorEnv
@@ -46,12 +46,10 @@ def compare(agents: Mapping[str, object], env: str | VectorEnv, *, horizon: int 
 def run_agents(agents: Mapping[str, object], env: str | VectorEnv, *,
                horizon: int | None = None, n_reps: int = 1, seed: int = 0,
                env_params: Mapping | None = None, track_memory: bool = False,
-               progress: bool = False,
-               on_result: Callable[[str, SimulationResult], None] | None = None,
-               ) -> dict[str, SimulationResult]:
+               progress: bool = False) -> dict[str, SimulationResult]:
     """The simulations of :func:`compare`, one agent after the other in the order of
-    ``agents``: the ``SimulationResult`` per label. ``on_result(label, result)`` is called
-    after each agent (``dpbandits compare`` writes its rows while the next one runs)."""
+    ``agents``: the ``SimulationResult`` per label (``dpbandits compare`` writes their frame
+    in a background thread while it draws the plots, ``harness.pipeline``)."""
     if not agents:
         raise ValueError("agents must contain at least one agent")
     results: dict[str, SimulationResult] = {}
@@ -61,8 +59,6 @@ def run_agents(agents: Mapping[str, object], env: str | VectorEnv, *,
         results[label] = simulate(env, name, horizon=horizon, n_reps=n_reps, seed=seed,
                                   agent_params=params, env_params=env_params, label=label,
                                   track_memory=track_memory, progress=bar)
-        if on_result is not None:
-            on_result(label, results[label])
     return results
 
 

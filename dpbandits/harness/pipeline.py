@@ -1,30 +1,33 @@
-"""The outputs of ``dpbandits run`` and ``compare``, written while the agents simulate.
+"""The outputs of ``dpbandits run`` and ``compare``, written beside the plots.
 
 ``CompareOutputs`` gives the writing to one background thread, whose tasks run one at a
 time in the order they were given:
 
 1. while the first agent simulates, it imports what writing needs (pandas, pyarrow, and
    matplotlib for the plots);
-2. after each agent, it writes that agent's rows into the frame's columns
-   (``results.FrameBuilder``) while the next agent simulates;
-3. after the last agent, it wraps the frame and writes ``results.parquet``,
-   ``results.json`` (``results.csv``) and ``summary.csv``, while the main thread draws the
-   plots from the results' arrays (``CompareOutputs.draw``) into a hidden folder of
-   the output directory; they are moved beside the results once these are written.
+2. after the last agent, it writes every agent's rows into the frame's columns
+   (``results.FrameBuilder``), wraps them and writes ``results.parquet``, ``results.json``
+   (``results.csv``) and ``summary.csv``, while the main thread draws the plots from the
+   results' arrays (``CompareOutputs.draw``) into a hidden folder of the output directory;
+   they are moved beside the results once these are written.
+
+The rows are written after the simulations, not while the next agent simulates: the
+simulations keep both cores busy (the environment draws its contexts in a thread of its
+own), and rows written beside them slowed them as much as they saved (measured in
+benchmarks/README.md), and each agent's ``peak_memory_mb`` would have counted the frame.
 
 The files are those written one step after the other (``BACKGROUND = False`` runs every
 task in the calling thread, in the same order: the tests compare both): rows are placed by
 the order of the agents, never by timing. A task's exception is raised again in the main
-thread, the same exception object (``add`` raises it at the next agent, ``wait`` and the
-end of the ``with`` block at the latest; a failed write takes precedence over an error of
-the plots, which came after it when the steps ran in sequence, and the plots are then
-dropped: the directory holds what it held when the steps ran in sequence, and the error
-line says the same). Nothing is left half-written: every result file is written whole to a
-temporary file and renamed (``results.atomic_write_bytes``), the plots are moved in whole,
-and leaving the ``with`` block waits for the running task; an interruption
-(``KeyboardInterrupt``) cancels the tasks not yet started and drops the plots.
+thread, the same exception object (at ``wait`` or at the end of the ``with`` block at the
+latest; a failed write takes precedence over an error of the plots, which came after it
+when the steps ran in sequence, and the plots are then dropped: the directory holds what it
+held when the steps ran in sequence, and the error line says the same). Nothing is left
+half-written: every result file is written whole to a temporary file and renamed
+(``results.atomic_write_bytes``), the plots are moved in whole, and leaving the ``with``
+block waits for the running task; an interruption (``KeyboardInterrupt``) cancels the tasks
+not yet started and drops the plots.
 """
-
 from __future__ import annotations
 
 import os
@@ -35,6 +38,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dpbandits._validation import check_int
 from dpbandits.harness.results import FrameBuilder, SimulationResult
 
 if TYPE_CHECKING:
@@ -74,16 +78,15 @@ class CompareOutputs:
     """The background writer of one ``run``/``compare`` (module docstring); a context
     manager: leaving the block waits for the background thread and raises its error.
 
-    ``add(label, result)`` after each agent, in order; ``write(results, record)`` after the
-    last one; ``draw(plot)`` for the plots; ``wait()`` returns the summary table written to
-    ``summary.csv``.
+    ``write(results, record)`` after the simulations; ``draw(plot)`` for the plots;
+    ``wait()`` returns the summary table written to ``summary.csv``.
     """
 
-    def __init__(self, out: str | os.PathLike[str], n_agents: int, record_every: int = 1, *,
+    def __init__(self, out: str | os.PathLike[str], record_every: int = 1, *,
                  csv: bool = False, plots: bool = True) -> None:
         self.out = Path(out)
+        self.record_every = check_int("record_every", record_every, low=1)
         self.csv = csv
-        self._builder = FrameBuilder(n_agents, record_every)
         self._futures: list[Future] = []
         self._stage: Path | None = None  # the plots' folder until they are moved into out
         self._writing = False  # whether write was called
@@ -97,9 +100,9 @@ class CompareOutputs:
 
     def __exit__(self, kind, exc, tb) -> None:
         # An error before the results were handed to ``write`` (a simulation's) stands, and
-        # the rows still queued are dropped, as everything queued is on an interruption.
-        # After it (an error of the plots) the writing finishes first, and its own error,
-        # if any, stands instead: in sequence, the plots came after the files.
+        # the warm-up, if still queued, is dropped, as everything queued is on an
+        # interruption. After it (an error of the plots) the writing finishes first, and its
+        # own error, if any, stands instead: in sequence, the plots came after the files.
         cancel = exc is not None and (not self._writing or isinstance(exc, KeyboardInterrupt))
         try:
             self._pool.shutdown(wait=True, cancel_futures=cancel)
@@ -130,12 +133,9 @@ class CompareOutputs:
         if error is not None:
             raise error
 
-    def add(self, label: str, result: SimulationResult) -> None:
-        """Write ``result``'s rows into the frame (in the background thread)."""
-        self._submit(self._builder.add, result)
-
     def write(self, results: Mapping[str, SimulationResult], record: dict) -> None:
-        """Write the frame, the JSON record and the summary (in the background thread)."""
+        """Write the frame of ``results`` (in their order), the JSON record and the summary
+        (in the background thread)."""
         self._writing = True
         self._submit(self._write, dict(results), record)
 
@@ -143,7 +143,10 @@ class CompareOutputs:
         from dpbandits.harness.compare import summary_table
         from dpbandits.harness.results import save_results, write_csv_atomic
 
-        save_results(self._builder.frame(), record, self.out, csv=self.csv)
+        builder = FrameBuilder(len(results), self.record_every)
+        for result in results.values():
+            builder.add(result)
+        save_results(builder.frame(), record, self.out, csv=self.csv)
         summary = summary_table(results)
         write_csv_atomic(summary, self.out / "summary.csv")
         return summary

@@ -198,9 +198,9 @@ class FrameBuilder:
 
     The first ``add`` allocates the frame's columns for ``n_results`` results of its size;
     each ``add`` writes one result's rows below the previous ones; ``frame`` wraps the
-    columns without a copy. ``dpbandits compare`` adds an agent's result in a background
-    thread while the next agent simulates (``harness.pipeline``): rows are placed by the
-    order of ``add``, never by timing. Results of another size or kind than the first
+    columns without a copy (``dpbandits compare`` does this in a background thread while it
+    draws the plots, ``harness.pipeline``). Rows are placed by the order of ``add``.
+    Results of another size or kind than the first
     (a replay beside simulations) are concatenated as ``pd.concat`` does, at ``frame``.
     With ``rounds``, only the recorded rounds among them are kept (the rows of
     ``frame[frame["t"].isin(rounds)]``, numbered from 0).
