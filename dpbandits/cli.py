@@ -158,11 +158,10 @@ def _progress(args) -> bool:
 
 # -- commands ----------------------------------------------------------------------------------
 def _cmd_compare(args, several=True) -> int:
-    from dpbandits.harness.compare import compare, privacy_records
+    from dpbandits.harness.compare import privacy_records, run_agents
     from dpbandits.harness.config import check_agents, fingerprint
     from dpbandits.harness.outdir import prepare_out_dir
-    from dpbandits.harness.report import format_summary, privacy_notes, replay_notes
-    from dpbandits.harness.results import save_results, write_csv_atomic
+    from dpbandits.harness.pipeline import CompareOutputs
 
     cfg = _config_from_args(args, several=several)
     check_agents(cfg)
@@ -172,16 +171,22 @@ def _cmd_compare(args, several=True) -> int:
 
     agents = {label: (spec["name"], spec.get("params", {}))
               for label, spec in cfg["agents"].items()}
-    frame, summary, results = compare(
-        agents, cfg["env"], horizon=cfg.get("horizon"), n_reps=cfg["n_reps"],
-        seed=cfg["seed"], env_params=cfg.get("env_params"), record_every=cfg["record_every"],
-        progress=_progress(args))
-    privacy = privacy_records(results)
-    save_results(frame, {"command": args.command, "config": cfg, "privacy": privacy}, out,
-                 csv=args.csv)
-    write_csv_atomic(summary, out / "summary.csv")
-    if not args.no_plot:
-        _plot_compare(frame, results, out, args)
+    # the frame, Parquet, JSON and CSV files are written by a background thread while the
+    # plots are drawn (harness.pipeline); the plots are moved beside them once they are
+    # written
+    with CompareOutputs(out, cfg["record_every"], csv=args.csv,
+                        plots=not args.no_plot) as outputs:
+        results = run_agents(
+            agents, cfg["env"], horizon=cfg.get("horizon"), n_reps=cfg["n_reps"],
+            seed=cfg["seed"], env_params=cfg.get("env_params"), progress=_progress(args))
+        privacy = privacy_records(results)
+        outputs.write(results, {"command": args.command, "config": cfg, "privacy": privacy})
+        if not args.no_plot:
+            outputs.draw(lambda folder: _plot_compare(results, folder, args,
+                                                      cfg["record_every"]))
+        summary = outputs.wait()
+    from dpbandits.harness.report import format_summary, privacy_notes, replay_notes
+
     print(format_summary(summary))
     reference = next(iter(results.values())).reference_reward
     for line in [*replay_notes(summary, reference), *privacy_notes(summary, privacy)]:
@@ -190,20 +195,21 @@ def _cmd_compare(args, several=True) -> int:
     return 0
 
 
-def _plot_compare(frame, results, out: Path, args) -> None:
+def _plot_compare(results, out: Path, args, record_every: int = 1) -> None:
     from dpbandits.harness.plots import (
         plot_final_regret_distribution,
         plot_regret_curves,
         plot_reward_curves,
         privacy_label,
-        thin_rounds,
+        thinned_frame,
     )
 
     labels = {k: f"{k} — {privacy_label(r.privacy, r.certified)}" for k, r in results.items()}
-    # each plot draws at most MAX_POINTS rounds, always the last: thinned once here, the
-    # plots thin no further and read the same rows (the box plot: the last round's)
-    regret = "cum_regret" in frame.columns
-    frame = thin_rounds(frame, log=args.log and regret)
+    # each plot draws at most MAX_POINTS rounds, always the last: the frame of those rounds
+    # is built from the results' arrays (the rows thin_rounds keeps of the whole frame), so
+    # the plots need not wait for it; the box plot reads the last round's rows
+    regret = any(r.regret is not None for r in results.values())
+    frame = thinned_frame(list(results.values()), record_every, log=args.log and regret)
     if not regret:  # replay of logged data: reward, no oracle
         plot_reward_curves(frame, out / "reward", svg=args.svg, band=args.band, labels=labels,
                            reference=next(iter(results.values())).reference_reward)

@@ -245,7 +245,7 @@ def test_an_error_after_validation_shows_a_traceback_and_says_bug(tmp_path, caps
     def broken(*args, **kwargs):
         raise ValueError("boom inside the simulation")
 
-    monkeypatch.setattr(compare_mod, "compare", broken)
+    monkeypatch.setattr(compare_mod, "run_agents", broken)  # the simulations of run/compare
     assert main(["run", *FLAGS, "--agent", "random", "--out", str(tmp_path / "o")]) == 1
     err = capsys.readouterr().err
     assert "Traceback" in err and "boom inside the simulation" in err and "bug" in err

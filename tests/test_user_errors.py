@@ -190,7 +190,7 @@ def _break(monkeypatch, module: str, attr: str):
 
 def test_the_bug_line_names_results_only_when_some_were_written(tmp_path, capsys,
                                                                  monkeypatch):
-    _break(monkeypatch, "dpbandits.harness.compare", "compare")
+    _break(monkeypatch, "dpbandits.harness.compare", "run_agents")  # the simulations
     out = tmp_path / "o"
     assert main(["run", *ENV, "--agent", "random", "--out", str(out)]) == EXIT_BUG
     err = capsys.readouterr().err

@@ -37,6 +37,19 @@ def compare(agents: Mapping[str, object], env: str | VectorEnv, *, horizon: int 
     frame of all agents, the per-agent summary (:func:`summary_table`) and the raw
     ``SimulationResult`` per label. ``progress`` shows one bar per agent over its rounds.
     """
+    results = run_agents(agents, env, horizon=horizon, n_reps=n_reps, seed=seed,
+                         env_params=env_params, track_memory=track_memory, progress=progress)
+    frame = tidy_frame(results.values(), record_every)
+    return frame, summary_table(results), results
+
+
+def run_agents(agents: Mapping[str, object], env: str | VectorEnv, *,
+               horizon: int | None = None, n_reps: int = 1, seed: int = 0,
+               env_params: Mapping | None = None, track_memory: bool = False,
+               progress: bool = False) -> dict[str, SimulationResult]:
+    """The simulations of :func:`compare`, one agent after the other in the order of
+    ``agents``: the ``SimulationResult`` per label (``dpbandits compare`` writes their frame
+    in a background thread while it draws the plots, ``harness.pipeline``)."""
     if not agents:
         raise ValueError("agents must contain at least one agent")
     results: dict[str, SimulationResult] = {}
@@ -46,8 +59,7 @@ def compare(agents: Mapping[str, object], env: str | VectorEnv, *, horizon: int 
         results[label] = simulate(env, name, horizon=horizon, n_reps=n_reps, seed=seed,
                                   agent_params=params, env_params=env_params, label=label,
                                   track_memory=track_memory, progress=bar)
-    frame = tidy_frame(results.values(), record_every)
-    return frame, summary_table(results), results
+    return results
 
 
 def summary_table(results: Mapping[str, SimulationResult]) -> pd.DataFrame:

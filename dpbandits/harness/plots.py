@@ -22,7 +22,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from dpbandits.harness.results import privacy_entry  # noqa: E402
+from dpbandits.harness.results import (  # noqa: E402
+    FrameBuilder,
+    SimulationResult,
+    privacy_entry,
+    recorded_steps,
+)
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -122,12 +127,33 @@ def thin_rounds(frame: pd.DataFrame, *, log: bool = False,
     rounds = np.sort(pd.unique(frame["t"].to_numpy()))  # hashing: 3e6 rows in 0.03 s
     if rounds.size <= max_points:
         return frame
+    return frame[frame["t"].isin(thinned_rounds(rounds, log=log, max_points=max_points))]
+
+
+def thinned_rounds(rounds: np.ndarray, *, log: bool = False,
+                   max_points: int = MAX_POINTS) -> np.ndarray:
+    """The rounds :func:`thin_rounds` keeps of the sorted distinct recorded ``rounds``."""
+    if rounds.size <= max_points:
+        return rounds
     if log:
         grid = np.geomspace(rounds[0], rounds[-1], max_points)
     else:
         grid = np.linspace(rounds[0], rounds[-1], max_points)
-    keep = rounds[np.unique(np.clip(np.searchsorted(rounds, grid), 0, rounds.size - 1))]
-    return frame[frame["t"].isin(keep)]
+    return rounds[np.unique(np.clip(np.searchsorted(rounds, grid), 0, rounds.size - 1))]
+
+
+def thinned_frame(results: Sequence[SimulationResult], record_every: int = 1, *,
+                  log: bool = False, max_points: int = MAX_POINTS) -> pd.DataFrame:
+    """``thin_rounds(tidy_frame(results, record_every), log=log)`` built from the results'
+    arrays at the kept rounds only (the same rows and values, numbered from 0): the plots of
+    ``dpbandits compare`` do not wait for the whole frame."""
+    rounds = np.unique(np.concatenate([recorded_steps(r.horizon, record_every)
+                                       for r in results]))
+    builder = FrameBuilder(len(results), record_every,
+                           rounds=thinned_rounds(rounds, log=log, max_points=max_points))
+    for result in results:
+        builder.add(result)
+    return builder.frame()
 
 
 def _styles(keys, floor) -> dict:
