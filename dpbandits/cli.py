@@ -27,6 +27,7 @@ from dpbandits.errors import UserError
 EXIT_USAGE = 2
 EXIT_BUG = 1
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a killed writer
 
 
 class _State:
@@ -446,6 +447,9 @@ def main(argv: list[str] | None = None) -> int:
                     else f"; nothing complete was written to {_State.out}")
         print(f"dpbandits {args.command}: interrupted{kept}", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # the reader went away (`dpbandits list | head`): stop quietly
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except UserError as exc:
         if args.debug:
             raise
@@ -462,6 +466,16 @@ def main(argv: list[str] | None = None) -> int:
         return _bug(exc, args.command)
     finally:
         warnings.showwarning = shown
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit does not fail again."""
+    try:
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no file descriptor (e.g. captured)
+        pass
 
 
 def _one_line_warning(command: str):

@@ -414,3 +414,18 @@ def test_the_first_install_says_what_it_is_doing(tmp_path):
     again = subprocess.run(["bash", "-c", "source scripts/_env.sh test"], cwd=tmp_path,
                            capture_output=True, text=True, timeout=60, check=True)
     assert again.stderr == ""  # installed: nothing to say
+
+
+def test_a_closed_pipe_stops_quietly(capsys, monkeypatch):
+    # `dpbandits list | head`: the reader closes the pipe; that is not a bug in dpbandits
+    import io
+
+    from dpbandits.cli import EXIT_BROKEN_PIPE
+
+    class ClosedPipe(io.StringIO):
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr("sys.stdout", ClosedPipe())
+    assert main(["list"]) == EXIT_BROKEN_PIPE
+    assert capsys.readouterr().err == ""

@@ -103,7 +103,7 @@ def _two_arms(arm: NoisePlan):
     ledger = arm.ledger
     kept = _TWO_ARMS.get(id(ledger))
     if kept is None or kept[0] is not ledger:
-        if len(_TWO_ARMS) >= 32:
+        if len(_TWO_ARMS) >= 16:
             _TWO_ARMS.clear()
         kept = _TWO_ARMS[id(ledger)] = (ledger, compose([ledger, ledger]))
     return kept[1]

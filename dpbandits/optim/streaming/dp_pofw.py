@@ -162,14 +162,14 @@ def theorem_kappa(horizon: int, epsilon: float, delta: float) -> tuple[float, fl
 # The ledgers are cached: ten thousand steps take ~0.1 s to build, every agent of the same
 # (horizon, kappa) has the same one, and a shared ledger object lets certification find its
 # certificate by identity (events are immutable: nothing in dpbandits changes one).
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=16)
 def _laplace_ledger(horizon: int, kappa: float) -> dp_accounting.DpEvent:
     return accounting.compose(
         [accounting.pure_dp_event(float(e)) for e in per_step_epsilons(horizon, kappa)]
     )
 
 
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=16)
 def _gumbel_ledger(horizon: int, kappa: float) -> dp_accounting.DpEvent:
     return accounting.compose(
         [accounting.zcdp_event(accounting.bounded_range_to_zcdp(float(e)))

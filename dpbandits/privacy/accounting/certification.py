@@ -66,7 +66,7 @@ def _known_digest(ledger: Any) -> str | None:
 
 
 def _remember_digest(ledger: Any, digest: str) -> str:
-    if len(_DIGESTS) >= 64:
+    if len(_DIGESTS) >= 16:  # a DP-HDB ledger holds ~10^4 events (a few MB)
         _DIGESTS.clear()
     _DIGESTS[id(ledger)] = (ledger, digest)  # keeps the ledger alive: its id is not reused
     return digest
