@@ -205,6 +205,7 @@ def test_unit_rows_stay_in_the_unit_ball_on_adversarial_floats(x, r):
     assert bool(clipped[0]) == (abs(y_ref) > 0.5)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("K", [2, 3, 5])
 def test_screen_sensitivity_holds_on_adversarial_rows_and_is_attained(K):
     a = agent(n_arms=K, dim=4, clip_screen=0.5)
@@ -390,6 +391,7 @@ def test_no_screen_rule_threshold():
         agent(no_screen_below=-1.0)
 
 
+@pytest.mark.heavy
 def test_no_screen_schedule_releases_only_fits_under_the_same_plan_and_ledger():
     """Skipping the screening release removes a mechanism: every episode but the last is one
     fitting release on all d coordinates (each user in at most one), each exactly 1/k-GDP

@@ -284,6 +284,7 @@ def test_an_unknown_calibration_names_parameter_value_and_choices(make):
         make("magic")
 
 
+@pytest.mark.heavy
 def test_aliases_are_accepted():
     n = 12
     theorem = NoisySGD(epsilon=1.0, delta=1e-3).plan_for(n)

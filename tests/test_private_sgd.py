@@ -133,6 +133,7 @@ def test_theorem_range_errors():
         PrivateSGD(0.1, 1e-5).noise_std_for(32)  # 6 e^{-n/16} > delta
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("eps", [0.5, 2.0])
 def test_accountant_calibration_certified_and_tight(eps):
     n, delta = 1000, 1e-5

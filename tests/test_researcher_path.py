@@ -277,6 +277,7 @@ def test_list_shows_sizes_links_and_privacy_notions(capsys):
     assert max(len(ln) for ln in out.splitlines()) <= 100
 
 
+@pytest.mark.heavy
 def test_describe_shows_parameters_defaults_and_guarantee(capsys):
     assert main(["describe", "dp-hdb"]) == 0
     out = capsys.readouterr().out
