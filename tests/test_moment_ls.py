@@ -329,6 +329,37 @@ def test_third_round_options_keep_the_plan_and_the_ledger(kw):
     assert np.isfinite(res[NAME].cum_regret).all()
 
 
+def test_play_top_plays_the_top_coordinates_and_screens_as_the_default():
+    """``play_top`` (fifth round) only post-processes the screening estimate it plays: the
+    plan, the releases and the screened set are the default agent's, and the estimate played
+    until the first fit keeps the ``play_top`` coordinates of largest ``max_k |theta_kj|``."""
+    kw = dict(n_arms=3, dim=24, horizon=2000)  # |S| = 16: more than the 4 coordinates played
+    base, top = agent(**kw), agent(**kw, play_top=4)
+    assert top.sigmas == base.sigmas and repr(top.ledger) == repr(base.ledger)
+    rng = np.random.default_rng(0)
+    for a in (base, top):
+        a.reset(2, np.random.default_rng(5))
+    first_fit = base.episode_ends_[2]
+    for t in range(first_fit - 1):
+        x = rng.standard_normal((2, 24))
+        arms, arms_top = base.act(x), top.act(x)
+        if t < base.episode_ends_[0]:  # uniform play, the same tie-breaking stream
+            np.testing.assert_array_equal(arms_top, arms)
+        r = x[:, 0] * (arms == 0) - x[:, 1] * (arms == 1) + 0.1 * rng.standard_normal(2)
+        base.update(x, arms, r)
+        top.update(x, arms, r)
+    np.testing.assert_array_equal(top.screened_, base.screened_)
+    played, whole = top._theta_screen, base._theta_screen
+    stat = np.abs(whole).max(axis=1)
+    for rep in range(2):
+        kept = np.flatnonzero(np.abs(played[rep]).max(axis=0))
+        np.testing.assert_array_equal(kept, np.sort(np.argsort(-stat[rep], kind="stable")[:4]))
+        np.testing.assert_array_equal(played[rep][:, kept], whole[rep][:, kept])
+    assert top.screened_.shape == (2, 16)
+    with pytest.raises(ValueError, match="play_top must be <= 24, got 25"):
+        agent(**kw, play_top=25)
+
+
 def test_fit_first_schedule_is_fixed_and_covers_the_horizon():
     a = agent(horizon=10_000, first_episode=500, fit_first=2)
     assert a.episode_ends_ == [500, 1500, 2500, 4500, 8500, 10_000]

@@ -292,6 +292,11 @@ class MomentLS(FitRelease, PrivateAgent):
         the ledger are the default's. Default 0 (off). Measured on the tuning instances and
         not kept (study README, fourth round).
     no_screen_episodes : screening releases kept when ``no_screen_below`` applies, default 0.
+    play_top : the screening estimate is played on its ``play_top`` largest coordinates
+        (``max_k |theta_kj|``), the others set to 0, until the first fitting release;
+        ``S`` is still chosen from the whole estimate. Post-processing, so the plan and the
+        ledger are the default's. Default 0 (off: every coordinate). Measured on the tuning
+        instances and not kept (study README, fifth round).
     """
 
     supported_links = ("identity", "logistic")
@@ -305,7 +310,7 @@ class MomentLS(FitRelease, PrivateAgent):
                  thompson: float = 0.0, fit_first: float = 4.0, lasso: float = 0.0,
                  marginal_below: float = 0.0, screen_per_arm: int = 4,
                  first_per_arms: int = 4, no_screen_below: float = 0.0,
-                 no_screen_episodes: int = 0):
+                 no_screen_episodes: int = 0, play_top: int = 0):
         super().__init__(n_arms=n_arms, dim=dim, horizon=horizon, epsilon=epsilon, delta=delta)
         self.first_episode = first_episode
         self.screen_size = screen_size
@@ -341,6 +346,8 @@ class MomentLS(FitRelease, PrivateAgent):
         self._no_screen = dim <= check_real("no_screen_below", no_screen_below, low=0.0,
                                             high=1e6) * self._s
         self.no_screen_episodes = no_screen_episodes
+        self.play_top = play_top
+        self._play_top = check_int("play_top", play_top, low=0, high=dim)
         self._n_screen_small = check_int("no_screen_episodes", no_screen_episodes, low=0)
         if self._no_screen:
             self._s = dim
@@ -586,8 +593,24 @@ class MomentLS(FitRelease, PrivateAgent):
             self._theta = np.where(flat[:, None, None], marg, self._theta)
             ridge = np.where(flat[:, None, None], c, ridge)
             self.flat_ = flat
+        played = self._top_coordinates(self._theta) if self._play_top else None
         if self._episode + 1 == self._n_screen:
-            self._screen(m_noise_norm, ridge)
+            self._screen(m_noise_norm, ridge)  # S from the whole estimate
+            if played is not None:
+                self._theta_screen = played
+        elif played is not None:
+            self._theta = played
+
+    def _top_coordinates(self, theta: np.ndarray) -> np.ndarray:
+        """``theta`` (R, K, D) with every coordinate of ``x`` but the ``play_top`` largest
+        ``max_k |theta_kj|`` set to 0 (ties: lowest index; the intercept is kept): the
+        screening estimate as played (post-processing)."""
+        stat = np.abs(theta[:, :, :self.dim]).max(axis=1)
+        top = np.argsort(-stat, axis=1, kind="stable")[:, :self._play_top]
+        keep = np.zeros(theta.shape[::2], dtype=bool)
+        np.put_along_axis(keep, top, True, axis=1)
+        keep[:, self.dim:] = True
+        return theta * keep[:, None, :]
 
     def _screen(self, m_noise_norm: float, ridge: np.ndarray) -> None:
         """``S``: the ``screen_size`` largest ``max_k |theta_kj|`` over the coordinates of
