@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from _waits import HANG_CAP
+
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--remote-debugging-pipe", "--hide-scrollbars"]
@@ -42,7 +44,7 @@ class PageReport:
 class Browser:
     """One headless Chromium with a fresh profile; ``with Browser() as b: b.load(path)``."""
 
-    def __init__(self, width: int = 1280, height: int = 900, timeout: float = 60.0):
+    def __init__(self, width: int = 1280, height: int = 900, timeout: float = HANG_CAP):
         exe = chromium()
         if exe is None:
             raise RuntimeError("chromium is not installed (apt-get install chromium)")
@@ -112,15 +114,20 @@ class Browser:
             self._events.append(self._receive(deadline))
 
     # -- what a reader sees ----------------------------------------------------------------
-    def load(self, page: str | Path, settle: float = 0.3) -> PageReport:
+    def load(self, page: str | Path, ready: str | None = None) -> PageReport:
         """Open ``page`` (a file, or a URL with a query) and report its errors once it has
-        loaded and its scripts have had ``settle`` seconds to run."""
+        loaded, the tasks its scripts queued by then have run, and the JavaScript condition
+        ``ready`` (if given) holds: each waited on as an event, never for a fixed time."""
         url = page if isinstance(page, str) and "://" in page else Path(page).resolve().as_uri()
         self._events.clear()
         self.call("Page.navigate", session=True, url=url)
         self._wait_for("Page.loadEventFired")
-        time.sleep(settle)
-        self.call("Runtime.evaluate", session=True, expression="0")  # collect late events
+        if ready is not None:
+            self.wait_until(ready, f"{ready} on {url}")
+        # one round trip through the page's task queue: what its scripts queued has run, and
+        # the events it raised have arrived before this reply
+        self.call("Runtime.evaluate", session=True, awaitPromise=True,
+                  expression="new Promise(done => setTimeout(done, 0))")
         report = PageReport(url)
         for event in self._events:
             method, params = event.get("method"), event.get("params", {})
@@ -139,6 +146,15 @@ class Browser:
                                      f"{entry.get('url', '')}".rstrip())
         report.broken_images = self.evaluate(BROKEN_IMAGES)
         return report
+
+    def wait_until(self, expression: str, what: str) -> None:
+        """Poll the JavaScript ``expression`` until it is true (a hang fails after the
+        browser's ``timeout``, naming ``what``)."""
+        deadline = time.monotonic() + self.timeout
+        while not self.evaluate(expression):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"waited {self.timeout:.0f} s for {what}")
+            time.sleep(0.02)
 
     def evaluate(self, expression: str):
         """The value of a JavaScript expression in the current page."""

@@ -63,7 +63,10 @@ def test_gallery_pages_show_the_plots_their_examples_drew(browser):
 
 @needs_chromium
 def test_search_works_from_disk(browser):
-    report = browser.load(f"{(SITE / 'search.html').as_uri()}?q=snips", settle=1.0)
+    # Sphinx titles the results "Search Results" once the last hit is shown
+    report = browser.load(f"{(SITE / 'search.html').as_uri()}?q=snips",
+                          ready="(document.querySelector('#search-results h2') || {})"
+                                ".textContent === 'Search Results'")
     assert not report.errors, report.errors
     hits = browser.evaluate("Array.from(document.querySelectorAll('#search-results li a'))"
                             ".map(a => a.getAttribute('href'))")

@@ -6,6 +6,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from _waits import HANG_CAP
 
 from dpbandits.cli import EXIT_BUG, EXIT_USAGE, main
 
@@ -409,10 +410,10 @@ def test_the_first_install_says_what_it_is_doing(tmp_path):
     fake.write_text("#!/bin/sh\nexit 0\n")
     fake.chmod(0o755)
     run = subprocess.run(["bash", "-c", "source scripts/_env.sh test"], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=60, check=True)
+                         capture_output=True, text=True, timeout=HANG_CAP, check=True)
     assert "installing dpbandits[test]" in run.stderr and "minutes" in run.stderr
     again = subprocess.run(["bash", "-c", "source scripts/_env.sh test"], cwd=tmp_path,
-                           capture_output=True, text=True, timeout=60, check=True)
+                           capture_output=True, text=True, timeout=HANG_CAP, check=True)
     assert again.stderr == ""  # installed: nothing to say
 
 
