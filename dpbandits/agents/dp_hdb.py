@@ -40,11 +40,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from functools import partial
-from typing import Any
 
 import numpy as np
 
 from dpbandits._backends import compiled, kernels, use_parallel
+from dpbandits._memo import IdentityMemo
 from dpbandits._validation import check_choice, check_int, check_positive, check_real
 from dpbandits.agents.base import PrivateAgent, register_agent
 from dpbandits.optim.streaming.dp_pofw import LINK_CODES, ArmSteps
@@ -92,21 +92,15 @@ def preselected_greedy(x: np.ndarray, theta_fs: np.ndarray, theta: np.ndarray, h
     return np.argmax(np.where(preselected, cur, -np.inf), axis=1)
 
 
-#: arm ledger's id -> (that ledger, the two arms' composition): the arms' ledgers are shared
-#: between agents of the same sizes (cached by DP-POFW), so is the composition
-_TWO_ARMS: dict[int, tuple[Any, Any]] = {}
+#: arm ledger -> the two arms' composition: the arms' ledgers are shared between agents of
+#: the same sizes (cached by DP-POFW), so is the composition
+_TWO_ARMS = IdentityMemo(16)
 
 
 def _two_arms(arm: NoisePlan):
     from dpbandits.privacy.accounting import compose
 
-    ledger = arm.ledger
-    kept = _TWO_ARMS.get(id(ledger))
-    if kept is None or kept[0] is not ledger:
-        if len(_TWO_ARMS) >= 16:
-            _TWO_ARMS.clear()
-        kept = _TWO_ARMS[id(ledger)] = (ledger, compose([ledger, ledger]))
-    return kept[1]
+    return _TWO_ARMS.get(arm.ledger, lambda ledger: compose([ledger, ledger]))
 
 
 def dp_hdb_plan(epsilon: float, delta: float, privacy_split: str,

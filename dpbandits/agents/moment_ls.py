@@ -198,6 +198,12 @@ def _schedule(horizon: int, n0: int, n_screen: int, fit_first: float) -> list[in
     return ends
 
 
+def _largest(stat: np.ndarray, m: int) -> np.ndarray:
+    """The indices of the ``m`` largest entries of each row of ``stat`` (R, d), largest
+    first, ties to the lowest index."""
+    return np.argsort(-stat, axis=1, kind="stable")[:, :m]
+
+
 #: the noise scales of the releases (standard deviations), in the plan's order
 _RELEASED = ("moment", "contrast", "gram", "target")
 
@@ -601,12 +607,15 @@ class MomentLS(FitRelease, PrivateAgent):
         elif played is not None:
             self._theta = played
 
+    def _strength(self, theta: np.ndarray) -> np.ndarray:
+        """``max_k |theta_kj|`` (R, d) over the coordinates of ``x`` of ``theta`` (R, K, D)."""
+        return np.abs(theta[:, :, :self.dim]).max(axis=1)
+
     def _top_coordinates(self, theta: np.ndarray) -> np.ndarray:
         """``theta`` (R, K, D) with every coordinate of ``x`` but the ``play_top`` largest
         ``max_k |theta_kj|`` set to 0 (ties: lowest index; the intercept is kept): the
         screening estimate as played (post-processing)."""
-        stat = np.abs(theta[:, :, :self.dim]).max(axis=1)
-        top = np.argsort(-stat, axis=1, kind="stable")[:, :self._play_top]
+        top = _largest(self._strength(theta), self._play_top)
         keep = np.zeros(theta.shape[::2], dtype=bool)
         np.put_along_axis(keep, top, True, axis=1)
         keep[:, self.dim:] = True
@@ -617,14 +626,11 @@ class MomentLS(FitRelease, PrivateAgent):
         ``x`` (ties: lowest index); ``V``: the leading eigenvectors of the released moment
         above the threshold."""
         R, s = self._theta.shape[0], self._s
-        stat = np.abs(self._theta[:, :, :self.dim]).max(axis=1)
-        if self._marg > 0.0:
-            stat = np.abs(ridge[:, :, :self.dim]).max(axis=1)
+        stat = self._strength(ridge if self._marg > 0.0 else self._theta)
         if self._lasso > 0.0:  # the lasso's nonzeros first, then the ridge's largest
-            fill = np.abs(ridge[:, :, :self.dim]).max(axis=1)
-            order = np.lexsort((-fill, -stat), axis=-1)[:, :s]
+            order = np.lexsort((-self._strength(ridge), -stat), axis=-1)[:, :s]
         else:
-            order = np.argsort(-stat, axis=1, kind="stable")[:, :s]
+            order = _largest(stat, s)
         self._support = np.sort(order, axis=1)
         w, v = np.linalg.eigh(self._M_released)  # ascending
         r = self._r

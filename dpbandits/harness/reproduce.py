@@ -29,6 +29,7 @@ from dpbandits.harness.results import (
     atomic_write_bytes,
     dumps_json,
     save_results,
+    tidy_frame,
     write_csv_atomic,
 )
 
@@ -149,8 +150,7 @@ def simulate_panels(panels: str, horizon: int, n_reps: int, seed: int, epsilon: 
 def _assembled(results: dict[str, SimulationResult], record_every: int
                ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, SimulationResult]]:
     """``compare``'s ``(frame, summary, results)`` from results simulated one by one."""
-    frame = pd.concat([r.to_frame(record_every) for r in results.values()], ignore_index=True)
-    return frame, summary_table(results), results
+    return tidy_frame(results.values(), record_every), summary_table(results), results
 
 
 def panel_c_spec(epsilons: Iterable[float], horizon: int, n_reps: int) -> SweepSpec:

@@ -119,21 +119,8 @@ class SimulationResult:
         """Tidy frame at rounds ``record_every, 2*record_every, ...`` and always the last."""
         return tidy_frame([self], record_every)
 
-    def _columns(self, record_every: int) -> dict[str, np.ndarray]:
-        """The columns of :meth:`to_frame` but ``agent``, as numpy arrays."""
-        check_int("record_every", record_every, low=1)
-        return self._columns_at(recorded_steps(self.horizon, record_every))
-
-    def _columns_at(self, steps: np.ndarray) -> dict[str, np.ndarray]:
-        """The columns of the tidy frame at rounds ``steps`` (1-based, increasing) but
-        ``agent``, as numpy arrays: one row per replication and step, replication-major."""
-        columns = {key: np.empty(self.n_reps * len(steps), dtype=dtype)
-                   for key, dtype in self._column_dtypes().items()}
-        self._fill_columns(steps, columns, 0)
-        return columns
-
     def _column_dtypes(self) -> dict[str, np.dtype]:
-        """The dtype of each column of :meth:`_columns_at`, in the frame's order."""
+        """The dtype of each column of the tidy frame but ``agent``, in the frame's order."""
         def running(values: np.ndarray) -> np.dtype:  # of np.cumsum(values)
             return np.cumsum(values[:1, :1], axis=1).dtype
 
@@ -148,9 +135,11 @@ class SimulationResult:
 
     def _fill_columns(self, steps: np.ndarray, columns: dict[str, np.ndarray],
                       start: int) -> None:
-        """Write the rows of :meth:`_columns_at` into ``columns[key][start:start + rows]``
-        (arrays of :meth:`_column_dtypes`): no column is copied on the way, and numpy
-        releases the GIL while it writes (a background thread can do this)."""
+        """Write this result's rows of the tidy frame at rounds ``steps`` (1-based, increasing;
+        one row per replication and step, replication-major; every column but ``agent``) into
+        ``columns[key][start:start + rows]`` (arrays of :meth:`_column_dtypes`): no column is
+        copied on the way, and numpy releases the GIL while it writes (a background thread can
+        do this)."""
         n_reps, width = self.n_reps, len(steps)
         stop = start + n_reps * width
 

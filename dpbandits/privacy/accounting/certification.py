@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from dpbandits._memo import IdentityMemo
 from dpbandits.privacy.accounting import _certificate_store
 
 __all__ = ["Certificate", "certified_guarantee", "certify"]
@@ -41,11 +42,15 @@ class Certificate:
 def certify(ledger: Any, delta: float) -> Certificate:
     """The epsilon the accountant certifies for ``ledger`` (a ``DpEvent``) at ``delta``."""
     text = None
-    digest = _known_digest(ledger)
-    if digest is None:
-        text = repr(ledger)
-        digest = _remember_digest(ledger, hashlib.sha1(text.encode()).hexdigest())
-    key = (digest, float(delta))
+
+    def digest_of(obj: Any) -> str:
+        nonlocal text
+        text = repr(obj)
+        return hashlib.sha1(text.encode()).hexdigest()
+
+    # a ledger object seen before (components of the same sizes share theirs) is found by
+    # identity, without the repr of ten thousand events (~0.1 s)
+    key = (_DIGESTS.get(ledger, digest_of), float(delta))
     if key not in _CACHE:  # long ledgers take seconds; runs repeat them
         text = repr(ledger) if text is None else text
         stored = _certificate_store.load(text, float(delta))
@@ -56,20 +61,6 @@ def certify(ledger: Any, delta: float) -> Certificate:
             _certificate_store.save(text, cert.delta, cert.epsilon, cert.basis)
             _CACHE[key] = cert
     return _CACHE[key]
-
-
-def _known_digest(ledger: Any) -> str | None:
-    """The digest of a ledger object seen before (components of the same sizes share their
-    ledger object): found by identity, without the repr of ten thousand events (~0.1 s)."""
-    seen = _DIGESTS.get(id(ledger))
-    return seen[1] if seen is not None and seen[0] is ledger else None
-
-
-def _remember_digest(ledger: Any, digest: str) -> str:
-    if len(_DIGESTS) >= 16:  # a DP-HDB ledger holds ~10^4 events (a few MB)
-        _DIGESTS.clear()
-    _DIGESTS[id(ledger)] = (ledger, digest)  # keeps the ledger alive: its id is not reused
-    return digest
 
 
 def certified_guarantee(component: Any) -> dict[str, Any] | None:
@@ -108,5 +99,6 @@ def _recompute(ledger: Any, delta: float) -> Certificate:
 
 #: (sha1 of the ledger's repr, delta) -> its certificate
 _CACHE: dict[tuple[str, float], Certificate] = {}
-#: id of a ledger object -> (the ledger, sha1 of its repr); events are immutable
-_DIGESTS: dict[int, tuple[Any, str]] = {}
+#: ledger object -> sha1 of its repr (events are immutable; a DP-HDB ledger holds ~10^4
+#: events, a few MB, so at most 16 are kept)
+_DIGESTS = IdentityMemo(16)
