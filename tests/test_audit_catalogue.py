@@ -78,6 +78,7 @@ def test_component_passes_its_audit(name):
         f"epsilon={res.epsilon:.3f}, mu_lb={res.mu_lb} vs mu={res.mu_claim}")
 
 
+@pytest.mark.heavy  # seconds of sampling each (about 40 s in all): CI runs them
 @pytest.mark.parametrize("name", POWER)
 def test_audit_detects_its_broken_variant(name):
     spec = AUDITS[name]
