@@ -91,6 +91,7 @@ from functools import partial
 import numpy as np
 
 from dpbandits._validation import (
+    check_bound,
     check_choice,
     check_positive,
     check_real,
@@ -289,9 +290,10 @@ class DPUCB(PrivateAgent):
         if noise == "wishart" and cal != "theorem":
             raise ValueError("calibration='accountant' is only available for noise='gaussian' "
                              "(the Wishart guarantee is Sheffet's theorem)")
-        self._L = math.sqrt(dim) if context_bound is None else check_positive(
+        # in BOUND_RANGE, L~^2 and the node noise are normal floats (not subnormal)
+        self._L = math.sqrt(dim) if context_bound is None else check_bound(
             "context_bound", context_bound)
-        self._B = check_positive("reward_bound", reward_bound)
+        self._B = check_bound("reward_bound", reward_bound)
         self._sigma = check_positive("noise_std", noise_std)
         self._S = math.sqrt(n_arms) if theta_bound is None else check_positive(
             "theta_bound", theta_bound)

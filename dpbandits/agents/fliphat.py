@@ -88,6 +88,7 @@ import numpy as np
 from dpbandits._backends import compiled, kernels
 from dpbandits._validation import (
     check_array,
+    check_bound,
     check_choice,
     check_int,
     check_positive,
@@ -282,13 +283,15 @@ class FLIPHAT(PrivateAgent):
         if n_iter is not None:
             check_int("n_iter", n_iter, low=1)
         self._iter_scale = check_positive("iter_scale", iter_scale)
-        self._x_max = check_positive("context_bound", context_bound)
+        self._x_max = check_bound("context_bound", context_bound)
         self._C = check_positive("theta_bound", theta_bound, allow_inf=True)
+        if math.isfinite(self._C):
+            check_bound("theta_bound", self._C)
         if n_iter is None and math.isinf(self._C):
             raise ValueError("theta_bound=inf needs a fixed n_iter (the iteration schedule "
                              "uses ln(1 + n C^2))")
         if reward_bound is not None:
-            check_positive("reward_bound", reward_bound)
+            check_bound("reward_bound", reward_bound)
         elif math.isinf(self._C):
             raise ValueError("theta_bound=inf needs an explicit reward_bound")
         self._noise_std = check_real("noise_std", noise_std, low=0.0)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import copy
 import functools
 import math
+import sys
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -172,6 +173,25 @@ class NoisePlan:
             value = getattr(self, name)
             if not isinstance(value, Scales):
                 object.__setattr__(self, name, Scales(value))
+        bad = self._degenerate()
+        if bad and self.is_private and self.guarantee.certified:
+            caveat = (f"{bad}: the noise does not match its calibration in floating point"
+                      + (f"; {self.guarantee.caveat}" if self.guarantee.caveat else ""))
+            object.__setattr__(self, "guarantee",
+                               replace(self.guarantee, certified=False, caveat=caveat))
+
+    def _degenerate(self) -> str:
+        """A sensitivity that is 0, subnormal or not finite, or a scale that is subnormal
+        ('' when none is): a plan holding one is never certified (a bound or a noise that
+        underflowed or overflowed while it was computed certifies nothing). Scales may be 0
+        or inf (some name budget shares or unused releases)."""
+        for k, v in self.sensitivities.items():
+            if not (math.isfinite(v) and v >= sys.float_info.min):
+                return f"sensitivity {k!r} is {v!r}"
+        for k, v in self.scales.items():
+            if 0.0 < v < sys.float_info.min:
+                return f"scale {k!r} is subnormal ({v!r})"
+        return ""
 
     @classmethod
     def non_private(cls, basis: str, scales: Mapping[str, float] | None = None,

@@ -79,6 +79,7 @@ from dpbandits._validation import (
     SeedLike,
     as_rng,
     check_array,
+    check_bound,
     check_int,
     check_nonnegative,
     check_positive,
@@ -286,6 +287,13 @@ class StreamingFrankWolfe(Planned, StreamingOptimizer):
         allow_inf = not self._private
         self._x_bound = check_positive("x_bound", x_bound, allow_inf=allow_inf)
         self._y_bound = check_nonnegative("y_bound", y_bound, allow_inf=allow_inf)
+        if self._private:
+            # the sensitivity multiplies up to three of these: in BOUND_RANGE none of its
+            # terms (e.g. smoothness = x_bound**2) underflows or overflows
+            check_bound("radius", self._radius)
+            check_bound("x_bound", self._x_bound)
+            if self._y_bound:
+                check_bound("y_bound", self._y_bound)
         self._lr = check_positive("lr_scale", lr_scale)
 
         self._D = 2.0 * self._radius
