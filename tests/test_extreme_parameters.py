@@ -85,7 +85,8 @@ def _gibo_run(big: float):
 
 
 def test_dp_gibo_runs_the_same_on_one_users_huge_finite_loss():
-    # user 0's loss near 1.7e308 (4.25e307 in the review's case) overflowed its per-user gradient before the clip and
+    # user 0's loss near 1.7e308 (4.25e307 in the review's case) overflowed its per-user
+    # gradient before the clip and
     # clip_to_norm raised, while the neighbouring data set (loss 1) ran to the end
     ordinary = _gibo_run(1.0)
     huge = _gibo_run(1.7e308)
@@ -105,3 +106,28 @@ def test_unscale_rows_keeps_the_direction_of_an_overflowing_row():
     # the overflowing row: its direction, exactly, at norm >= _HUGE (clipped by any bound)
     assert Fraction(out[0, 0]) * Fraction(g[0, 1]) == Fraction(out[0, 1]) * Fraction(g[0, 0])
     assert max(abs(Fraction(v)) for v in out[0]) == Fraction(_HUGE)
+
+
+def _exact_lq(row, q):
+    from fractions import Fraction
+    if q == 2.0:
+        return sum(Fraction(v) ** 2 for v in row), 2
+    return sum(abs(Fraction(v)) for v in row), 1
+
+
+@pytest.mark.parametrize("q", [2.0, 1.0])
+def test_noisy_sfw_difference_clip_holds_exactly(q):
+    # issue 34 item 8: the hand-written clip diff * (bound / ||diff||) was up to 3.4e-16 over
+    from fractions import Fraction
+
+    from dpbandits.optim.batch.noisy_sfw import clip_differences
+    rng = np.random.default_rng(3)
+    scales = 10.0 ** rng.uniform(-300, 300, size=(4, 64, 1))
+    diff = rng.standard_normal((4, 64, 5)) * scales * 10.0 ** rng.uniform(-20, 20, (4, 64, 5))
+    bound = np.array([1e-300, 0.3, 1.0, 7e250])
+    out, n = clip_differences(diff, q, bound)
+    assert n.sum() > 0
+    for r in range(4):
+        for row in out[r]:
+            s, power = _exact_lq(row, q)
+            assert s <= Fraction(bound[r]) ** power
