@@ -86,8 +86,8 @@ def _gibo_run(big: float):
 
 def test_dp_gibo_runs_the_same_on_one_users_huge_finite_loss():
     # user 0's loss near 1.7e308 (4.25e307 in the review's case) overflowed its per-user
-    # gradient before the clip and
-    # clip_to_norm raised, while the neighbouring data set (loss 1) ran to the end
+    # gradient before the clip and clip_to_norm raised, while the neighbouring data set
+    # (losses of order 1) ran to the end
     ordinary = _gibo_run(1.0)
     huge = _gibo_run(1.7e308)
     assert np.all(ordinary.extra["batch_sizes"] == huge.extra["batch_sizes"])
