@@ -203,8 +203,8 @@ class DPHDB(PrivateAgent):
         ``plan.scaled(factor, "kappa")``); see :meth:`Planned.with_plan`."""
         twin = super().with_plan(plan)
         arm = self._opts[0].plan
-        if arm.is_private and plan.altered:
-            arm = arm.replaced(**dict(plan.scales))
+        if arm.is_private and twin.plan.altered:  # the plan adopted (a forged one flagged)
+            arm = arm.replaced(**dict(twin.plan.scales))
         twin._opts = [opt.with_plan(arm) for opt in twin._opts]
         return twin
 

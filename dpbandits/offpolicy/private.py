@@ -44,6 +44,7 @@ import dp_accounting
 import numpy as np
 from scipy.stats import norm
 
+from dpbandits._params import Parameterized
 from dpbandits._validation import (
     SeedLike,
     as_rng,
@@ -53,19 +54,25 @@ from dpbandits._validation import (
     check_real,
 )
 from dpbandits.envs.logged import LoggedBandit
+from dpbandits.geometry import clip_rows
 from dpbandits.offpolicy._inputs import (
     check_estimated_rewards,
     check_log,
     importance_weights,
     target_probabilities,
 )
-from dpbandits.privacy.accounting import calibrate, gaussian_event, gdp_mu
+from dpbandits.private_ridge import noisy_arm_sums, ridge_parts, unit_rows
+from dpbandits.privacy.accounting import calibrate, compose, gaussian_event, gdp_mu
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 from dpbandits.privacy.mechanisms import gaussian_noise
+from dpbandits.privacy.plan import NoisePlan, Planned, PlanView
 
-__all__ = ["PRIVATE_ESTIMATORS", "PrivateEstimate", "PrivateEstimator"]
+__all__ = ["PRIVATE_ESTIMATORS", "REWARD_MODELS", "PrivateEstimate", "PrivateEstimator",
+           "private_estimator_plan"]
 
 PRIVATE_ESTIMATORS = ("ips", "snips", "dr")
+#: DR's reward model: fit privately by the estimator, or given, fit on data disjoint from the log
+REWARD_MODELS = ("private", "disjoint")
 
 
 @dataclass(frozen=True)
@@ -91,80 +98,216 @@ class PrivateEstimate:
     clipped: dict[str, int] = field(default_factory=dict)
 
 
-class PrivateEstimator:
+def _up(x: float) -> float:
+    """``x`` (a product of a few correctly rounded floats) raised by a few ulps: the noise
+    scale drawn is never below the real value it stands for."""
+    return math.nextafter(x * (1.0 + 2.0**-50), math.inf)
+
+
+def private_estimator_plan(estimator: str, eps: float, delta: float, max_weight: float,
+                           reward_range: tuple[float, float], reward_model: str | None,
+                           model_share: float) -> NoisePlan:
+    """The plan of :class:`PrivateEstimator` (module docstring), a pure function of its
+    validated parameters. Scale ``multiplier``: the noise std of the query over its
+    sensitivity. Private DR adds ``model``: the noise multiplier of its reward model's
+    release (:meth:`PrivateEstimator.model_noise`); the two Gaussian mechanisms compose to
+    ``mu``-GDP with ``mu^2 = 1/k_query^2 + 1/k_model^2`` and ``1/k_model^2 = model_share
+    mu^2``, ``mu`` the largest for which the PLD accountant certifies the composed ledger
+    at ``(epsilon, delta)``."""
+    lo, hi = reward_range
+    what = (f"the clipped {estimator.upper()} query (weights <= {max_weight:g}, rewards in "
+            f"[{lo:g}, {hi:g}]), l2 sensitivity of one replaced round "
+            "(dpbandits.offpolicy.private)")
+    lower = 1.0 / gdp_mu(eps, delta)
+    if reward_model == "private":
+        share = model_share
+
+        def event(k: float) -> dp_accounting.DpEvent:
+            return compose([gaussian_event(k / math.sqrt(share)),
+                            gaussian_event(k / math.sqrt(1.0 - share))])
+
+        k = calibrate(event, eps, delta, lower=lower, growth=1.0 + 1e-4, rtol=math.inf)
+        scales = {"multiplier": k / math.sqrt(1.0 - share), "model": k / math.sqrt(share)}
+        ledger = compose([gaussian_event(scales["model"]), gaussian_event(scales["multiplier"])])
+        basis = (f"two Gaussian mechanisms composed: the per-arm private ridge statistics of "
+                 f"the reward model fit on the log (share {share:g} of mu^2), then {what}; "
+                 "noise from the dp_accounting PLD accountant on the composed ledger")
+        half = math.nextafter(hi / 2.0 - lo / 2.0, math.inf)
+        sens = {"model_gram": math.sqrt(2.0), "model_target": 2.0 * half}
+    else:
+        k = calibrate(gaussian_event, eps, delta, lower=lower, growth=1.0 + 1e-4,
+                      rtol=math.inf)
+        scales = {"multiplier": k}
+        ledger = gaussian_event(k)
+        basis = (f"Gaussian mechanism on {what}"
+                 + (", reward model declared fit on data disjoint from the log"
+                    if reward_model == "disjoint" else "")
+                 + ", noise multiplier from the dp_accounting PLD accountant")
+        sens = {}
+    guarantee = PrivacyGuarantee(eps, delta, notion="DP", neighbouring="replace-one",
+                                 basis=basis)
+    return NoisePlan("accountant", scales, guarantee, ledger, sens)
+
+
+class PrivateEstimator(Planned, Parameterized):
     """An ``(epsilon, delta)``-DP off-policy estimator (module docstring).
 
     ``estimator``: ``"ips"``, ``"snips"`` or ``"dr"``; ``epsilon`` > 0 and ``delta`` in (0, 1)
     the target; ``max_weight`` (M > 0) the weight clip; ``reward_range=(lo, hi)`` the reward
-    clip. ``estimate(log, target, rng=..., estimated_rewards=...)`` releases one estimate.
+    clip. ``estimate(log, target, rng=...)`` releases one estimate.
+
+    DR's reward model (``reward_model``, DR only): ``"private"`` (the default) fits a per-arm
+    ridge model on the log itself, privately, from ``model_share`` (in (0, 1), default 0.5)
+    of the budget (of ``mu^2`` in GDP terms: :func:`private_estimator_plan`), with contexts
+    clipped to ``||x||_2 <= context_bound`` (default ``sqrt(d)``) and ridge
+    ``model_ridge``; the guarantee and the ledger cover the model and the estimate.
+    ``"disjoint"`` takes ``estimated_rewards`` from the caller, who declares they come from a
+    model fit on data disjoint from the log (and a target policy likewise): the whole budget
+    goes to the estimate.
+
+    Parameters are read-only after construction (the noise is calibrated from them): use
+    ``set_params`` or ``clone``. ``multiplier`` and ``model_multiplier`` are read from the
+    noise plan (``plan``), from which ``privacy``, ``ledger`` and the noise all come.
     """
 
     def __init__(self, estimator: str = "ips", *, epsilon: float, delta: float,
-                 max_weight: float, reward_range: tuple[float, float] = (0.0, 1.0)):
-        check_choice("estimator", estimator, PRIVATE_ESTIMATORS)
+                 max_weight: float, reward_range: tuple[float, float] = (0.0, 1.0),
+                 reward_model: str | None = None, model_share: float = 0.5,
+                 context_bound: float | None = None, model_ridge: float = 1.0):
         self.estimator = estimator
-        self.epsilon = check_positive("epsilon", epsilon)
-        self.delta = check_delta_open(delta, why="for a private estimate")
-        self.max_weight = check_positive("max_weight", max_weight)
+        self.epsilon = epsilon
+        self.delta = delta
+        self.max_weight = max_weight
+        self.reward_range = reward_range
+        self.reward_model = reward_model
+        self.model_share = model_share
+        self.context_bound = context_bound
+        self.model_ridge = model_ridge
+        check_choice("estimator", estimator, PRIVATE_ESTIMATORS)
+        eps = check_positive("epsilon", epsilon)
+        dlt = check_delta_open(delta, why="for a private estimate")
+        self._m = check_positive("max_weight", max_weight)
         if not isinstance(reward_range, tuple | list) or len(reward_range) != 2:
             raise TypeError(f"reward_range must be a pair (low, high), got {reward_range!r}")
         lo = check_real("reward_range[0]", reward_range[0])
         hi = check_real("reward_range[1]", reward_range[1])
         if not lo < hi:
             raise ValueError(f"reward_range must have low < high, got ({lo}, {hi})")
-        self.reward_range = (lo, hi)
-        #: noise std / sensitivity, the smallest the accountant certifies
-        self.multiplier = calibrate(gaussian_event, self.epsilon, self.delta,
-                                    lower=1.0 / gdp_mu(self.epsilon, self.delta),
-                                    growth=1.0 + 1e-4, rtol=math.inf)
+        self._range = (lo, hi)
+        if estimator == "dr":
+            self._model = "private" if reward_model is None else check_choice(
+                "reward_model", reward_model, REWARD_MODELS)
+        elif reward_model is not None:
+            raise ValueError(f"reward_model applies to estimator='dr' only, got "
+                             f"reward_model={reward_model!r} with estimator={estimator!r}")
+        else:
+            self._model = None
+        self._share = check_real("model_share", model_share, low=0.0, high=1.0, low_open=True,
+                                 high_open=True)
+        self._L = None if context_bound is None else check_positive("context_bound",
+                                                                    context_bound)
+        self._ridge = check_positive("model_ridge", model_ridge)
+        self._plan = private_estimator_plan(estimator, eps, dlt, self._m, self._range,
+                                            self._model, self._share)
 
-    # -- privacy -------------------------------------------------------------------------
-    @property
-    def privacy(self) -> PrivacyGuarantee:
-        """The guarantee of one release (replace-one neighbouring logs of public size)."""
-        return PrivacyGuarantee(
-            self.epsilon, self.delta, notion="DP", neighbouring="replace-one",
-            basis=(f"Gaussian mechanism on the clipped {self.estimator.upper()} query "
-                   f"(weights <= {self.max_weight:g}, rewards in [{self.reward_range[0]:g}, "
-                   f"{self.reward_range[1]:g}]), l2 sensitivity of one replaced round "
-                   "(dpbandits.offpolicy.private), noise multiplier from the dp_accounting PLD "
-                   "accountant"))
+    @PlanView
+    def multiplier(self) -> float:
+        """Noise std of the released query / its sensitivity (the plan's ``multiplier``)."""
+        return self.plan.scales["multiplier"]
 
-    @property
-    def ledger(self) -> dp_accounting.DpEvent:
-        """The ``dp_accounting`` event of one release: one Gaussian mechanism."""
-        return gaussian_event(self.multiplier)
+    @PlanView
+    def model_multiplier(self) -> float | None:
+        """Noise multiplier of private DR's reward-model release (None otherwise)."""
+        return self.plan.scales.get("model")
 
     def sensitivity(self, n: int) -> float:
         """l2 sensitivity ``Delta`` of the released query on logs of ``n`` rounds."""
-        lo, hi = self.reward_range
-        m = self.max_weight
+        lo, hi = self._range
+        m = self._m
         if self.estimator == "ips":
             return m * (max(hi, 0.0) - min(lo, 0.0)) / n
         if self.estimator == "dr":
             return (hi - lo) * (1.0 + 2.0 * m) / n
         return m * max(math.hypot(1.0, lo), math.hypot(1.0, hi), hi - lo)
 
+    # -- DR's private reward model --------------------------------------------------------
+    def _model_rows(self, log: LoggedBandit) -> tuple[np.ndarray, np.ndarray]:
+        """``(z, y)``: features ``z = [x / L, 1] / sqrt 2`` of every round (contexts clipped to
+        ``||x|| <= L``), ``||z||_2 <= 1`` exactly, and the centred clipped rewards ``y`` with
+        ``|y| <= B = (hi - lo) / 2`` exactly."""
+        lo, hi = self._range
+        x = log.contexts
+        L = math.sqrt(x.shape[1]) if self._L is None else self._L
+        u = unit_rows(x, L)[0]
+        z = np.hstack([u, np.ones((x.shape[0], 1))]) * math.sqrt(0.5)
+        z = clip_rows(z, 2.0, 1.0)[0]  # the product's rounding cannot leave a row over 1
+        half = self.plan.sensitivities["model_target"] / 2.0
+        mid = lo / 2.0 + hi / 2.0
+        y = np.clip(np.clip(log.rewards, lo, hi) - mid, -half, half)
+        return z, y
+
+    def model_noise(self) -> tuple[float, float]:
+        """``(sigma_gram, sigma_target)`` of private DR's reward-model release: the Gram sums
+        get symmetric Gaussian noise of diagonal std ``sigma_gram`` (off-diagonal
+        ``sigma_gram / sqrt 2``), the target sums ``N(0, sigma_target^2 I)``. One replaced
+        round changes the Gram sums by at most ``sqrt 2`` in Frobenius norm and the target
+        sums by ``2B`` in l2, so with ``sigma_gram = sqrt 2 c`` and ``sigma_target = 2B c``
+        the release is one Gaussian mechanism of sensitivity ``sqrt 2 / c`` in its noise
+        metric, i.e. of noise multiplier ``k = c / sqrt 2`` (``model_multiplier``)."""
+        if self._model != "private":
+            raise ValueError(f"model_noise: {self!r} fits no reward model (reward_model="
+                             f"{self._model!r})")
+        k = self.plan.scales["model"]
+        sens = self.plan.sensitivities
+        c = _up(math.sqrt(2.0) * k)
+        return _up(sens["model_gram"] * c), _up(sens["model_target"] * c)
+
+    def model_sums(self, log: LoggedBandit) -> tuple[np.ndarray, np.ndarray]:
+        """The noiseless per-arm sums ``(sum z z^T (K, d+1, d+1), sum y z (K, d+1))`` of private
+        DR's reward model (:meth:`_model_rows`): NOT private, for tests and audits."""
+        log = check_log(log)
+        self.model_noise()
+        z, y = self._model_rows(log)
+        onehot = np.eye(log.n_arms)[log.actions]
+        return (np.einsum("ik,ij,il->kjl", onehot, z, z), np.einsum("ik,i,ij->kj", onehot, y, z))
+
+    def private_reward_model(self, log: LoggedBandit, rng: SeedLike) -> np.ndarray:
+        """Private DR's reward model: the per-arm ridge fit ``theta_k = (G_k + lambda I)^-1
+        b_k`` (eigenvalues of ``G_k + lambda I`` raised to ``lambda``) from the noisy sums
+        (:func:`~dpbandits.private_ridge.noisy_arm_sums`, noise :meth:`model_noise` from
+        ``rng``) and its predictions ``q(x_i, k) = (lo + hi)/2 + z_i^T theta_k`` (n, K) --
+        post-processing of one Gaussian mechanism, the first event of the ledger."""
+        log = check_log(log)
+        sigma_gram, sigma_target = self.model_noise()
+        z, y = self._model_rows(log)
+        gram, target = noisy_arm_sums(z, y, log.actions, log.n_arms, sigma_gram, sigma_target,
+                                      as_rng(rng, "rng"))
+        theta = ridge_parts(gram, target, self._ridge, self._ridge)[0]
+        lo, hi = self._range
+        return (lo / 2.0 + hi / 2.0) + z @ theta.T
+
     # -- the query and its release -------------------------------------------------------
     def statistic(self, log: LoggedBandit, target: Any, estimated_rewards: Any = None
                   ) -> tuple[np.ndarray, dict[str, int]]:
         """The clipped query ``f(D)`` (shape (1,) for IPS/DR, (2,) for SNIPS) and the clip
-        counts (not private)."""
+        counts (not private). DR's query is given the reward model's predictions
+        ``estimated_rewards`` (n, K): for private DR those of :meth:`private_reward_model`."""
         log = check_log(log)
-        lo, hi = self.reward_range
+        lo, hi = self._range
         pi = target_probabilities(log, target)
         w = importance_weights(log, pi)
-        wc = np.minimum(w, self.max_weight)
+        wc = np.minimum(w, self._m)
         r = np.clip(log.rewards, lo, hi)
-        counts = {"weights": int((w > self.max_weight).sum()),
+        counts = {"weights": int((w > self._m).sum()),
                   "rewards": int((r != log.rewards).sum())}
         if self.estimator == "ips":
             return np.array([float(np.mean(wc * r))]), counts
         if self.estimator == "snips":
             return np.array([float(np.sum(wc * r)), float(np.sum(wc))]), counts
         if estimated_rewards is None:
-            raise ValueError("estimator='dr' needs estimated_rewards (n, K) from a reward model "
-                             "fit without this log")
+            raise ValueError("estimator='dr' needs estimated_rewards (n, K): the predictions "
+                             "of private_reward_model, or of a model fit on data disjoint "
+                             "from this log")
         q_raw = check_estimated_rewards(log, estimated_rewards)
         q = np.clip(q_raw, lo, hi)
         counts["predictions"] = int((q != q_raw).sum())
@@ -182,14 +325,24 @@ class PrivateEstimator:
     def estimate(self, log: LoggedBandit, target: Any, *, rng: SeedLike,
                  estimated_rewards: Any = None, level: float = 0.95) -> PrivateEstimate:
         """One private estimate of ``target``'s value on ``log`` (all noise from ``rng``; for
-        a real release, a fresh ``numpy.random.default_rng()`` kept secret)."""
+        a real release, a fresh ``numpy.random.default_rng()`` kept secret). Private DR
+        first releases its reward model (:meth:`private_reward_model`) from the same
+        ``rng``, and refuses ``estimated_rewards``; ``reward_model="disjoint"`` needs them."""
         lv = check_real("level", level, low=0.0, high=1.0, low_open=True, high_open=True)
+        if self._model == "private" and estimated_rewards is not None:
+            raise ValueError(
+                "PrivateEstimator('dr') fits its own reward model privately; estimated_rewards "
+                "from a model fit on this log would break its guarantee: for a model fit on "
+                "data disjoint from the log, build it with reward_model='disjoint'")
+        gen = as_rng(rng, "rng")
+        if self._model == "private":
+            estimated_rewards = self.private_reward_model(log, gen)
         stat, counts = self.statistic(log, target, estimated_rewards)
         n = check_log(log).n_rounds
-        noisy = self.release(stat, n, as_rng(rng, "rng"))
+        noisy = self.release(stat, n, gen)
         sigma = self.multiplier * self.sensitivity(n)
         z = float(norm.ppf(0.5 + lv / 2.0))
-        lo, hi = self.reward_range
+        lo, hi = self._range
         if self.estimator == "snips":
             num, den = float(noisy[0]), float(noisy[1])
             if not den > 0.0:
@@ -206,6 +359,6 @@ class PrivateEstimator:
                                value - z * std, value + z * std, lv, n, self.privacy, counts)
 
     def __repr__(self) -> str:
-        return (f"PrivateEstimator({self.estimator!r}, epsilon={self.epsilon}, "
-                f"delta={self.delta}, max_weight={self.max_weight}, "
-                f"reward_range={self.reward_range})")
+        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items()
+                           if k != "estimator")
+        return f"PrivateEstimator({self.estimator!r}, {params})"

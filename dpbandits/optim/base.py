@@ -259,14 +259,8 @@ class PrivateBatchOptimizer(BatchOptimizer):
         if plan is None:
             plan = self._make_plan_for(*key)
             change = self.__dict__.get("_plan_change")
-            if change is not None:
-                changed = change(plan)
-                if not isinstance(changed, NoisePlan) or set(changed.scales) != set(
-                        plan.scales):
-                    raise ValueError(
-                        f"{type(self).__name__}.with_plan: the change must return a "
-                        f"NoisePlan with the scales {list(plan.scales)}, got {changed!r}")
-                plan = changed
+            if change is not None:  # a plan the optimizer did not derive is flagged
+                plan = plan.adopt(change(plan), type(self).__name__)
             plans[key] = plan
         return plan
 
@@ -284,7 +278,8 @@ class PrivateBatchOptimizer(BatchOptimizer):
         changed version with the same scale names (:meth:`NoisePlan.scaled` /
         :meth:`NoisePlan.replaced`, e.g. ``lambda plan: plan.scaled(10)``): an audit's
         broken variant, whose guarantee says it is not certified. Everything else (step
-        sizes, batch sizes) is the optimizer's own."""
+        sizes, batch sizes) is the optimizer's own. A returned plan the optimizer did not
+        derive is flagged (:meth:`NoisePlan.adopt`: not certified, no ledger)."""
         if not callable(change):
             raise TypeError(f"{type(self).__name__}.with_plan: change must be a function "
                             f"NoisePlan -> NoisePlan, got {change!r}")
