@@ -83,7 +83,8 @@ def test_private_estimates_centre_on_the_clipped_estimators():
              "dr": float(np.mean((pi * q).sum(1) + np.minimum(w, m)
                                  * (log.rewards - q[np.arange(log.n_rounds), log.actions])))}
     for name, target in plain.items():
-        est = ope.PrivateEstimator(name, epsilon=1.0, delta=1e-6, max_weight=m)
+        model = {"reward_model": "disjoint"} if name == "dr" else {}  # q is fixed, public
+        est = ope.PrivateEstimator(name, epsilon=1.0, delta=1e-6, max_weight=m, **model)
         values = [est.estimate(log, pi, rng=seed, estimated_rewards=q).value
                   for seed in range(200)]
         one = est.estimate(log, pi, rng=0, estimated_rewards=q)
@@ -101,7 +102,8 @@ def test_private_estimates_centre_on_the_clipped_estimators():
 def test_clipping_is_counted_and_errors_name_the_parameter():
     log = LoggedBandit(np.zeros((4, 1)), [0, 1, 0, 1], [2.0, -1.0, 0.5, 0.0],
                        [0.1, 0.5, 0.5, 0.5], 2)
-    est = ope.PrivateEstimator("dr", epsilon=1.0, delta=1e-6, max_weight=3.0)
+    est = ope.PrivateEstimator("dr", epsilon=1.0, delta=1e-6, max_weight=3.0,
+                               reward_model="disjoint")
     q = np.array([[1.5, 0.0], [0.2, 0.2], [0.3, -0.2], [0.1, 0.1]])
     out = est.estimate(log, np.tile([1.0, 0.0], (4, 1)), rng=0, estimated_rewards=q)
     assert out.clipped == {"weights": 1, "rewards": 2, "predictions": 2}
