@@ -7,9 +7,20 @@ estimate with an ``(epsilon, delta)``-DP guarantee.
 
 Neighbouring logs: ``D`` and ``D'`` have the same public number of rounds ``n`` and differ in
 one logged round ``(x_i, a_i, r_i, p_i)``, replaced by any other (``"replace-one"``). The target
-policy ``pi``, the clipping constants and (for DR) the reward model are fixed before the log
-is seen: ``pi(. | x)`` and ``q_hat(x, .)`` may depend on a round's own context only (a model fit
-on this log would leak it; fit it on other data).
+policy ``pi`` and the clipping constants are fixed before the log is seen: ``pi(. | x)`` may
+depend on a round's own context only.
+
+DR's reward model ``q_hat(x, .)`` either is fit on the log by the estimator, privately
+(``reward_model="private"``, the default): a per-arm ridge regression on features ``z = [x / L,
+1] / sqrt 2`` (contexts clipped to ``||x|| <= L``, so ``||z|| <= 1``) and centred clipped rewards
+``|y| <= B = (hi - lo) / 2``, released as noisy sums ``sum z z^T`` and ``sum y z`` per arm
+(one Gaussian mechanism, :meth:`PrivateEstimator.model_noise`); its predictions depend on that
+release and a round's own context only, so the DR query below has the same sensitivity
+given the released model, and the two Gaussian mechanisms compose (the ledger is their
+composition, the budget split by ``model_share`` of ``mu^2``). Or it is given
+(``reward_model="disjoint"``): the caller declares it was fit on data disjoint from the log
+(a model fit on this log, not privately, breaks the sensitivity: one replaced round can move
+the query far beyond ``Delta``).
 
 Each estimator clips, by definition, every weight to ``w~_i = min(w_i, M)`` (``M =
 max_weight``) and every reward to ``r~_i`` in ``[lo, hi] = reward_range`` (DR also clips its
@@ -38,6 +49,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import dp_accounting
@@ -68,7 +80,7 @@ from dpbandits.privacy.mechanisms import gaussian_noise
 from dpbandits.privacy.plan import NoisePlan, Planned, PlanView
 
 __all__ = ["PRIVATE_ESTIMATORS", "REWARD_MODELS", "PrivateEstimate", "PrivateEstimator",
-           "private_estimator_plan"]
+           "PrivateRewardModel", "private_estimator_plan"]
 
 PRIVATE_ESTIMATORS = ("ips", "snips", "dr")
 #: DR's reward model: fit privately by the estimator, or given, fit on data disjoint from the log
@@ -96,6 +108,22 @@ class PrivateEstimate:
     n: int
     privacy: PrivacyGuarantee
     clipped: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PrivateRewardModel:
+    """Private DR's released reward model: per-arm ridge coefficients ``theta`` (K, d + 1) on
+    the features of :meth:`PrivateEstimator._features`, around the centre of the reward
+    range. ``predict(contexts)`` (n, K) is ``centre + z(x)^T theta_k``: each row's
+    predictions depend on the release and that row's own context only."""
+
+    theta: np.ndarray
+    centre: float
+    features: Callable[[np.ndarray], np.ndarray]
+
+    def predict(self, contexts: np.ndarray) -> np.ndarray:
+        """``q(x_i, k)`` for the rows of ``contexts`` (n, d), shape (n, K)."""
+        return self.centre + self.features(np.asarray(contexts, dtype=np.float64)) @ self.theta.T
 
 
 def _up(x: float) -> float:
@@ -231,20 +259,21 @@ class PrivateEstimator(Planned, Parameterized):
         return m * max(math.hypot(1.0, lo), math.hypot(1.0, hi), hi - lo)
 
     # -- DR's private reward model --------------------------------------------------------
-    def _model_rows(self, log: LoggedBandit) -> tuple[np.ndarray, np.ndarray]:
-        """``(z, y)``: features ``z = [x / L, 1] / sqrt 2`` of every round (contexts clipped to
-        ``||x|| <= L``), ``||z||_2 <= 1`` exactly, and the centred clipped rewards ``y`` with
-        ``|y| <= B = (hi - lo) / 2`` exactly."""
+    def _features(self, contexts: np.ndarray) -> np.ndarray:
+        """``z = [x / L, 1] / sqrt 2`` of every row (contexts clipped to ``||x||_2 <= L``,
+        default ``L = sqrt(d)``), ``||z||_2 <= 1`` exactly for the floats returned."""
+        L = math.sqrt(contexts.shape[1]) if self._L is None else self._L
+        u = unit_rows(contexts, L)[0]
+        z = np.hstack([u, np.ones((contexts.shape[0], 1))]) * math.sqrt(0.5)
+        return clip_rows(z, 2.0, 1.0)[0]  # the product's rounding cannot leave a row over 1
+
+    def _targets(self, rewards: np.ndarray) -> np.ndarray:
+        """The rewards clipped to ``[lo, hi]`` and centred, then clipped to ``[-B, B]``
+        (``B`` = half the plan's ``model_target`` sensitivity, at least ``(hi - lo) / 2``), so
+        ``|y| <= B`` holds exactly whatever the rounding of the centring."""
         lo, hi = self._range
-        x = log.contexts
-        L = math.sqrt(x.shape[1]) if self._L is None else self._L
-        u = unit_rows(x, L)[0]
-        z = np.hstack([u, np.ones((x.shape[0], 1))]) * math.sqrt(0.5)
-        z = clip_rows(z, 2.0, 1.0)[0]  # the product's rounding cannot leave a row over 1
         half = self.plan.sensitivities["model_target"] / 2.0
-        mid = lo / 2.0 + hi / 2.0
-        y = np.clip(np.clip(log.rewards, lo, hi) - mid, -half, half)
-        return z, y
+        return np.clip(np.clip(rewards, lo, hi) - (lo / 2.0 + hi / 2.0), -half, half)
 
     def model_noise(self) -> tuple[float, float]:
         """``(sigma_gram, sigma_target)`` of private DR's reward-model release: the Gram sums
@@ -257,41 +286,42 @@ class PrivateEstimator(Planned, Parameterized):
         if self._model != "private":
             raise ValueError(f"model_noise: {self!r} fits no reward model (reward_model="
                              f"{self._model!r})")
-        k = self.plan.scales["model"]
+        c = _up(math.sqrt(2.0) * self.plan.scales["model"])
         sens = self.plan.sensitivities
-        c = _up(math.sqrt(2.0) * k)
         return _up(sens["model_gram"] * c), _up(sens["model_target"] * c)
 
     def model_sums(self, log: LoggedBandit) -> tuple[np.ndarray, np.ndarray]:
-        """The noiseless per-arm sums ``(sum z z^T (K, d+1, d+1), sum y z (K, d+1))`` of private
-        DR's reward model (:meth:`_model_rows`): NOT private, for tests and audits."""
+        """The noiseless per-arm sums ``(sum z z^T (K, d+1, d+1), sum y z (K, d+1))`` that
+        private DR's reward model releases: NOT private, for tests and audits."""
         log = check_log(log)
         self.model_noise()
-        z, y = self._model_rows(log)
+        z, y = self._features(log.contexts), self._targets(log.rewards)
         onehot = np.eye(log.n_arms)[log.actions]
         return (np.einsum("ik,ij,il->kjl", onehot, z, z), np.einsum("ik,i,ij->kj", onehot, y, z))
 
-    def private_reward_model(self, log: LoggedBandit, rng: SeedLike) -> np.ndarray:
-        """Private DR's reward model: the per-arm ridge fit ``theta_k = (G_k + lambda I)^-1
-        b_k`` (eigenvalues of ``G_k + lambda I`` raised to ``lambda``) from the noisy sums
-        (:func:`~dpbandits.private_ridge.noisy_arm_sums`, noise :meth:`model_noise` from
-        ``rng``) and its predictions ``q(x_i, k) = (lo + hi)/2 + z_i^T theta_k`` (n, K) --
-        post-processing of one Gaussian mechanism, the first event of the ledger."""
+    def private_reward_model(self, log: LoggedBandit, rng: SeedLike) -> PrivateRewardModel:
+        """Private DR's reward model, released: the per-arm ridge fit ``theta_k = (G_k +
+        lambda I)^-1 b_k`` (eigenvalues of ``G_k + lambda I`` raised to ``lambda =
+        model_ridge``) from the noisy sums of :meth:`model_sums`
+        (:func:`~dpbandits.private_ridge.noisy_arm_sums`, noise :meth:`model_noise` drawn
+        from ``rng``): post-processing of one Gaussian mechanism, the first event of the
+        ledger."""
         log = check_log(log)
         sigma_gram, sigma_target = self.model_noise()
-        z, y = self._model_rows(log)
+        z, y = self._features(log.contexts), self._targets(log.rewards)
         gram, target = noisy_arm_sums(z, y, log.actions, log.n_arms, sigma_gram, sigma_target,
                                       as_rng(rng, "rng"))
         theta = ridge_parts(gram, target, self._ridge, self._ridge)[0]
         lo, hi = self._range
-        return (lo / 2.0 + hi / 2.0) + z @ theta.T
+        return PrivateRewardModel(theta, lo / 2.0 + hi / 2.0, self._features)
 
     # -- the query and its release -------------------------------------------------------
     def statistic(self, log: LoggedBandit, target: Any, estimated_rewards: Any = None
                   ) -> tuple[np.ndarray, dict[str, int]]:
         """The clipped query ``f(D)`` (shape (1,) for IPS/DR, (2,) for SNIPS) and the clip
         counts (not private). DR's query is given the reward model's predictions
-        ``estimated_rewards`` (n, K): for private DR those of :meth:`private_reward_model`."""
+        ``estimated_rewards`` (n, K): for private DR those of :meth:`private_reward_model`
+        (``.predict(log.contexts)``)."""
         log = check_log(log)
         lo, hi = self._range
         pi = target_probabilities(log, target)
@@ -336,7 +366,8 @@ class PrivateEstimator(Planned, Parameterized):
                 "data disjoint from the log, build it with reward_model='disjoint'")
         gen = as_rng(rng, "rng")
         if self._model == "private":
-            estimated_rewards = self.private_reward_model(log, gen)
+            estimated_rewards = self.private_reward_model(log, gen).predict(
+                check_log(log).contexts)
         stat, counts = self.statistic(log, target, estimated_rewards)
         n = check_log(log).n_rounds
         noisy = self.release(stat, n, gen)
