@@ -57,8 +57,8 @@ from dpbandits.privacy.guarantee import PrivacyGuarantee
 
 __all__ = ["CHECKS", "ContractError", "adversarial_rows", "agent_checks",
            "check_adversarial_inputs", "check_agent", "check_claims", "check_env",
-           "check_fit_predict", "check_optimizer", "env_checks", "instance_for_checks", "optimizer_checks",
-           "parametrize_with_checks"]
+           "check_fit_predict", "check_optimizer", "env_checks", "instance_for_checks",
+           "optimizer_checks", "parametrize_with_checks"]
 
 NOTIONS = ("DP", "JDP", "LDP", "GDP", "RDP", "none")
 #: relative slack of "certified epsilon <= claimed epsilon" (PLD discretization)

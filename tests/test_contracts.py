@@ -244,7 +244,7 @@ def test_claims_follow_the_noise_beyond_agents_and_optimizers(component):
 
 
 def test_check_claims_catches_a_claim_that_drifts_from_the_noise():
-    from dpbandits.privacy.plan import NoisePlan, PlanView, Planned
+    from dpbandits.privacy.plan import NoisePlan, Planned, PlanView
 
     class Drifting(Planned):
         """epsilon may be assigned; the claim follows it, the noise does not."""

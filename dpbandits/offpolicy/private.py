@@ -48,8 +48,8 @@ reported for the data holder in ``clipped``: they are *not* covered by the guara
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import dp_accounting
@@ -73,11 +73,11 @@ from dpbandits.offpolicy._inputs import (
     importance_weights,
     target_probabilities,
 )
-from dpbandits.private_ridge import noisy_arm_sums, ridge_parts, unit_rows
 from dpbandits.privacy.accounting import calibrate, compose, gaussian_event, gdp_mu
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 from dpbandits.privacy.mechanisms import gaussian_noise
-from dpbandits.privacy.plan import NoisePlan, Planned, PlanView
+from dpbandits.privacy.plan import NoisePlan, Planned, PlanView, Scales
+from dpbandits.private_ridge import noisy_arm_sums, ridge_parts, unit_rows
 
 __all__ = ["PRIVATE_ESTIMATORS", "REWARD_MODELS", "PrivateEstimate", "PrivateEstimator",
            "PrivateRewardModel", "private_estimator_plan"]
@@ -174,7 +174,7 @@ def private_estimator_plan(estimator: str, eps: float, delta: float, max_weight:
         sens = {}
     guarantee = PrivacyGuarantee(eps, delta, notion="DP", neighbouring="replace-one",
                                  basis=basis)
-    return NoisePlan("accountant", scales, guarantee, ledger, sens)
+    return NoisePlan("accountant", Scales(scales), guarantee, ledger, Scales(sens))
 
 
 class PrivateEstimator(Planned, Parameterized):
@@ -222,6 +222,7 @@ class PrivateEstimator(Planned, Parameterized):
         if not lo < hi:
             raise ValueError(f"reward_range must have low < high, got ({lo}, {hi})")
         self._range = (lo, hi)
+        self._model: str | None
         if estimator == "dr":
             self._model = "private" if reward_model is None else check_choice(
                 "reward_model", reward_model, REWARD_MODELS)
