@@ -13,6 +13,7 @@ agents and ``offpolicy``.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -78,7 +79,9 @@ def noisy_arm_sums(u: np.ndarray, y: np.ndarray, arms: np.ndarray, n_arms: int,
     return gram, target
 
 
-def ridge_parts(gram: np.ndarray, target: np.ndarray, shift, floor, extra_floor=None):
+def ridge_parts(gram: np.ndarray, target: np.ndarray, shift: float | np.ndarray,
+                floor: float | np.ndarray, extra_floor: float | np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any, np.ndarray | None]:
     """Per-arm ridge pieces of ``V = gram + shift I`` (``gram`` (..., K, d, d) symmetric,
     ``target`` (..., K, d), ``shift``/``floor`` scalars or (...) arrays): eigenvalues below
     ``floor`` are raised to it (``V`` is then the nearest matrix with spectrum >= floor).
