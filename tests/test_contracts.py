@@ -236,7 +236,9 @@ def test_check_claims_runs_on_every_agent_and_optimizer():
 
 
 @pytest.mark.parametrize("component", _planned_beyond_agents_and_optimizers(),
-                         ids=lambda c: repr(c)[:40])
+                         ids=lambda c: "-".join([type(c).__name__, *(
+                             str(v) for v in (getattr(c, "estimator", None),
+                                              getattr(c, "reward_model", None)) if v)]))
 def test_claims_follow_the_noise_beyond_agents_and_optimizers(component):
     """Assigning a parameter is refused (the estimators) or fully applied (the BO methods
     re-plan); with_plan of a forged plan is flagged."""
