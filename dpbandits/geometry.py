@@ -531,6 +531,93 @@ def clip_row_l2_into(xr: np.ndarray, bound: float, limit: float, target: float,
     return nrm
 
 
+def pairwise_sum(a: np.ndarray, n: int) -> float:  # pragma: no cover - compiled twin
+    """``a[0] + ... + a[n-1]`` in numpy's order for a contiguous reduction of at most 128
+    values (eight running sums, then the rest in turn), so a compiled kernel's norm is the
+    numpy path's bit for bit. Plain Python that numba compiles."""
+    if n < 8:
+        res = 0.0
+        for i in range(n):
+            res += a[i]
+        return res
+    r0, r1, r2, r3, r4, r5, r6, r7 = a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]
+    i = 8
+    while i < n - (n % 8):
+        r0 += a[i]
+        r1 += a[i + 1]
+        r2 += a[i + 2]
+        r3 += a[i + 3]
+        r4 += a[i + 4]
+        r5 += a[i + 5]
+        r6 += a[i + 6]
+        r7 += a[i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[i]
+        i += 1
+    return res
+
+
+def row_max(xr: np.ndarray) -> float:  # pragma: no cover - compiled twin
+    """``max_i |x_i|`` of a finite row."""
+    m = 0.0
+    for j in range(xr.shape[0]):
+        v = abs(xr[j])
+        if v > m:
+            m = v
+    return m
+
+
+def unit_lq_norm(xr: np.ndarray, q: float, m: float, work: np.ndarray
+                 ) -> float:  # pragma: no cover - compiled twin
+    """``(sum_i (|x_i| / m)^q)^(1/q)`` (:func:`_unit_norm` of the row scaled by its largest
+    entry ``m > 0``) with numpy's operations and summation order; ``work`` a buffer of the
+    row's length."""
+    d = xr.shape[0]
+    for j in range(d):
+        work[j] = (abs(xr[j]) / m) ** q
+    return pairwise_sum(work, d) ** (1.0 / q)
+
+
+def row_lq_norm(xr: np.ndarray, q: float, work: np.ndarray) -> float:  # pragma: no cover
+    """The compiled twin of :func:`_lp_norm_lastaxis` for one row of at most 128 entries
+    and ``1 < q < inf``, ``q != 2``: ``m`` times :func:`unit_lq_norm`."""
+    m = row_max(xr)
+    if m == 0.0:
+        return 0.0
+    return m * unit_lq_norm(xr, q, m, work)
+
+
+def clip_row_lq_into(xr: np.ndarray, q: float, limit: float, target: float, shrink: float,
+                     out: np.ndarray, work: np.ndarray) -> float:  # pragma: no cover
+    """The compiled twin of :func:`clip_rows` for one row (at most 128 entries), ``1 < q <
+    inf``, ``q != 2`` and bounds of at least ``2^-800`` (``(limit, target)`` from
+    :func:`clip_limits`, ``shrink = 1 - 2 eta - 12 u`` as in :func:`_onto`): the same
+    operations in the same order (numpy's summation included), so the row written to
+    ``out`` is the numpy path's bit for bit and its exact norm is within the bound. Returns
+    the row's computed norm."""
+    d = xr.shape[0]
+    m = row_max(xr)
+    nrm = 0.0 if m == 0.0 else m * unit_lq_norm(xr, q, m, work)
+    if nrm <= limit:
+        for j in range(d):
+            out[j] = xr[j]
+        return nrm
+    f = target / unit_lq_norm(xr, q, m, work)
+    for j in range(d):
+        out[j] = (xr[j] / m) * f
+    for _ in range(3):
+        if row_lq_norm(out, q, work) <= limit:
+            return nrm
+        for j in range(d):
+            out[j] *= shrink
+    if not row_lq_norm(out, q, work) <= limit:
+        for j in range(d):
+            out[j] = 0.0
+    return nrm
+
+
 def _certified(x: np.ndarray, q: float, bound: float, norms: np.ndarray) -> np.ndarray:
     """Rows whose exact ``l_q`` norm is provably ``<= bound`` (``norms``: their computed
     norms; ``0 < bound < inf``). For tiny bounds the check runs on the rows times ``2^600``

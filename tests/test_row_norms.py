@@ -6,6 +6,7 @@ checked in exact rational arithmetic on the floats returned (``||out||_2^2 <= c^
 from __future__ import annotations
 
 import math
+import os
 from fractions import Fraction
 
 import mpmath
@@ -291,3 +292,28 @@ def test_compiled_linf_twin_is_identical_to_the_primitive(bound):
         out = _pofw_kernels._clip_into(row, nrm, bound, np.empty_like(row))
         ref, _ = clip_rows(row[None, :], INF, bound)
         assert np.array_equal(out, ref[0]) and np.abs(out).max() <= bound
+
+
+@settings(max_examples=150, deadline=None)
+@given(x=_rows, q=st.sampled_from([1.5, 3.0, 1.25, 7.0]),
+       bound=st.one_of(st.sampled_from([1.0, 2.0**-800, 1e-200, 1e250]),
+                       st.floats(min_value=2.0**-800, max_value=1e300)))
+@example(x=np.full((2, 20), 20.0**(-1 / 3)), q=3.0, bound=1.0)  # DP-TOFW's rows: on the bound
+def test_compiled_lq_clip_is_the_numpy_clip_bit_for_bit(x, q, bound):
+    """DP-TOFW's compiled input clip (``_clip_kernels.clip_rows_lq``, the twin of
+    :func:`clip_rows`): every row's exact norm within the bound; with numpy's AVX2 loops
+    (the suite's pinned dispatch) the very same floats as the numpy path."""
+    pytest.importorskip("numba")
+    from dpbandits._backends import kernels
+
+    kernel = kernels("optim.streaming._clip_kernels").clip_rows_lq
+    d = x.shape[-1]
+    limit, target = clip_limits(bound, q, d)
+    shrink = 1.0 - 2.0 * norm_error_bound(q, d) - 12.0 * 2.0**-53
+    out, norms = np.empty_like(x), np.empty(x.shape[0])
+    kernel(x, q, limit, target, shrink, out, norms)
+    for row in out:
+        assert exact_norm_at_most(row, q, bound)
+    if os.environ.get("NPY_DISABLE_CPU_FEATURES"):
+        ref, ref_norms = clip_rows(x, q, bound)
+        assert np.array_equal(out, ref) and np.array_equal(norms, ref_norms)
