@@ -170,7 +170,7 @@ _gradient_bound = st.one_of(
     st.floats(min_value=2.0**-800, max_value=1e300))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(x=_rows, q=_q, bound=_gradient_bound, psi=st.lists(_psi, min_size=4, max_size=4))
 @example(x=np.array([[1.0]]), q=2.0, bound=2.0**-51, psi=[1.9 * 2.0**1023] * 4)  # issue 34.1
 @example(x=np.array([[1.0, 0.0]]), q=2.0, bound=2.0**-51, psi=[-1.9 * 2.0**1023] * 4)
