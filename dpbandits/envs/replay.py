@@ -209,9 +209,9 @@ _DOC = """
     horizon : int, optional
         Accepted rounds the harness plays (the agents' horizon; default
         :func:`default_replay_horizon`). A Gymnasium episode is one pass, ``n_events`` steps.
-    normalization : {"linf", "l1", "l2", None}
-        Rescale every logged context to unit norm first (default None: as logged).
-    allow_nonuniform : bool
+    normalization : {"linf", "l1", "l2", None}, default None
+        Rescale every logged context to unit norm first (None: as logged).
+    allow_nonuniform : bool, default False
         Replay a log whose propensities are not all ``1/K`` (biased; warns). Default False:
         such a log raises ``ValueError``.
 """

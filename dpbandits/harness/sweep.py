@@ -65,11 +65,27 @@ def _grid(params: Mapping[str, Sequence] | None) -> list[tuple]:
 
 @dataclass
 class SweepSpec:
-    """What to sweep.
+    """What to sweep: every cell runs ``n_reps`` replications for each seed.
 
-    ``agents`` maps a label to ``{"name": registry name, "params": {fixed params},
-    "grid": {param: [values]}}``; ``env`` is a registered env id with fixed ``env_params``
-    and swept ``env_grid``; every cell runs ``n_reps`` replications for each seed.
+    Parameters
+    ----------
+    agents : mapping
+        Label -> ``{"name": registry name, "params": {fixed params}, "grid": {param:
+        [values]}}``; at least one agent.
+    env : str
+        Registered environment id.
+    horizon : int
+        Rounds of every run, >= 1.
+    seeds : sequence of int, default (0,)
+        Seeds of the runs; each cell is run once per seed.
+    n_reps : int, default 1
+        Replications per cell and seed, >= 1.
+    env_params : mapping, default {}
+        Fixed keyword arguments of the environment.
+    env_grid : mapping, default {}
+        Environment parameter -> list of values swept.
+    record_every : int, default 1
+        Record the curves every k >= 1 rounds.
     """
 
     agents: Mapping[str, Mapping]
