@@ -14,11 +14,14 @@ import re
 from dataclasses import dataclass
 
 __all__ = ["ParamDoc", "constructor_parameters", "inherited_entries", "parameter_docs",
-           "parse_parameters"]
+           "parse_parameters", "plain_text"]
 
 #: a numpydoc section heading: a title line underlined by dashes
 _HEADING = re.compile(r"^(\S[^\n]*)\n-{3,}[ \t]*$", re.M)
 #: an entry line: one or more names, then optionally `` : type``
+#: reST inline markup: a role (``:class:`~a.B```, ``:func:`text <a.f>```) or literal
+_ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`(?:([^`<]*?)\s*<[^`>]+>|~?([^`]+))`")
+_LITERAL = re.compile(r"``([^`]+)``")
 _ENTRY = re.compile(r"^(\*{0,2}[A-Za-z_]\w*(?:\s*,\s*\*{0,2}[A-Za-z_]\w*)*)\s*(?::\s*(.*))?$")
 
 
@@ -111,3 +114,16 @@ def inherited_entries(cls: type) -> list[str]:
         lines.append(f"{par.name} : {entry.type}" if entry.type else par.name)
         lines.append(f"    {entry.description}")
     return lines
+
+
+def plain_text(text: str) -> str:
+    """``text`` without reST markup, for a terminal: ``x`` -> x, :class:`~a.B` -> B,
+    :func:`the rule <a.f>` -> the rule."""
+    def role(match: re.Match) -> str:
+        if match.group(1) is not None:
+            return match.group(1)
+        target = match.group(2)
+        return target.rsplit(".", 1)[-1] if match.group(0).split("`")[1].startswith("~") \
+            else target
+
+    return _LITERAL.sub(r"\1", _ROLE.sub(role, text))

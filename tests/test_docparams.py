@@ -96,3 +96,41 @@ def test_parser_reads_numpydoc_entries():
     assert got["a"].type == "int, default 2" and got["b"].description == "Two names, one text."
     assert got["c"].type == "" and got["c"].description == "No type."
     assert got["d"].description == ""  # an entry without a description is caught above
+
+
+# -- dpbandits describe ------------------------------------------------------------------------
+@pytest.mark.parametrize("name", [n for n in available_agents()
+                                  if n in {"adac-oful", "dp-hdb", "dp-hdb-authors-code",
+                                           "dp-moment-ls", "dp-screened-ls", "dp-ucb",
+                                           "dp-ucb-authors-code", "fliphat", "greedy",
+                                           "ldp-linucb", "linucb", "random"}])
+def test_describe_gives_every_parameter_a_meaning(name):
+    from dpbandits.harness.catalogue import parameter_lines
+
+    cls = agent_class(name)
+    lines = parameter_lines(cls)
+    leaving = _LEAVING.get(cls.__qualname__, set())
+    for par in constructor_parameters(cls):
+        i = next(i for i, ln in enumerate(lines) if ln.split()[:1] == [par.name])
+        meaning = lines[i + 1]
+        assert meaning.startswith(" " * 6) and meaning.strip(), (name, par.name)
+        if par.name not in leaving:
+            assert meaning.strip() != "(not documented)", (name, par.name)
+            assert "``" not in meaning and ":class:" not in meaning  # plain text, no reST
+
+
+def test_describe_says_what_a_none_default_means():
+    from dpbandits.harness.catalogue import parameter_lines
+
+    lines = parameter_lines(agent_class("dp-ucb"))
+    i = next(i for i, ln in enumerate(lines) if ln.split()[:1] == ["delta"])
+    assert lines[i].split()[1] == "None" and "None means 1 / horizon" in lines[i + 1]
+
+
+def test_describe_unknown_agent_suggests_the_closest_name(capsys):
+    from dpbandits.cli import main
+
+    assert main(["describe", "dp-hbd"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown agent 'dp-hbd'" in err[0]
+    assert "did you mean 'dp-hdb'" in err[0]

@@ -490,9 +490,6 @@ class PrivateAgent(Planned, Agent):
 
     Parameters
     ----------
-    n_arms, dim, horizon : int
-        Number of arms K >= 2, context dimension d >= 1 and horizon T >= 1 (see
-        :class:`Agent`).
     epsilon : float, default 1.0
         Privacy budget epsilon > 0 of the whole run; ``inf`` gives the non-private twin
         (same algorithm, no noise).
@@ -574,5 +571,6 @@ def available_agents() -> list[str]:
 def agent_class(name: str) -> type[Agent]:
     """The class registered under ``name``."""
     if name not in _REGISTRY:
-        raise ValueError(f"unknown agent {name!r}; registered agents: {sorted(_REGISTRY)}")
+        raise ValueError(f"unknown agent {name!r}{_did_you_mean(name, _REGISTRY)}; registered "
+                         f"agents: {sorted(_REGISTRY)}")
     return _REGISTRY[name]
