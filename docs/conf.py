@@ -341,7 +341,34 @@ def _on_docstring(app, what, name, obj, options, lines):
         lines.clear()
 
 
+def _inherited_parameters(app, what, name, obj, options, lines):
+    """A class's ``Parameters`` section lists every constructor parameter: those its own
+    docstring leaves to a base class (``n_arms``, ``epsilon``, ...) are appended from the
+    nearest base that describes them (:func:`dpbandits._docparams.inherited_entries`). Runs
+    before napoleon turns the numpydoc sections into fields."""
+    if what not in ("class", "exception") or not isinstance(obj, type):
+        return
+    from dpbandits._docparams import inherited_entries
+
+    extra = inherited_entries(obj)
+    if not extra:
+        return
+    try:
+        start = next(i for i in range(len(lines) - 1) if lines[i].strip() == "Parameters"
+                     and set(lines[i + 1].strip()) == {"-"})
+    except StopIteration:
+        lines += ["", "Parameters", "----------", *extra, ""]
+        return
+    end = next((i for i in range(start + 2, len(lines) - 1) if lines[i].strip()
+                and not lines[i].startswith(" ") and set(lines[i + 1].strip()) == {"-"}
+                and lines[i + 1].strip()), len(lines))
+    while end > start + 2 and not lines[end - 1].strip():
+        end -= 1
+    lines[end:end] = extra
+
+
 def setup(app):
+    app.connect("autodoc-process-docstring", _inherited_parameters, priority=400)
     app.connect("source-read", _on_source_read)
     app.connect("include-read", _on_include_read)
     app.connect("doctree-resolved", _NoOutsideLinks.apply)

@@ -47,7 +47,9 @@ def _section(doc: str, title: str) -> str | None:
 def parse_parameters(doc: str | None) -> dict[str, ParamDoc]:
     """Name -> :class:`ParamDoc` of every entry of the ``Parameters`` section of ``doc``
     (a docstring, dedented or not). ``a, b : int`` documents both names with one text."""
-    body = _section(inspect.cleandoc(doc or ""), "Parameters")
+    if not isinstance(doc, str):  # a __doc__ slot, a class without docstring
+        return {}
+    body = _section(inspect.cleandoc(doc), "Parameters")
     out: dict[str, ParamDoc] = {}
     if body is None:
         return out

@@ -104,6 +104,8 @@ from dpbandits.privacy.guarantee import PrivacyGuarantee
 from dpbandits.privacy.mechanisms import gaussian_noise, standard_laplace
 from dpbandits.privacy.plan import NoisePlan, PlanView, check_calibration
 
+__all__ = ["AdaCOFUL"]  # the agent; the rest supports it
+
 PUBLISHED_CAVEAT = (
     "the published AdaC-OFUL protects rewards only: its design matrix and its determinant "
     "trigger are exact functions of the users' contexts, so (epsilon, delta)-JDP over users "

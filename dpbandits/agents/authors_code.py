@@ -48,6 +48,8 @@ from dpbandits.privacy.mechanisms import laplace_noise
 from dpbandits.privacy.plan import NoisePlan
 from dpbandits.privacy.streams import ChunkedDraws
 
+__all__ = ["DPHDBAuthorsCode", "DPUCBAuthorsCode"]  # the agents; the rest supports them
+
 
 def authors_dphdb_numerator(horizon: int, delta: float) -> float:
     """``4 sqrt(log T log(1/delta))``, the numerator of the code's Laplace scale."""

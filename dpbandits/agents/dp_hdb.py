@@ -51,6 +51,8 @@ from dpbandits.optim.streaming.dp_pofw import LINK_CODES, ArmSteps
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 from dpbandits.privacy.plan import NoisePlan, check_calibration
 
+__all__ = ["DPHDB"]  # the agent; the rest supports it
+
 LINK_LOSS = {"identity": "squared", "logistic": "logistic"}
 OPTIMIZERS = {"dp-pofw", "dp-tofw"}
 

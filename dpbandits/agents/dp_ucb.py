@@ -103,6 +103,8 @@ from dpbandits.privacy.plan import NoisePlan, PlanView, check_calibration
 from dpbandits.privacy.streams import ChunkedDraws
 from dpbandits.privacy.tree import tree_levels, tree_node_levels
 
+__all__ = ["DPUCB"]  # the agent; the rest supports it
+
 
 def tree_depth(horizon: int) -> int:
     """``m = 1 + ceil(log2 T)``, the paper's bound on nodes per datum and per release."""

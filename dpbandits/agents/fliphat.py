@@ -104,6 +104,8 @@ from dpbandits.privacy.peeling import (
 from dpbandits.privacy.plan import NoisePlan, check_calibration
 from dpbandits.privacy.streams import ChunkedDraws
 
+__all__ = ["FLIPHAT"]  # the agent; the rest supports it
+
 FEATURE_MODELS = ("disjoint", "per-arm")
 CALIBRATIONS = ("theorem", "accountant", "authors")
 

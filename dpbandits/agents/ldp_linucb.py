@@ -76,6 +76,8 @@ from dpbandits.privacy.mechanisms import (
 )
 from dpbandits.privacy.plan import NoisePlan, PlanView, check_calibration
 
+__all__ = ["LDPLinUCB"]  # the agent; the rest supports it
+
 #: whitened sensitivity of one message at sigma_G = 1, sigma_b = B (module docstring)
 UNIT_SENSITIVITY = fit_sensitivity(1.0 / math.sqrt(2.0), 0.5)
 

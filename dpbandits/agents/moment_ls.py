@@ -142,6 +142,8 @@ from dpbandits.privacy.guarantee import PrivacyGuarantee
 from dpbandits.privacy.mechanisms import gaussian_noise
 from dpbandits.privacy.plan import NoisePlan, PlanView
 
+__all__ = ["MomentLS"]  # the agent; the rest supports it
+
 
 def _targets(r: np.ndarray, norms: tuple[np.ndarray, ...], y_max: float
              ) -> tuple[np.ndarray, np.ndarray]:
@@ -264,7 +266,7 @@ class MomentLS(FitRelease, PrivateAgent):
         The default first episode grows as ``K/first_per_arms`` beyond that many arms, >= 0
         (0: never grows): with many arms a screening release has few users per arm.
     screen_size : int or None, default None
-        |S| in [1, dim], coordinates kept for the fit; None means
+        ``|S|`` in [1, dim], coordinates kept for the fit; None means
         ``min(dim, max(16, screen_per_arm * n_arms))``.
     screen_per_arm : int, default 4
         The default ``|S|`` grows as this many coordinates per arm (>= 1) beyond

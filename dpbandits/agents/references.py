@@ -14,6 +14,8 @@ from dpbandits._backends import compiled, kernels
 from dpbandits._validation import check_choice, check_positive, check_real
 from dpbandits.agents.base import Agent, register_agent
 
+__all__ = ["GreedyGLM", "LinUCB", "UniformRandom"]  # the agents; the rest supports them
+
 LINKS = {"identity", "logistic"}
 
 

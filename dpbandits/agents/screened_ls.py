@@ -109,6 +109,8 @@ from dpbandits.privacy.guarantee import PrivacyGuarantee
 from dpbandits.privacy.mechanisms import gaussian_noise, symmetric_gaussian
 from dpbandits.privacy.plan import NoisePlan, PlanView
 
+__all__ = ["ScreenedLS"]  # the agent; the rest supports it
+
 
 def episode_ends(horizon: int, first_episode: int) -> tuple[list[int], int]:
     """``(ends, n_screen)``: the (exclusive) last round of every episode and how many of
@@ -231,7 +233,7 @@ class ScreenedLS(FitRelease, PrivateAgent):
     first_episode : int or None, default None
         n0 >= 1, rounds of the first (uniform) episode; None means ``ceil(horizon/20)``.
     screen_size : int or None, default None
-        |S| in [1, dim], coordinates kept for the fit; None means ``min(dim, 16)``.
+        ``|S|`` in [1, dim], coordinates kept for the fit; None means ``min(dim, 16)``.
     clip_screen : float, default 0.1
         Screening targets are clipped at ``clip_screen / sqrt(dim)``, > 0.
     clip_fit : float, default 0.5

@@ -97,7 +97,7 @@ class _ReplayConfig:
                    f"[{p.min():.6g}, {p.max():.6g}]")
             if not self.allow_nonuniform:
                 raise ValueError(f"{why}. Estimate fixed policies with "
-                                 "dpbandits.datasets.ips/snips instead, or pass "
+                                 "dpbandits.offpolicy.ips/snips instead, or pass "
                                  "allow_nonuniform=True to replay it anyway (biased)")
             warnings.warn(f"{why}; the replayed rewards are biased towards the arms the "
                           "logging policy favoured", NonUniformLoggingWarning, stacklevel=4)
