@@ -1,6 +1,6 @@
 """
 Off-policy evaluation: IPS, SNIPS, DM, DR, Switch-DR and private estimates
-=========================================================================
+==========================================================================
 
 Estimate the value of a fixed policy from a log that another policy collected, without
 running it. Every estimator is in :mod:`dpbandits.offpolicy`: inverse propensity scoring
