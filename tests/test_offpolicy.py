@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from dpbandits.agents import make_agent
-from dpbandits.offpolicy import ips, policy_actions, snips
 from dpbandits.envs import synthetic_log
 from dpbandits.harness.simulate import simulate
+from dpbandits.offpolicy import ips, policy_actions, snips
 
 
 def _theta(log, mu):
