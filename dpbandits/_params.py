@@ -27,7 +27,7 @@ class _FreezeAfterInit(ABCMeta):
     def __signature__(cls) -> inspect.Signature:
         """The constructor's signature, which ``__call__`` above would hide from ``help``,
         ``inspect.signature`` and the API reference."""
-        sig = inspect.signature(cls.__init__)
+        sig = inspect.signature(cls.__init__)  # type: ignore[misc]  # cls is a class here
         return sig.replace(parameters=list(sig.parameters.values())[1:],
                            return_annotation=inspect.Signature.empty)
 
