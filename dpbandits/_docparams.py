@@ -63,13 +63,14 @@ def parse_parameters(doc: str | None) -> dict[str, ParamDoc]:
     for line in body.splitlines():
         if not line.strip():
             continue
-        match = _ENTRY.match(line) if not line[0].isspace() else None
-        if match:
-            flush()
-            names = [n.strip() for n in match.group(1).split(",")]
-            kind, text = (match.group(2) or "").strip(), []
-        elif names:
-            text.append(line.strip())
+        if line[0].isspace():
+            if names:
+                text.append(line.strip())
+            continue
+        flush()  # an entry line, or prose after the entries (not part of the last one)
+        match = _ENTRY.match(line)
+        names = [n.strip() for n in match.group(1).split(",")] if match else []
+        kind, text = ((match.group(2) or "").strip() if match else ""), []
     flush()
     return out
 

@@ -41,18 +41,7 @@ _LEAVING = {"MomentLS": {"thompson", "fit_first", "lasso", "marginal_below", "no
                          "no_screen_episodes", "play_top"}}
 
 
-#: classes whose docstrings are not numpydoc yet (the optimizers write ``name : text``,
-#: the result records describe their fields in prose): strict xfail, so a class documented
-#: in full must leave this set
-PENDING = {"CellFiles", "CsvTable", "GridCell", "SimulationResult", "PolicyEstimate",
-           "PrivateEstimate", "PrivateEstimator", "RidgeRegressor", "BatchResult", "DPAccMD",
-           "DPGD", "DPSVRG", "DPSVRGPlusPlus", "LocalMD", "NoisySFW", "NoisySGD", "PrivateFTRL",
-           "PrivateSGD", "DPPOFW", "DPTOFW"}
-
-
-@pytest.mark.parametrize("cls", [
-    pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="not numpydoc yet"))
-    if c.__qualname__ in PENDING else c for c in _public_classes()], ids=lambda c: c.__qualname__)
+@pytest.mark.parametrize("cls", _public_classes(), ids=lambda c: c.__qualname__)
 def test_every_constructor_parameter_is_documented(cls):
     docs = parameter_docs(cls)
     leaving = _LEAVING.get(cls.__qualname__, set())
@@ -96,6 +85,16 @@ def test_parser_reads_numpydoc_entries():
     assert got["a"].type == "int, default 2" and got["b"].description == "Two names, one text."
     assert got["c"].type == "" and got["c"].description == "No type."
     assert got["d"].description == ""  # an entry without a description is caught above
+    after = parse_parameters("""S.
+
+    Parameters
+    ----------
+    a : int
+        Text.
+
+    Prose after the entries, not part of ``a``.
+    """)
+    assert after["a"].description == "Text."
 
 
 # -- dpbandits describe ------------------------------------------------------------------------

@@ -100,9 +100,22 @@ class StreamingOptimizer(Optimizer):
 class BatchResult:
     """Outcome of ``BatchOptimizer.fit``.
 
-    ``theta`` is the output, shape ``(R, d)``; ``history`` the iterates, shape
-    ``(R, n_iterates, d)`` (may be thinned — ``history_steps`` says which steps were kept);
-    ``n_clipped`` counts clipped per-sample gradients or inputs per replication.
+    Parameters
+    ----------
+    theta : (R, d) array
+        The output of every replication.
+    history : (R, n_iterates, d) array
+        The iterates (may be thinned: ``history_steps`` says which steps were kept).
+    history_steps : (n_iterates,) array
+        The step of each kept iterate.
+    privacy : PrivacyGuarantee
+        The guarantee of the fit.
+    n_clipped : (R,) array
+        Clipped per-sample gradients or inputs per replication.
+    n_gradient_evals : int
+        Per-sample gradient evaluations per replication.
+    extra : dict, default {}
+        Optimizer-specific diagnostics (e.g. ``"iterates"``, ``"history_samples"``).
     """
 
     theta: np.ndarray
