@@ -363,12 +363,16 @@ def _on_docstring(app, what, name, obj, options, lines):
 def _inherited_parameters(app, what, name, obj, options, lines):
     """A class's ``Parameters`` section lists every constructor parameter: those its own
     docstring leaves to a base class (``n_arms``, ``epsilon``, ...) are added from the
-    nearest base that describes them (:func:`dpbandits._docparams.inherited_entries`). Runs
-    before napoleon turns the numpydoc sections into fields."""
+    nearest base that describes them (:func:`dpbandits._docparams.inherited_entries`), and
+    a class without a ``Raises`` section shows its nearest base's. Runs before napoleon
+    turns the numpydoc sections into fields."""
     if what not in ("class", "exception") or not isinstance(obj, type):
         return
-    from dpbandits._docparams import inherited_entries
+    from dpbandits._docparams import inherited_entries, inherited_section
 
+    raises = inherited_section(obj, "Raises")
+    if raises is not None and not any(ln.strip() == "Raises" for ln in lines):
+        lines += ["", "Raises", "------", *raises, ""]
     extra = inherited_entries(obj)
     if not extra:
         return

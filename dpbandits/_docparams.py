@@ -13,8 +13,8 @@ import inspect
 import re
 from dataclasses import dataclass
 
-__all__ = ["ParamDoc", "constructor_parameters", "inherited_entries", "parameter_docs",
-           "parse_parameters", "plain_text"]
+__all__ = ["ParamDoc", "constructor_parameters", "inherited_entries", "inherited_section",
+           "parameter_docs", "parse_parameters", "plain_text"]
 
 #: a numpydoc section heading: a title line underlined by dashes
 _HEADING = re.compile(r"^(\S[^\n]*)\n-{3,}[ \t]*$", re.M)
@@ -130,3 +130,17 @@ def plain_text(text: str) -> str:
             else target
 
     return _LITERAL.sub(r"\1", _ROLE.sub(role, text))
+
+
+def inherited_section(cls: type, title: str) -> list[str] | None:
+    """The body (lines) of section ``title`` (``"Raises"``) of the nearest base class that
+    has one, when ``cls``'s own docstring has none; else None. The site adds it to the
+    class's page: the errors every agent raises are described once, on the base class."""
+    if _section(inspect.cleandoc(cls.__dict__.get("__doc__") or ""), title) is not None:
+        return None
+    for klass in cls.__mro__[1:]:
+        doc = klass.__dict__.get("__doc__")
+        body = _section(inspect.cleandoc(doc), title) if isinstance(doc, str) else None
+        if body is not None:
+            return body.strip("\n").splitlines()
+    return None

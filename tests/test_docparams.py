@@ -133,3 +133,17 @@ def test_describe_unknown_agent_suggests_the_closest_name(capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "unknown agent 'dp-hbd'" in err[0]
     assert "did you mean 'dp-hdb'" in err[0]
+
+
+@pytest.mark.parametrize("name", ["simulate", "compare", "sweep"])
+def test_the_harness_entry_points_document_parameters_returns_and_raises(name):
+    import dpbandits.harness as harness
+
+    func = getattr(harness, name)
+    docs = parse_parameters(func.__doc__)
+    params = [p for p in inspect.signature(func).parameters.values()
+              if not p.name.startswith("_")]
+    missing = [p.name for p in params if p.name not in docs or not docs[p.name].description]
+    assert not missing, f"{name}: no Parameters entry for {missing}"
+    text = inspect.cleandoc(func.__doc__)
+    assert "\nReturns\n-------\n" in text and "\nRaises\n------\n" in text

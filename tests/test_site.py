@@ -171,6 +171,10 @@ def test_every_agent_has_its_signature_and_parameters_on_the_api_page(browser):
         signature = browser.evaluate(
             f"document.getElementById({anchor!r}).textContent")
         assert "n_arms" in signature and "*args" not in signature, signature
+        fields = browser.evaluate(
+            f"Array.from(document.getElementById({anchor!r}).nextElementSibling"
+            ".querySelectorAll(':scope > dl.field-list > dt')).map(f => f.textContent.trim())")
+        assert any(f.startswith("Raises") for f in fields), (name, fields)
         checked += 1
     assert checked >= 12
 

@@ -98,6 +98,13 @@ class Agent(Parameterized):
     horizon : int
         Number of rounds T the agent is built for, >= 1 (its noise and schedules are
         calibrated to it). Set from the environment by the harness and the CLI.
+
+    Raises
+    ------
+    ValueError
+        A parameter out of its range; the message names it, its value and what is allowed.
+    TypeError
+        A parameter of the wrong type.
     """
 
     #: registry name, set by ``register_agent``

@@ -293,6 +293,13 @@ class BanditEnvBase(gymnasium.Env):
     render_mode : None, default None
         Gymnasium's render mode; these environments have nothing to render, so only None
         is accepted.
+
+    Raises
+    ------
+    ValueError
+        A parameter out of its range; the message names it, its value and what is allowed.
+    TypeError
+        A parameter of the wrong type.
     """
 
     metadata = {"render_modes": []}
@@ -366,6 +373,13 @@ class BanditVectorEnvBase(VectorEnv):
         ``NEXT_STEP``, ``SAME_STEP`` or ``DISABLED`` (above).
     render_mode : None, default None
         Gymnasium's render mode; only None is accepted (nothing to render).
+
+    Raises
+    ------
+    ValueError
+        A parameter out of its range; the message names it, its value and what is allowed.
+    TypeError
+        A parameter of the wrong type.
     """
 
     def _setup(self, core: BanditCore, obs_low, obs_high, autoreset_mode,

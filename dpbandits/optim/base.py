@@ -55,7 +55,15 @@ CHUNK_ENTRIES = 1 << 21
 
 
 class Optimizer(Parameterized):
-    """A private optimizer: parameters (scikit-learn rule), ``privacy`` and ``ledger``."""
+    """A private optimizer: parameters (scikit-learn rule), ``privacy`` and ``ledger``.
+
+    Raises
+    ------
+    ValueError
+        A parameter out of its range; the message names it, its value and what is allowed.
+    TypeError
+        A parameter of the wrong type.
+    """
 
     def _store_params(self, values: dict[str, Any]) -> None:
         """Store every constructor argument unchanged under its own name (``values`` is the
