@@ -41,10 +41,10 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpbandits._validation import check_array, check_choice, check_positive
+from dpbandits._validation import check_array, check_choice
 from dpbandits.geometry import project_l1_ball, project_l2_ball
 from dpbandits.losses import LossLike
-from dpbandits.optim.base import BatchResult, IterateHistory
+from dpbandits.optim.base import BatchResult, IterateHistory, check_scale
 from dpbandits.optim.batch.data import start_fit
 from dpbandits.optim.batch.dp_gd import FullGradientGaussian
 from dpbandits.optim.batch.oracle import GradientOracle
@@ -174,7 +174,7 @@ class DPAccMD(FullGradientGaussian):
                  theta0: ArrayLike | None = None, record_every: int = 1) -> None:
         self._store_params(locals())
         check_choice("geometry", geometry, {"l1", "l2"})
-        check_positive("radius", radius)
+        check_scale("radius", radius)
         self._check_schedule()
 
     def _L(self, loss) -> float:

@@ -29,7 +29,7 @@ import numpy as np
 
 from dpbandits._validation import check_int, check_p, check_positive
 from dpbandits.geometry import dual_exponent
-from dpbandits.optim.base import PrivateBatchOptimizer
+from dpbandits.optim.base import PrivateBatchOptimizer, check_scale
 from dpbandits.privacy import accounting
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 
@@ -60,8 +60,8 @@ class LpBallOptimizer(PrivateBatchOptimizer):
 
     def _contributions(self, loss, X, y, theta):
         """Each sample's gradient at ``theta`` clipped by
-        :func:`~dpbandits.optim.base.clipped_gradients` (the path of these fits; NoisySGD's
-        kernel refuses rows it cannot clip with one factor), sensitivity ``2 lipschitz`` in
+        :func:`~dpbandits.optim.base.clipped_gradients` (the path of LocalMD's and NoisySFW's
+        fits; NoisySGD has its own), sensitivity ``2 lipschitz`` in
         ``l_q`` (:mod:`dpbandits.privacy.contributions`)."""
         from dpbandits.optim.base import clipped_gradients, resolve_loss
         from dpbandits.privacy.contributions import Contribution
@@ -81,9 +81,9 @@ class LpBallOptimizer(PrivateBatchOptimizer):
         if self._p > high:
             raise ValueError(f"p must be <= {high} for {type(self).__name__}, got {self._p}")
         self._q = dual_exponent(self._p)
-        self._radius = check_positive("radius", self.radius)
+        self._radius = check_scale("radius", self.radius)
         self._check_target()
-        self._L0 = check_positive("lipschitz", self.lipschitz)
+        self._L0 = check_scale("lipschitz", self.lipschitz)
         self._lr = check_positive("lr_scale", self.lr_scale)
 
     @staticmethod

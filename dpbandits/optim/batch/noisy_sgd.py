@@ -32,23 +32,13 @@ from dpbandits._validation import (
     check_epsilon,
     check_int,
 )
-from dpbandits.geometry import (
-    check_factor_range,
-    clip_limits,
-    lp_norm,
-    project_l2_ball,
-    project_lp_ball,
-)
+from dpbandits.geometry import gradient_rows, project_l2_ball, project_lp_ball
 from dpbandits.losses import GLMLoss, HuberLoss, LogisticLoss, LossLike, SquaredLoss
-from dpbandits.optim.base import (
-    CHUNK_ENTRIES,
-    BatchResult,
-    clipped_gradients,
-    elapsed,
-)
+from dpbandits.optim.base import CHUNK_ENTRIES, BatchResult, elapsed
 from dpbandits.optim.batch import _noisy_sgd_kernel as _kernel
 from dpbandits.optim.batch.data import start_fit
 from dpbandits.optim.batch.lp_ball import LpBallOptimizer
+from dpbandits.optim.batch.oracle import GradientOracle
 from dpbandits.privacy import accounting
 from dpbandits.privacy.accounting import SCO_BASELINE_ORDERS
 from dpbandits.privacy.mechanisms import gaussian_noise
@@ -248,9 +238,9 @@ class NoisySGD(LpBallOptimizer):
         if backend == "numba":
             code, hdelta = _loss_code(loss)
             proj = _kernel.PROJ_LINF if math.isinf(self._p) else _kernel.PROJ_L2
-            xnorm = np.ascontiguousarray(lp_norm(data.Xs, q))
-            limits = clip_limits(L0, q, d)
-            check_factor_range("X", xnorm, L0)
+            rows = gradient_rows(data.Xs, q, L0)
+            grid = [np.ascontiguousarray(a) for a in
+                    (rows.rows, rows.norms, rows.unclipped, rows.clipped)]
             dummy = np.zeros((1, 1, 1))
 
         # One reusable buffer for the standard normals (filled in place: no page faults);
@@ -266,9 +256,9 @@ class NoisySGD(LpBallOptimizer):
                     noise = buf[: R * c * d].reshape(R, c, d)
                     gaussian_noise(rng, 1.0, noise.shape, out=noise)
                 if backend == "numba":
-                    _kernel.sgd_chunk(theta, acc, data.Xs, data.ys, xnorm, idx,
+                    _kernel.sgd_chunk(theta, acc, data.Xs, grid[0], data.ys, *grid[1:], idx,
                                       dummy if noise is None else noise, use_noise, sigma, eta,
-                                      L0, *limits, self._radius, proj, code, hdelta,
+                                      L0, rows.limit, self._radius, proj, code, hdelta,
                                       n_clipped)
                 else:
                     theta = self._numpy_chunk(loss, data, theta, acc, idx, noise, sigma, eta,
@@ -297,13 +287,40 @@ class NoisySGD(LpBallOptimizer):
             },
         )
 
+    def _contributions(self, loss, X, y, theta):
+        """Each sample's clipped gradient at ``theta`` by the path a fit of ``loss`` takes:
+        the compiled kernel's own clipping (:func:`_noisy_sgd_kernel.clipped_gradients`)
+        when the fit would run it, else the
+        :class:`~dpbandits.optim.batch.oracle.GradientOracle` of the numpy steps;
+        sensitivity ``2 lipschitz`` in ``l_q`` (:mod:`dpbandits.privacy.contributions`)."""
+        from dpbandits.optim.base import resolve_loss
+        from dpbandits.optim.batch.data import prepare_data
+        from dpbandits.privacy.contributions import Contribution
+
+        loss = resolve_loss(loss)
+        data = prepare_data(X, y, None)
+        theta = np.ascontiguousarray(np.broadcast_to(
+            np.asarray(theta, dtype=np.float64), (data.n, data.d)))
+        if self._resolve_backend(loss) == "numba":
+            code, hdelta = _loss_code(loss)
+            rows = gradient_rows(np.asarray(data.X, dtype=np.float64), self._q, self._L0)
+            g = np.empty((data.n, data.d))
+            _kernel.clipped_gradients(theta, np.ascontiguousarray(data.X),
+                                      np.ascontiguousarray(rows.rows), data.y, rows.norms,
+                                      rows.unclipped, rows.clipped, rows.limit, code, hdelta,
+                                      g)
+        else:
+            g, _ = GradientOracle(loss, data, self._L0, self._q).at_index(
+                theta, np.arange(data.n))
+        return [Contribution("gradient", g, 2.0 * self._L0, self._q)]
+
     def _numpy_chunk(self, loss, data, theta, acc, idx, noise, sigma, eta, n_clipped
                      ) -> np.ndarray:
-        """Plain-numpy steps (vectorized over replications); same maths as the kernel."""
+        """Plain-numpy steps (vectorized over replications); same maths as the kernel (the
+        clipped gradients of :class:`~dpbandits.optim.batch.oracle.GradientOracle`)."""
+        oracle = GradientOracle(loss, data, self._L0, self._q)
         for k in range(idx.shape[1]):
-            i = idx[:, k]
-            xr, yr = data.rows(i)
-            g, was = clipped_gradients(loss, theta, xr, yr, self._q, self._L0)
+            g, was = oracle.at_index(theta, idx[:, k])
             n_clipped += was
             if noise is not None:
                 g = g + sigma * noise[:, k]

@@ -62,6 +62,7 @@ from dpbandits.optim.base import (
     IterateHistory,
     PrivateBatchOptimizer,
     check_clip,
+    check_scale,
 )
 from dpbandits.optim.batch.data import start_fit
 from dpbandits.optim.batch.oracle import GradientOracle
@@ -147,7 +148,7 @@ class PrivateFTRL(PrivateBatchOptimizer):
                  noise_std: float | None = None) -> None:
         self._store_params(locals())
         check_clip(lipschitz, "lipschitz")
-        check_positive("radius", radius)
+        check_scale("radius", radius)
         pv = check_p("p", p, low=1.0, low_open=True)
         if pv > 2.0:
             raise ValueError(f"p must be in (1, 2] (the paper reduces p > 2 to p = 2), got {p}")

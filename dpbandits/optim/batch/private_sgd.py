@@ -47,7 +47,7 @@ from numpy.typing import ArrayLike
 from dpbandits._validation import check_positive
 from dpbandits.geometry import project_l2_ball
 from dpbandits.losses import LossLike
-from dpbandits.optim.base import BatchResult, PrivateBatchOptimizer, check_clip
+from dpbandits.optim.base import BatchResult, PrivateBatchOptimizer, check_clip, check_scale
 from dpbandits.optim.batch.data import start_fit
 from dpbandits.optim.batch.oracle import GradientOracle
 from dpbandits.privacy import accounting as acc
@@ -114,7 +114,7 @@ class PrivateSGD(PrivateBatchOptimizer):
                  step_size: float | None = None, noise_std: float | None = None) -> None:
         self._store_params(locals())
         check_clip(lipschitz, "lipschitz")
-        check_positive("radius", radius)
+        check_scale("radius", radius)
         self._calibration = check_calibration(calibration, CALIBRATIONS, "PrivateSGD")
         if step_size is not None:
             check_positive("step_size", step_size)
