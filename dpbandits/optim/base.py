@@ -55,7 +55,15 @@ CHUNK_ENTRIES = 1 << 21
 
 
 class Optimizer(Parameterized):
-    """A private optimizer: parameters (scikit-learn rule), ``privacy`` and ``ledger``."""
+    """A private optimizer: parameters (scikit-learn rule), ``privacy`` and ``ledger``.
+
+    Raises
+    ------
+    ValueError
+        A parameter out of its range; the message names it, its value and what is allowed.
+    TypeError
+        A parameter of the wrong type.
+    """
 
     def _store_params(self, values: dict[str, Any]) -> None:
         """Store every constructor argument unchanged under its own name (``values`` is the
@@ -100,9 +108,22 @@ class StreamingOptimizer(Optimizer):
 class BatchResult:
     """Outcome of ``BatchOptimizer.fit``.
 
-    ``theta`` is the output, shape ``(R, d)``; ``history`` the iterates, shape
-    ``(R, n_iterates, d)`` (may be thinned — ``history_steps`` says which steps were kept);
-    ``n_clipped`` counts clipped per-sample gradients or inputs per replication.
+    Parameters
+    ----------
+    theta : (R, d) array
+        The output of every replication.
+    history : (R, n_iterates, d) array
+        The iterates (may be thinned: ``history_steps`` says which steps were kept).
+    history_steps : (n_iterates,) array
+        The step of each kept iterate.
+    privacy : PrivacyGuarantee
+        The guarantee of the fit.
+    n_clipped : (R,) array
+        Clipped per-sample gradients or inputs per replication.
+    n_gradient_evals : int
+        Per-sample gradient evaluations per replication.
+    extra : dict, default {}
+        Optimizer-specific diagnostics (e.g. ``"iterates"``, ``"history_samples"``).
     """
 
     theta: np.ndarray

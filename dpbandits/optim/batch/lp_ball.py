@@ -38,7 +38,21 @@ __all__ = ["LpBallOptimizer"]
 
 class LpBallOptimizer(PrivateBatchOptimizer):
     """Validation of ``p`` (within ``p_range``), ``radius``, the privacy target, ``lipschitz``
-    and ``lr_scale``; the replace-one RDP guarantee of a ledger."""
+    and ``lr_scale``; the replace-one RDP guarantee of a ledger.
+
+    Parameters
+    ----------
+    radius : float, default 1.0
+        Radius > 0 of the constraint ``||theta||_p <= radius``; ``M = 2 radius``.
+    epsilon : float, default 1.0
+        Target epsilon > 0 of the whole run; ``inf`` turns the noise off.
+    delta : float or None, default None
+        Target delta in (0, 1); None only with ``epsilon = inf``.
+    lipschitz : float, default 1.0
+        ``L0`` > 0: per-sample gradients are clipped to ``||g||_q <= L0`` (``q`` dual to ``p``).
+    lr_scale : float, default 1.0
+        Multiplies (> 0) the paper's step size.
+    """
 
     def _gradient_clip(self, d: int) -> tuple[float, float]:
         """Per-sample gradients clipped to ``||g||_q <= lipschitz`` (``q`` dual to ``p``)."""

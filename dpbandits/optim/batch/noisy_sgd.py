@@ -107,21 +107,23 @@ class NoisySGD(LpBallOptimizer):
 
     Parameters
     ----------
-    p : float in [2, inf]
-        (``q <= 2``, so the l_2 sensitivity of a clipped gradient is at most ``2 L0``.)
-    radius, epsilon, delta, lipschitz, lr_scale : as for :class:`NoisySFW`
-    calibration : ``"theorem"`` (the paper's sigma; alias ``"paper"``) or ``"accountant"``
-        (smallest sigma the replace-one RDP accountant certifies for the target; alias
-        ``"pld"``); see the module docstring. The plan (:meth:`plan_for`) has one scale,
-        ``multiplier`` (``sigma / (2 L0)``, relative to the sensitivity ``2 L0``).
-    n_steps : int or None
+    p : float, default inf
+        Exponent in [2, inf] of the l_p-ball constraint (``q <= 2``, so the l_2 sensitivity of
+        a clipped gradient is at most ``2 L0``).
+    calibration : {"theorem", "accountant"}, default "theorem"
+        ``"theorem"``: the paper's sigma (alias ``"paper"``); ``"accountant"``: the smallest
+        sigma the replace-one RDP accountant certifies for the target (alias ``"pld"``); see
+        the module docstring. The plan (:meth:`plan_for`) has one scale, ``multiplier``
+        (``sigma / (2 L0)``, relative to the sensitivity ``2 L0``).
+    n_steps : int or None, default None
         Number of steps ``T``; ``None`` means the paper's ``n^2``. The ledger counts the
         steps actually taken.
-    n_history : int >= 1
-        Number of evenly spaced checkpoints kept in the history (running averages;
+    n_history : int, default 100
+        Number (>= 1) of evenly spaced checkpoints kept in the history (running averages;
         ``extra["iterates"]`` holds the raw iterates at the same steps).
-    backend : ``"auto"`` (numba kernel when the loss and constraint allow it), ``"numba"``
-        or ``"numpy"`` (vectorized over replications, a Python loop over steps). Both consume
+    backend : {"auto", "numba", "numpy"}, default "auto"
+        ``"auto"``: the numba kernel when the loss and constraint allow it; ``"numpy"``: numpy
+        (vectorized over replications, a Python loop over steps). Both consume
         the same random stream and agree to rounding.
     """
 

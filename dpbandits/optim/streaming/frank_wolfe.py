@@ -248,8 +248,8 @@ class _ChunkedDraws:
 class StreamingFrankWolfe(Planned, StreamingOptimizer):
     """Common part of DP-TOFW and DP-POFW (see the module docstring).
 
-    Parameters (shared by both)
-    ---------------------------
+    Parameters
+    ----------
     loss : :class:`dpbandits.losses.Loss` or str
         A loss of a linear predictor (``"squared"``, ``"logistic"``, ``"huber"`` or an
         instance); its ``lipschitz``/``smoothness`` give ``L`` and ``beta``.
@@ -262,21 +262,22 @@ class StreamingFrankWolfe(Planned, StreamingOptimizer):
     horizon : int >= 1
         Number of samples ``n``; the noise is calibrated for (and ``step`` refuses more than)
         ``n`` steps.
-    epsilon : float > 0 or inf
-        Target epsilon of the whole released sequence; ``inf`` turns the noise off.
-    delta : float in (0, 1)
-        Target delta (ignored, and may be 0, when ``epsilon = inf``).
-    calibration : ``"theorem"`` or ``"accountant"``
+    epsilon : float
+        Target epsilon > 0 (or inf) of the whole released sequence; ``inf`` turns the noise off.
+    delta : float or None
+        Target delta in (0, 1) (ignored, and may be 0, when ``epsilon = inf``).
+    calibration : {"theorem", "accountant"}, default "theorem"
         How the noise is calibrated for ``(epsilon, delta)`` (see each optimizer).
-    x_bound : float > 0
-        Inputs are clipped to ``||x||_q <= x_bound`` (``q`` dual to ``p``). May be ``inf``
-        only when ``epsilon = inf``.
-    y_bound : float >= 0
-        Responses are clipped to ``|y| <= y_bound``. May be ``inf`` only when
+    x_bound : float, default 1.0
+        Bound > 0: inputs are clipped to ``||x||_q <= x_bound`` (``q`` dual to ``p``). May
+        be ``inf`` only when ``epsilon = inf``.
+    y_bound : float, default 1.0
+        Bound >= 0: responses are clipped to ``|y| <= y_bound``. May be ``inf`` only when
         ``epsilon = inf``.
-    lr_scale : float > 0
-        Step ``eta_t = min(1, lr_scale / (t + 1))``; the paper's steps for 1. Steps larger
-        than the paper's raise the sensitivity (module docstring) and hence the noise.
+    lr_scale : float, default 1.0
+        Scale > 0 of the step ``eta_t = min(1, lr_scale / (t + 1))`` (1: the paper's steps).
+        Steps larger than the paper's raise the sensitivity (module docstring) and hence the
+        noise.
 
     After ``reset(n_reps, rng)``, ``step(x, y)`` with ``x`` of shape ``(n_reps, dim)`` and
     ``y`` of shape ``(n_reps,)`` returns ``theta_{t+1}``, shape ``(n_reps, dim)`` (a copy).
