@@ -55,8 +55,11 @@ q = np.column_stack([
 # The plain estimators, each with its 95% normal interval, and the private ones at
 # epsilon = 1: their ``total_low``/``total_high`` interval covers both the sampling error and
 # the privacy noise (``noise_low``/``noise_high`` covers the noise alone).
+# Private DR takes ``q`` as a model fit on data disjoint from the log (the pilot):
+# ``reward_model="disjoint"``; without it, it fits its own model privately on the log.
 private = {name: ope.PrivateEstimator(name, epsilon=1.0, delta=1e-6, max_weight=10.0,
-                                      reward_range=(0.0, 1.0))
+                                      reward_range=(0.0, 1.0),
+                                      **({"reward_model": "disjoint"} if name == "dr" else {}))
            for name in ope.PRIVATE_ESTIMATORS}
 rows = []  # (policy, estimator label, value, low, high)
 for policy, target in targets.items():
