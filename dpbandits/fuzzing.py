@@ -284,13 +284,13 @@ def fuzz_bo_method(method: Any, *, max_examples: int = 30, seed: int = 0) -> Non
               suppress_health_check=list(HealthCheck))
     @given(value=finite, slope=finite)
     def search(value, slope):
-        def losses(thetas):
-            t = np.atleast_2d(thetas)
-            base = 0.5 * np.sum((t[:, None, :] - np.linspace(-1, 1, n)[None, :, None]) ** 2,
+        def losses(theta):  # one point (dim,) -> the n individuals' losses (n,)
+            theta = np.asarray(theta, dtype=np.float64)
+            base = 0.5 * np.sum((theta[None, :] - np.linspace(-1, 1, n)[:, None]) ** 2,
                                 axis=-1)
             with np.errstate(over="ignore", invalid="ignore"):
-                odd = value + slope * np.tanh(t[:, 0])  # one individual, finite or overflowing
-            base[:, 0] = np.where(np.isfinite(odd), odd, value)
+                odd = value + slope * np.tanh(theta[0])  # one individual, anywhere finite
+            base[0] = odd if np.isfinite(odd) else value
             return base
 
         objective = CallableObjective(losses, dim=dim, n_individuals=n)

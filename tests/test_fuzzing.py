@@ -42,7 +42,7 @@ def test_no_component_breaks_a_bound_anywhere_in_the_float_range(cls):
 
 @pytest.mark.heavy
 def test_dp_gibo_runs_to_the_end_whatever_one_individual_loses():
-    fuzz_bo_method(DPGIBO(mu=1.0, n_iters=3, clip_bound=1.0), max_examples=25)
+    fuzz_bo_method(DPGIBO(mu=1.0, n_iters=3, clip_bound=1.0, batch_size=2), max_examples=25)
 
 
 def _old_coefficients(psi, norms, unclipped, clipped, limit, bound):
