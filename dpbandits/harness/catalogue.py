@@ -19,8 +19,8 @@ import dpbandits.envs  # noqa: F401  (registers the ids)
 from dpbandits.envs import DESCRIPTIONS
 from dpbandits.envs._datasets import SHAPES
 from dpbandits.envs.classification import ClassificationBanditVectorEnv
-from dpbandits.harness.listing import CATALOGUE_FILE
-from dpbandits.harness.listing import short as _short
+from dpbandits.harness._rows import CATALOGUE_FILE
+from dpbandits.harness._rows import short as _short
 
 #: one-line descriptions of the built-in agents (plugins: the first sentence of the docstring)
 AGENT_SUMMARIES = {
