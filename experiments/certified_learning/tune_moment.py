@@ -6,9 +6,11 @@ prints, per tuning instance (:data:`instances.TUNING` and :data:`instances.TUNIN
 environment seeds 5000 + r), every agent's ratio to uniform-random overall and per segment of
 rounds (0-500, 500-1500, 1500-3500, 3500-7500, 7500-1e4: the episodes at T = 1e4), then the
 mean log ratio over the instances (the objective of ``tune.py``). ``<json agents>`` maps a
-label to ``[registry name, params]``; the registry name ``noise-ablation`` is a diagnostic
-twin of ``dp-moment-ls`` (**not private**) whose noise scales named in ``zero`` are set to 0,
-to see which release's noise costs regret. The runs of the README used 6 replications::
+label to ``[registry name, params]``, resolved by :func:`variants.build`: the name
+``noise-ablation`` is a diagnostic twin of ``dp-moment-ls`` (**not private**) whose noise
+scales named in ``zero`` are set to 0, to see which release's noise costs regret, and
+``dp-moment-ls`` with one of the research options of the third to fifth rounds is
+:class:`variants.MomentLSVariants`. The runs of the README used 6 replications::
 
     python -m experiments.certified_learning.tune_moment \
         '{"base": ["dp-moment-ls", {}], "rs3": ["dp-moment-ls", {"ridge_screen": 3}]}'
