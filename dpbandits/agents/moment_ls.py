@@ -139,7 +139,7 @@ from dpbandits.privacy.accounting import calibrate, gaussian_event
 from dpbandits.privacy.accounting import gaussian_multiplier as _gdp_multiplier
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 from dpbandits.privacy.mechanisms import gaussian_noise
-from dpbandits.privacy.plan import NoisePlan, PlanView
+from dpbandits.privacy.plan import NoisePlan
 
 
 def _targets(r: np.ndarray, norms: tuple[np.ndarray, ...], y_max: float
@@ -248,6 +248,7 @@ class MomentLS(FitRelease, PrivateAgent):
     """
 
     supported_links = ("identity", "logistic")
+    _RELEASED = _RELEASED  # the moment, contrast, Gram and target releases
 
     def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,
                  delta: float | None = None, first_episode: int | None = None,
@@ -300,22 +301,7 @@ class MomentLS(FitRelease, PrivateAgent):
                                     y_screen=self._y_screen, y_fit=self._y_fit,
                                     moment_share=self._mshare, gram_share=self._gshare)
 
-    # -- the plan's noise, read-only ------------------------------------------------------
-    @PlanView
-    def multiplier(self) -> float:
-        """``k``: every release is ``1/k``-GDP (0 without noise)."""
-        return self._plan.scales["multiplier"]
-
-    @PlanView
-    def sigmas(self) -> dict:
-        """Noise standard deviations of the moment, contrast, Gram and target releases."""
-        return {k: self._plan.scales[k] for k in _RELEASED}
-
-    @PlanView
-    def sensitivities(self) -> dict:
-        """Replace-one l2 sensitivities the ``sigmas`` are relative to."""
-        return dict(self._plan.sensitivities)
-
+    # -- the plan's noise, read-only (multiplier, sigmas, sensitivities: FitRelease) -------
     def release_mu(self, kind: str) -> float:
         """The GDP ``mu`` of one release of ``kind`` ("screen" or "fit") at the noise scales
         of the plan: :func:`fit_sensitivity` of the release's two noise multipliers (each
@@ -324,11 +310,6 @@ class MomentLS(FitRelease, PrivateAgent):
         mat, vec = ("moment", "contrast") if kind == "screen" else ("gram", "target")
         scales, sens = self._plan.scales, self._plan.sensitivities
         return fit_sensitivity(scales[mat] / sens[mat], scales[vec] / sens[vec])
-
-    @property
-    def episode_ends_(self) -> list[int]:
-        """Exclusive last round of every episode (the first two are screening episodes)."""
-        return list(self._ends)
 
     # -- state -------------------------------------------------------------------------------
     def _reset(self, n_reps: int, rng: np.random.Generator) -> None:
