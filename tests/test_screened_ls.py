@@ -25,10 +25,11 @@ def agent(**kw):
 
 
 # -- privacy ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", [NAME, "dp-moment-ls"])  # the two screened agents
 @pytest.mark.parametrize("eps, delta, K, d", [(1.0, None, 2, 50), (0.3, 1e-6, 4, 10),
-                                              (5.0, 1e-3, 3, 20)])
-def test_ledger_certifies_the_claim(eps, delta, K, d):
-    a = agent(n_arms=K, dim=d, horizon=10_000, epsilon=eps, delta=delta)
+                                              (3.0, 1e-3, 3, 20), (5.0, 1e-3, 3, 20)])
+def test_ledger_certifies_the_claim(name, eps, delta, K, d):
+    a = make_agent(name, n_arms=K, dim=d, horizon=10_000, epsilon=eps, delta=delta)
     g = a.privacy
     assert g.notion == "JDP" and g.neighbouring == "replace-one" and g.certified
     assert g.delta == (1e-4 if delta is None else delta)

@@ -322,16 +322,8 @@ class MomentLS(FitRelease, PrivateAgent):
         self._c_released = np.zeros((n_reps, K, D))
         self._n_screens = 0
         self._theta = np.zeros((n_reps, K, D))      # the estimate played on
-        self._support: np.ndarray | None = None     # (R, s) screened coordinates of x
         self._factors: np.ndarray | None = None     # (R, D, r) factor loadings
-        self.n_clipped_rewards_ = np.zeros(n_reps, dtype=np.int64)
-        self.n_zero_rows_ = np.zeros(n_reps, dtype=np.int64)
-        self.episode_log_: list[dict] = []
-
-    @property
-    def screened_(self) -> np.ndarray | None:
-        """The screened coordinates (R, screen_size), None before screening."""
-        return None if self._support is None else self._support.copy()
+        self._reset_counts(n_reps)
 
     @property
     def factors_(self) -> np.ndarray | None:

@@ -226,6 +226,19 @@ class FitRelease:
         """Exclusive last round of every episode (the first two are screening episodes)."""
         return list(self._ends)
 
+    @property
+    def screened_(self) -> np.ndarray | None:
+        """The screened coordinates (R, screen_size), None before screening."""
+        return None if self._support is None else self._support.copy()
+
+    def _reset_counts(self, n_reps: int) -> None:
+        """Nothing screened yet; the counts of clipped targets and zero rows, and the
+        episode log, start empty."""
+        self._support: np.ndarray | None = None     # (R, s) screened coordinates
+        self.n_clipped_rewards_ = np.zeros(n_reps, dtype=np.int64)
+        self.n_zero_rows_ = np.zeros(n_reps, dtype=np.int64)
+        self.episode_log_: list[dict] = []
+
     def _release_fit(self) -> None:
         R, K, p = self._sum.shape
         rng = self._noise_rng
@@ -318,16 +331,8 @@ class ScreenedLS(FitRelease, PrivateAgent):
         self._sum = np.zeros((n_reps, K, d))        # this episode's raw contrast sums
         self._released = np.zeros((n_reps, K, d))   # running sum of released contrasts
         self._theta = np.zeros((n_reps, K, d))      # the estimate played on
-        self._support: np.ndarray | None = None     # (R, s) screened coordinates
         self._n_releases = 0
-        self.n_clipped_rewards_ = np.zeros(n_reps, dtype=np.int64)
-        self.n_zero_rows_ = np.zeros(n_reps, dtype=np.int64)
-        self.episode_log_: list[dict] = []
-
-    @property
-    def screened_(self) -> np.ndarray | None:
-        """The screened coordinates (R, screen_size), None before screening."""
-        return None if self._support is None else self._support.copy()
+        self._reset_counts(n_reps)
 
     @property
     def theta_(self) -> np.ndarray:
