@@ -45,6 +45,17 @@ def test_non_private_twin_has_no_ledger_and_no_noise():
     assert set(a.sigmas.values()) == {0.0}
 
 
+def _released_fit_change(a, w1, w2) -> float:
+    """The whitened norm of the difference of two runs' released fitting sums (Gram and
+    targets, the Gram's off-diagonal entries counted once with weight sqrt 2)."""
+    dg = w1._gram_released - w2._gram_released
+    db = w1._b_released - w2._b_released
+    iu = np.triu_indices(dg.shape[-1])
+    scale = np.where(iu[0] == iu[1], 1.0, math.sqrt(2.0))
+    return math.sqrt(((dg[..., iu[0], iu[1]] * scale / a.sigmas["gram"]) ** 2).sum()
+                     + ((db / a.sigmas["target"]) ** 2).sum())
+
+
 def _whitened_fit_distance(a, u, y, arm, u2, y2, arm2):
     """||C^{-1/2}(release(user) - release(user'))|| of one fitting release."""
     K, s = a.n_arms, u.size
@@ -160,12 +171,7 @@ def test_one_user_changes_only_its_own_release_by_at_most_the_sensitivity(canary
     w1, w2 = _run_stream(a.clone(), xs, rs), _run_stream(a.clone(), xs2, rs2)
     assert np.array_equal(w1._released, w2._released)  # screening saw identical data
     assert np.array_equal(w1.screened_, w2.screened_)
-    dg = w1._gram_released - w2._gram_released
-    db = w1._b_released - w2._b_released
-    iu = np.triu_indices(dg.shape[-1])
-    scale = np.where(iu[0] == iu[1], 1.0, math.sqrt(2.0))
-    whitened = math.sqrt(((dg[..., iu[0], iu[1]] * scale / a.sigmas["gram"]) ** 2).sum()
-                         + ((db / a.sigmas["target"]) ** 2).sum())
+    whitened = _released_fit_change(a, w1, w2)
     assert 0 < whitened <= (1.0 / a.multiplier) * (1 + 1e-9)
 
 
@@ -209,12 +215,7 @@ def test_one_user_stays_within_the_sensitivity_on_adversarial_floats(kind, canar
         return
     w1, w2 = _run_stream(a.clone(), xs, rs), _run_stream(a.clone(), xs2, rs2)
     assert np.array_equal(w1.screened_, w2.screened_)
-    dg = w1._gram_released - w2._gram_released
-    db = w1._b_released - w2._b_released
-    iu = np.triu_indices(dg.shape[-1])
-    scale = np.where(iu[0] == iu[1], 1.0, math.sqrt(2.0))
-    whitened = math.sqrt(((dg[..., iu[0], iu[1]] * scale / a.sigmas["gram"]) ** 2).sum()
-                         + ((db / a.sigmas["target"]) ** 2).sum())
+    whitened = _released_fit_change(a, w1, w2)
     assert whitened <= (1.0 / a.multiplier) * (1 + 1e-9)
 
 
