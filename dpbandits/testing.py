@@ -702,12 +702,13 @@ def _hook(component):
     return hook
 
 
-def _agent_users(agent: Agent, kinds: dict[str, np.ndarray]):
+def _agent_users(agent: Agent, kinds: dict[str, np.ndarray],
+                 reward_values: tuple[float, ...] = ADVERSARIAL_REWARDS):
     """Every (context kind, arm, reward): contexts (n, d), arms (n,), rewards (n,), labels."""
     xs, arms, rewards, labels = [], [], [], []
     for kind, row in kinds.items():
         for a in range(agent.n_arms):
-            for r in ADVERSARIAL_REWARDS:
+            for r in reward_values:
                 xs.append(row)
                 arms.append(a)
                 rewards.append(r)
@@ -715,11 +716,14 @@ def _agent_users(agent: Agent, kinds: dict[str, np.ndarray]):
     return np.array(xs), np.array(arms, dtype=np.int64), np.array(rewards), labels
 
 
-def _adversarial_agent(agent: Agent, seed: int) -> None:
+def _adversarial_agent(agent: Agent, seed: int, kinds: dict[str, np.ndarray] | None = None,
+                       reward_values: tuple[float, ...] = ADVERSARIAL_REWARDS) -> None:
+    """``kinds`` (name -> context row; default :func:`adversarial_rows`, which must include
+    an ``"ordinary"`` row) and ``reward_values`` are the users tried."""
     hook = _hook(agent)
-    kinds = adversarial_rows(agent.dim)
-    m = agent.n_arms * len(ADVERSARIAL_REWARDS)
-    rewards = np.tile(ADVERSARIAL_REWARDS, agent.n_arms)
+    kinds = adversarial_rows(agent.dim) if kinds is None else kinds
+    m = agent.n_arms * len(reward_values)
+    rewards = np.tile(reward_values, agent.n_arms)
     stream = _agent_stream(agent, m, seed)
     agent.reset(m, np.random.default_rng(seed))
     rows = np.arange(m)
@@ -740,16 +744,18 @@ def _adversarial_agent(agent: Agent, seed: int) -> None:
                 continue
             accepted[kind] = row
         _require("ordinary" in accepted, agent, f"{where}: refused an ordinary round")
-        x, a, r, labels = _agent_users(agent, accepted)
+        x, a, r, labels = _agent_users(agent, accepted, reward_values)
         _within(agent, hook(x, a, r), labels, where)
 
 
-def _adversarial_streaming(opt: StreamingOptimizer, case: _Case) -> None:
+def _adversarial_streaming(opt: StreamingOptimizer, case: _Case,
+                           kinds: dict[str, np.ndarray] | None = None,
+                           reward_values: tuple[float, ...] = ADVERSARIAL_REWARDS) -> None:
     hook = _hook(opt)
     d = int(opt.get_params().get("dim", 5))
-    kinds = adversarial_rows(d)
-    m = len(ADVERSARIAL_REWARDS)
-    ys = np.array(ADVERSARIAL_REWARDS)
+    kinds = adversarial_rows(d) if kinds is None else kinds
+    m = len(reward_values)
+    ys = np.array(reward_values)
     xs, ys_stream = case.problem
     horizon = xs.shape[0]
     benign = np.random.default_rng([case.seed, 13])
@@ -776,15 +782,17 @@ def _adversarial_streaming(opt: StreamingOptimizer, case: _Case) -> None:
         _within(opt, hook(x, y), labels, where)
 
 
-def _adversarial_batch(opt: BatchOptimizer, case: _Case) -> None:
+def _adversarial_batch(opt: BatchOptimizer, case: _Case,
+                       kinds: dict[str, np.ndarray] | None = None,
+                       reward_values: tuple[float, ...] = ADVERSARIAL_REWARDS) -> None:
     hook = _hook(opt)
     loss, X, y = case.problem
     X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
     d = X.shape[1]
     labels_only = set(np.unique(y).tolist()) <= {0.0, 1.0}
-    targets = (0.0, 1.0) if labels_only else ADVERSARIAL_REWARDS
+    targets = (0.0, 1.0) if labels_only else reward_values
     accepted = {}
-    for kind, row in adversarial_rows(d).items():
+    for kind, row in (adversarial_rows(d) if kinds is None else kinds).items():
         X2 = np.vstack([X, np.tile(row, (len(targets), 1))])
         y2 = np.concatenate([y, targets])
         try:

@@ -92,7 +92,7 @@ def test_private_estimates_centre_on_the_clipped_estimators():
         assert np.std(values) == pytest.approx(one.noise_std, rel=0.25)
         assert one.clipped["weights"] == int((w > m).sum()) > 0
         assert one.clipped["rewards"] == 0 and one.privacy == est.privacy
-        assert one.ci_low < one.value < one.ci_high
+        assert one.noise_low < one.value < one.noise_high
     same = [ope.PrivateEstimator("ips", epsilon=1.0, delta=1e-6, max_weight=m).estimate(
         log, pi, rng=7).value for _ in range(2)]
     assert same[0] == same[1]  # all randomness from the given seed
@@ -123,3 +123,38 @@ def test_clipping_is_counted_and_errors_name_the_parameter():
              <= 0]
     with pytest.raises(ValueError, match=r"noisy sum of weights is .* <= 0"):
         never.estimate(log, nothing, rng=seeds[0])
+
+
+@pytest.mark.parametrize("estimator", ["ips", "snips", "dr"])
+def test_the_total_interval_covers_the_value_and_the_noise_interval_does_not(estimator):
+    """Uniform logging over 3 arms, target: always arm 0, whose value is 0.5 exactly
+    (``synthetic_log``: mu_0(x) = 0.5 + 0.4 x'theta_0, x uniform on the sphere, mean 0).
+    The weights (3) stay under M = 3, so the clipped estimators' expectation is the value.
+    Little noise (epsilon = 8) on 200 rounds: the sampling error dominates."""
+    level, trials, n = 0.9, 300, 200
+    est = ope.PrivateEstimator(estimator, epsilon=8.0, delta=1e-6, max_weight=3.0)
+    hits = {"total": 0, "noise": 0}
+    for seed in range(trials):
+        log, _ = synthetic_log(n, n_arms=3, seed=seed)
+        q = np.full((n, 3), 0.5)  # a public reward model, fixed without the log
+        out = est.estimate(log, np.zeros(n, dtype=int), rng=seed, level=level,
+                           estimated_rewards=q if estimator == "dr" else None)
+        assert out.total_low <= out.noise_low <= out.noise_high <= out.total_high
+        hits["total"] += out.total_low <= 0.5 <= out.total_high
+        hits["noise"] += out.noise_low <= 0.5 <= out.noise_high
+    # the coverage of a valid interval is at least the level, up to 3 binomial standard
+    # errors of 300 trials: 0.9 - 3 sqrt(0.9 * 0.1 / 300) = 0.848
+    assert hits["total"] / trials >= level - 3 * math.sqrt(level * (1 - level) / trials)
+    # the noise interval ignores the sampling error (sd ~ 0.08 against a noise sd ~ 0.01):
+    # it covers the value far less often than its level
+    assert hits["noise"] / trials < 0.5
+
+
+def test_the_old_interval_names_warn_and_return_the_noise_interval():
+    log, _ = synthetic_log(500, seed=0)
+    out = ope.PrivateEstimator("ips", epsilon=1.0, delta=1e-6, max_weight=3.0).estimate(
+        log, np.zeros(500, dtype=int), rng=0)
+    with pytest.warns(DeprecationWarning, match="noise_low"):
+        assert out.ci_low == out.noise_low
+    with pytest.warns(DeprecationWarning, match="noise_high"):
+        assert out.ci_high == out.noise_high

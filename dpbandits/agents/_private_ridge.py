@@ -133,11 +133,21 @@ class PrivateRidgeUCB(PrivateAgent):
     """Base of ``adac-oful`` and ``ldp-linucb``: stores and validates the bounds the
     statistics are clipped to and the constants of the confidence radius, counts the clips.
 
-    ``context_bound`` L (default ``sqrt(dim)``: contexts in ``[-1, 1]^d``, the observation
-    space of the package's normalized environments), ``reward_bound`` B (default 1),
-    ``noise_std`` (the reward noise's sub-Gaussian parameter, default 0.05),
-    ``theta_bound`` on ``||vec theta||_2`` (default ``sqrt(n_arms)``), ``alpha`` (failure
-    probability, default ``1/horizon``), ``reg`` (ridge of an exact design, default 1).
+    Parameters
+    ----------
+    context_bound : float or None, default None
+        Bound L > 0 contexts are clipped to; None means ``sqrt(dim)`` (contexts in
+        ``[-1, 1]^d``, the observation space of the package's normalized environments).
+    reward_bound : float, default 1.0
+        Bound B > 0 rewards are clipped to.
+    noise_std : float, default 0.05
+        Sub-Gaussian parameter > 0 of the reward noise (sets the confidence radius).
+    theta_bound : float or None, default None
+        Bound > 0 on ``||vec theta||_2``; None means ``sqrt(n_arms)``.
+    alpha : float or None, default None
+        Failure probability in (0, 1) of the confidence sets; None means ``1 / horizon``.
+    reg : float, default 1.0
+        Ridge regularizer > 0 of an exact design (the non-private twin's).
     """
 
     supported_links = ("identity",)

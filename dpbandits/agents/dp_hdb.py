@@ -51,6 +51,8 @@ from dpbandits.optim.streaming.dp_pofw import LINK_CODES, ArmSteps
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 from dpbandits.privacy.plan import NoisePlan, check_calibration
 
+__all__ = ["DPHDB"]  # the agent; the rest supports it
+
 LINK_LOSS = {"identity": "squared", "logistic": "logistic"}
 OPTIMIZERS = {"dp-pofw", "dp-tofw"}
 
@@ -134,20 +136,38 @@ def dp_hdb_plan(epsilon: float, delta: float, privacy_split: str,
 class DPHDB(PrivateAgent):
     """Private high-dimensional bandit (Han et al. 2022, Algorithm 3), batched over replications.
 
-    Parameters (beyond ``n_arms, dim, horizon``):
-    ``epsilon`` (inf: the non-private twin); ``delta`` (default ``1/horizon``);
-    ``t0`` (forced pulls per arm; default :func:`default_t0`, capped at half the horizon);
-    ``h_sub`` (pre-selection gap, default 1); ``radius`` (l_1 radius of each arm's set);
-    ``link`` (``"identity"``/``"logistic"``); ``context_bound`` (on ``||x||_inf``);
-    ``reward_bound`` (on ``|r|``); ``calibration`` (``"theorem"``/``"accountant"``);
-    ``optimizer`` (``"dp-pofw"`` or ``"dp-tofw"``); ``optimizer_params`` (extra keyword
-    arguments of the optimizer, e.g. ``{"p": 1.5}`` for DP-TOFW, ``{"selection": "gumbel"}``
-    or ``{"lr_scale": 2.0}``); ``privacy_split`` (``"two-arms"`` or ``"paper"``, module
-    docstring); ``backend`` (``"auto"``/``"numba"``: the greedy choice and DP-POFW's steps
-    run as compiled kernels; ``"numpy"``: numpy only, numba never loaded; the same numbers up
-    to the rounding of dot products).
+    Parameters
+    ----------
+    t0 : int or None, default None
+        Forced pulls per arm, >= 1; None uses :func:`default_t0` (the authors' warm-up,
+        capped so that forced sampling takes at most half the horizon).
+    h_sub : float, default 1.0
+        Pre-selection gap h_sub > 0: an arm stays a candidate when its forced-sampling
+        value is within ``h_sub / 2`` of the best.
+    radius : float, default 1.0
+        Radius r > 0 of the l_1 ball each arm's parameter is estimated in.
+    link : {"identity", "logistic"}, default "identity"
+        Inverse link zeta of the reward model.
+    context_bound : float, default 1.0
+        Bound > 0 on ``||x||_inf``; contexts are clipped to it (counted in ``n_clipped_``).
+    reward_bound : float, default 1.0
+        Bound > 0 on ``|r|``; rewards are clipped to it.
+    calibration : {"theorem", "accountant"}, default "theorem"
+        Noise from the paper's theorem, or the smallest noise the accountant certifies.
+    optimizer : {"dp-pofw", "dp-tofw"}, default "dp-pofw"
+        Streaming private optimizer run per arm.
+    optimizer_params : dict or None, default None
+        Extra keyword arguments of that optimizer, e.g. ``{"p": 1.5}`` for DP-TOFW,
+        ``{"selection": "gumbel"}`` or ``{"lr_scale": 2.0}``.
+    privacy_split : {"two-arms", "paper"}, default "two-arms"
+        ``"two-arms"`` runs each arm's optimizer at (epsilon/2, delta/2) so that the
+        stated guarantee holds; ``"paper"`` uses (epsilon, delta) per arm as the paper
+        does and is reported as not certified (module docstring).
+    backend : {"auto", "numba", "numpy"}, default "auto"
+        ``"auto"``/``"numba"``: the greedy choice and DP-POFW's steps run as compiled
+        kernels; ``"numpy"``: numpy only. The same numbers up to the rounding of dot
+        products.
     """
-
     deterministic_policy = True  # forced arm, else pre-selected argmax (ties to the lowest)
 
     @property

@@ -76,6 +76,8 @@ from dpbandits.privacy.mechanisms import (
 )
 from dpbandits.privacy.plan import NoisePlan, check_calibration
 
+__all__ = ["LDPLinUCB"]  # the agent; the rest supports it
+
 #: whitened sensitivity of one message at sigma_G = 1, sigma_b = B (module docstring)
 UNIT_SENSITIVITY = fit_sensitivity(1.0 / math.sqrt(2.0), 0.5)
 
@@ -130,15 +132,13 @@ def ldp_linucb_plan(epsilon: float, delta: float, calibration: str,
 class LDPLinUCB(PrivateRidgeUCB):
     """LDP-LinUCB: each user privatizes its own statistics before sending them (local DP).
 
-    Parameters (beyond ``n_arms, dim, horizon``)
-    --------------------------------------------
-    epsilon : float > 0 (inf = no noise: LinUCB with ridge ``reg``), default 1.
-    delta : float in (0, 1), default ``1/horizon``.
-    calibration : ``"accountant"`` (default) or ``"theorem"`` (module docstring;
-        ``"paper"`` is its former name).
-    context_bound, reward_bound, noise_std, theta_bound, alpha, reg : see
-        :class:`~dpbandits.agents._private_ridge.PrivateRidgeUCB` (``reg``: the ridge of the
-        non-private twin).
+    Parameters
+    ----------
+    calibration : {"accountant", "theorem"}, default "accountant"
+        Noise from the accountant (the smallest it certifies) or from the theorem (module
+        docstring).
+    reg : float, default 1.0
+        Ridge regularizer > 0 of the non-private twin (``epsilon = inf``).
     """
 
     def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,

@@ -141,6 +141,8 @@ from dpbandits.privacy.guarantee import PrivacyGuarantee
 from dpbandits.privacy.mechanisms import gaussian_noise
 from dpbandits.privacy.plan import NoisePlan
 
+__all__ = ["MomentLS"]  # the agent; the rest supports it
+
 
 def _targets(r: np.ndarray, norms: tuple[np.ndarray, ...], y_max: float
              ) -> tuple[np.ndarray, np.ndarray]:
@@ -217,36 +219,45 @@ class MomentLS(FitRelease, PrivateAgent):
     """Moment-debiased screening, then least squares on the screened coordinates and the
     contexts' leading private factors; JDP (module doc).
 
-    Parameters (beyond ``n_arms, dim, horizon``)
-    --------------------------------------------
-    epsilon : float > 0 (inf = no noise), default 1.
-    delta : float in (0, 1), default ``1/horizon``.
-    first_episode : n0, rounds of the first (uniform) episode, default
+    Parameters
+    ----------
+    first_episode : int or None, default None
+        n0 >= 1, rounds of the first (uniform) episode; None means
         ``ceil(horizon/20 * max(1, K/first_per_arms))`` (``ceil(horizon/20)`` when
         ``first_per_arms = 0``).
-    first_per_arms : the default first episode grows as ``K/first_per_arms`` beyond that many
-        arms, default 4 (``ceil(horizon/20)`` up to ``K = 4``; 0: never grows): with many
-        arms a screening release has few users per arm (third round).
-    screen_size : |S|, coordinates kept for the fit, default
+    first_per_arms : int, default 4
+        The default first episode grows as ``K/first_per_arms`` beyond that many arms, >= 0
+        (0: never grows): with many arms a screening release has few users per arm.
+    screen_size : int or None, default None
+        ``|S|`` in [1, dim], coordinates kept for the fit; None means
         ``min(dim, max(16, screen_per_arm * n_arms))``.
-    screen_per_arm : the default ``|S|`` grows as this many coordinates per arm beyond
-        ``K = 16 / screen_per_arm``, default 4 (``min(dim, 16)`` up to ``K = 4``): each arm
-        has its own support, so the union to cover grows with ``K`` (third round).
-    n_factors : leading eigenvectors of the released moment added to the fit, default 0.
-    intercept : intercept coordinate ``kappa = intercept sqrt(dim)`` (0: none), default 0.
-    clip_screen : screening targets clipped at ``clip_screen / sqrt(D)``, default 0.1.
-    clip_fit : fitting targets clipped at ``clip_fit / sqrt(p)``, default 0.5.
-    moment_share : fraction of the screening release's ``mu^2`` spent on the moment,
-        default 0.3.
-    gram_share : fraction of the fitting release's ``mu^2`` spent on the Gram, default 0.4.
-    ridge_screen : multiplier of the moment noise's spectral norm (over K) used as ridge of
-        the screening regression, default 1.
-    ridge : multiplier of the Gram noise's spectral norm used as ridge of the fit, default 1.
-    factor_threshold : a factor is kept when its eigenvalue exceeds this many moment-noise
-        spectral norms, default 2.
-    screen_episodes : episodes released as screening releases, default 2.
+    screen_per_arm : int, default 4
+        The default ``|S|`` grows as this many coordinates per arm (>= 1) beyond
+        ``K = 16 / screen_per_arm``: each arm has its own support, so the union to cover
+        grows with ``K``.
+    n_factors : int, default 0
+        Leading eigenvectors (0 to dim + 1) of the released moment added to the fit.
+    intercept : float, default 0.0
+        Intercept coordinate ``kappa = intercept sqrt(dim)``, >= 0 (0: none).
+    clip_screen : float, default 0.1
+        Screening targets are clipped at ``clip_screen / sqrt(D)``, > 0.
+    clip_fit : float, default 0.5
+        Fitting targets are clipped at ``clip_fit / sqrt(p)``, > 0.
+    moment_share : float, default 0.3
+        Fraction in (0, 1) of the screening release's ``mu^2`` spent on the moment.
+    gram_share : float, default 0.4
+        Fraction in (0, 1) of the fitting release's ``mu^2`` spent on the Gram.
+    ridge_screen : float, default 1.0
+        Multiplier (> 0) of the moment noise's spectral norm (over K) used as ridge of the
+        screening regression.
+    ridge : float, default 1.0
+        Multiplier (> 0) of the Gram noise's spectral norm used as ridge of the fit.
+    factor_threshold : float, default 2.0
+        A factor is kept when its eigenvalue exceeds this many (>= 0) moment-noise spectral
+        norms.
+    screen_episodes : int, default 2
+        Episodes (>= 1) released as screening releases.
     """
-
     supported_links = ("identity", "logistic")
     _RELEASED = _RELEASED  # the moment, contrast, Gram and target releases
 

@@ -109,6 +109,8 @@ from dpbandits.privacy.guarantee import PrivacyGuarantee
 from dpbandits.privacy.mechanisms import gaussian_noise, symmetric_gaussian
 from dpbandits.privacy.plan import NoisePlan, PlanView
 
+__all__ = ["ScreenedLS"]  # the agent; the rest supports it
+
 
 def episode_ends(horizon: int, first_episode: int) -> tuple[list[int], int]:
     """``(ends, n_screen)``: the (exclusive) last round of every episode and how many of
@@ -263,19 +265,23 @@ class FitRelease:
 class ScreenedLS(FitRelease, PrivateAgent):
     """Private screening, then least squares on the screened coordinates; JDP (module doc).
 
-    Parameters (beyond ``n_arms, dim, horizon``)
-    --------------------------------------------
-    epsilon : float > 0 (inf = no noise), default 1.
-    delta : float in (0, 1), default ``1/horizon``.
-    first_episode : n0, rounds of the first (uniform) episode, default ``ceil(horizon/20)``.
-    screen_size : |S|, coordinates kept for the fit, default ``min(dim, 16)``.
-    clip_screen : screening targets are clipped at ``clip_screen / sqrt(dim)``, default 0.1.
-    clip_fit : fitting targets are clipped at ``clip_fit / sqrt(|S|)``, default 0.5.
-    gram_share : fraction of the fitting episodes' ``mu^2`` spent on the Gram, default 0.4.
-    threshold : hard threshold of the screening estimate, in noise sds, default 2.
-    ridge : multiplier of the Gram noise's spectral norm used as ridge, default 1.
+    Parameters
+    ----------
+    first_episode : int or None, default None
+        n0 >= 1, rounds of the first (uniform) episode; None means ``ceil(horizon/20)``.
+    screen_size : int or None, default None
+        ``|S|`` in [1, dim], coordinates kept for the fit; None means ``min(dim, 16)``.
+    clip_screen : float, default 0.1
+        Screening targets are clipped at ``clip_screen / sqrt(dim)``, > 0.
+    clip_fit : float, default 0.5
+        Fitting targets are clipped at ``clip_fit / sqrt(|S|)``, > 0.
+    gram_share : float, default 0.4
+        Fraction in (0, 1) of the fitting episodes' ``mu^2`` spent on the Gram.
+    threshold : float, default 2.0
+        Hard threshold (>= 0) of the screening estimate, in noise standard deviations.
+    ridge : float, default 1.0
+        Multiplier (> 0) of the Gram noise's spectral norm used as ridge.
     """
-
     supported_links = ("identity",)
     _RELEASED = ("screen", "gram", "target")
 

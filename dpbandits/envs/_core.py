@@ -287,6 +287,19 @@ class BanditEnvBase(gymnasium.Env):
     ``step(arm)`` returns ``(next_context, reward, False, t == horizon, info)``; ``info`` holds
     the oracle of the round just played: ``expected_rewards`` (K,), ``optimal_arm``,
     ``pseudo_regret`` = max_k mu_k(x_t) - mu_{a_t}(x_t) and ``t`` (rounds played).
+
+    Parameters
+    ----------
+    render_mode : None, default None
+        Gymnasium's render mode; these environments have nothing to render, so only None
+        is accepted.
+
+    Raises
+    ------
+    ValueError
+        A parameter out of its range; the message names it, its value and what is allowed.
+    TypeError
+        A parameter of the wrong type.
     """
 
     metadata = {"render_modes": []}
@@ -351,6 +364,22 @@ class BanditVectorEnvBase(VectorEnv):
     contexts, with ``info["final_obs"]`` (R, d) and ``info["final_info"]``) or ``DISABLED``
     (stepping past the horizon raises). ``info`` carries the single env's keys batched along
     the first axis, each with Gymnasium's ``"_key"`` mask.
+
+    Parameters
+    ----------
+    num_envs : int, default 1
+        Number R >= 1 of replications advanced together.
+    autoreset_mode : str or gymnasium.vector.AutoresetMode, default "NextStep"
+        ``NEXT_STEP``, ``SAME_STEP`` or ``DISABLED`` (above).
+    render_mode : None, default None
+        Gymnasium's render mode; only None is accepted (nothing to render).
+
+    Raises
+    ------
+    ValueError
+        A parameter out of its range; the message names it, its value and what is allowed.
+    TypeError
+        A parameter of the wrong type.
     """
 
     def _setup(self, core: BanditCore, obs_low, obs_high, autoreset_mode,

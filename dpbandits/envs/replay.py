@@ -97,7 +97,7 @@ class _ReplayConfig:
                    f"[{p.min():.6g}, {p.max():.6g}]")
             if not self.allow_nonuniform:
                 raise ValueError(f"{why}. Estimate fixed policies with "
-                                 "dpbandits.datasets.ips/snips instead, or pass "
+                                 "dpbandits.offpolicy.ips/snips instead, or pass "
                                  "allow_nonuniform=True to replay it anyway (biased)")
             warnings.warn(f"{why}; the replayed rewards are biased towards the arms the "
                           "logging policy favoured", NonUniformLoggingWarning, stacklevel=4)
@@ -209,9 +209,9 @@ _DOC = """
     horizon : int, optional
         Accepted rounds the harness plays (the agents' horizon; default
         :func:`default_replay_horizon`). A Gymnasium episode is one pass, ``n_events`` steps.
-    normalization : {"linf", "l1", "l2", None}
-        Rescale every logged context to unit norm first (default None: as logged).
-    allow_nonuniform : bool
+    normalization : {"linf", "l1", "l2", None}, default None
+        Rescale every logged context to unit norm first (None: as logged).
+    allow_nonuniform : bool, default False
         Replay a log whose propensities are not all ``1/K`` (biased; warns). Default False:
         such a log raises ``ValueError``.
 """

@@ -37,6 +37,7 @@ reported for the data holder in ``clipped``: they are *not* covered by the guara
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,33 +71,101 @@ PRIVATE_ESTIMATORS = ("ips", "snips", "dr")
 
 @dataclass(frozen=True)
 class PrivateEstimate:
-    """One private release: ``value`` (the estimate), ``released`` (the noisy query: the mean
-    for IPS/DR, the two noisy sums for SNIPS), ``noise_std`` (of the noise on ``value``; for
-    SNIPS its delta-method approximation from the released sums) and the ``level`` interval
-    ``[ci_low, ci_high]`` of the noise alone (the sampling error is not released: estimating it
-    would spend more budget). ``privacy`` is the guarantee; ``clipped`` counts the clipped
-    weights, rewards and predictions and is NOT private (for the data holder only); its
-    ``"estimate"`` entry (SNIPS) says whether the ratio was cut to the reward range, which is
-    post-processing of the release and public."""
+    """One private release and two intervals around it.
+
+    ``[noise_low, noise_high]`` covers the privacy noise alone: it is where the clipped
+    estimator computed on this log lies, with probability ``level``. It ignores the sampling
+    error of the log. ``[total_low, total_high]`` covers both: it holds the expected value of
+    the clipped estimator (the target policy's value ``V(pi)`` when no weight exceeds
+    ``max_weight`` and every reward lies in ``reward_range``) with probability at least
+    ``level``, for i.i.d. logged rounds. It is built by a union bound: ``alpha = 1 - level`` is
+    split in halves, ``alpha/2`` for a sampling interval and ``alpha/2`` for the noise. The
+    sampling interval is Hoeffding's inequality on the clipped terms, whose range is public
+    (``n`` times the sensitivity for IPS and DR; ``[M min(lo, 0), M max(hi, 0)]`` and
+    ``[0, M]`` for the two means of SNIPS, ``alpha/4`` each, whose ratio is then bounded and
+    cut to ``[lo, hi]``), so it spends no privacy budget. It is conservative, and wide for
+    small logs.
+
+    Parameters
+    ----------
+    estimator : {"ips", "snips", "dr"}
+        Which estimator was released.
+    value : float
+        The estimate.
+    released : tuple of float
+        The noisy query: the mean for IPS and DR, the two noisy sums for SNIPS.
+    noise_std : float
+        Standard deviation of the noise on ``value`` (for SNIPS its delta-method
+        approximation from the released sums).
+    noise_low, noise_high : float
+        The ``level`` interval of the privacy noise alone (above).
+    total_low, total_high : float
+        The ``level`` interval of sampling and privacy noise together (above).
+    level : float
+        Coverage of the intervals, in (0, 1).
+    n : int
+        Number of logged rounds.
+    privacy : PrivacyGuarantee
+        The guarantee of the release.
+    clipped : dict, default {}
+        Counts of the clipped weights, rewards and predictions: NOT private, for the data
+        holder only. Its ``"estimate"`` entry (SNIPS) says whether the ratio was cut to the
+        reward range, which is post-processing of the release and public.
+    """
 
     estimator: str
     value: float
     released: tuple[float, ...]
     noise_std: float
-    ci_low: float
-    ci_high: float
+    noise_low: float
+    noise_high: float
+    total_low: float
+    total_high: float
     level: float
     n: int
     privacy: PrivacyGuarantee
     clipped: dict[str, int] = field(default_factory=dict)
 
+    @property
+    def ci_low(self) -> float:
+        """Deprecated name of :attr:`noise_low` (it covers the privacy noise only)."""
+        warnings.warn("PrivateEstimate.ci_low is deprecated: it is noise_low, an interval of "
+                      "the privacy noise alone; total_low also covers the sampling error",
+                      DeprecationWarning, stacklevel=2)
+        return self.noise_low
+
+    @property
+    def ci_high(self) -> float:
+        """Deprecated name of :attr:`noise_high` (it covers the privacy noise only)."""
+        warnings.warn("PrivateEstimate.ci_high is deprecated: it is noise_high, an interval of "
+                      "the privacy noise alone; total_high also covers the sampling error",
+                      DeprecationWarning, stacklevel=2)
+        return self.noise_high
+
 
 class PrivateEstimator:
     """An ``(epsilon, delta)``-DP off-policy estimator (module docstring).
 
-    ``estimator``: ``"ips"``, ``"snips"`` or ``"dr"``; ``epsilon`` > 0 and ``delta`` in (0, 1)
-    the target; ``max_weight`` (M > 0) the weight clip; ``reward_range=(lo, hi)`` the reward
-    clip. ``estimate(log, target, rng=..., estimated_rewards=...)`` releases one estimate.
+    ``estimate(log, target, rng=..., estimated_rewards=...)`` releases one estimate.
+
+    Parameters
+    ----------
+    estimator : {"ips", "snips", "dr"}, default "ips"
+        The estimator released.
+    epsilon : float
+        Privacy budget epsilon > 0 of one release.
+    delta : float
+        Privacy parameter delta in (0, 1) of one release.
+    max_weight : float
+        Weight clip M > 0: every importance weight is cut to ``min(w, M)``.
+    reward_range : (float, float), default (0.0, 1.0)
+        Reward clip ``(lo, hi)`` with ``lo < hi``: rewards (and DR's predictions) are cut to
+        it.
+
+    Raises
+    ------
+    ValueError
+        When a parameter is out of its range.
     """
 
     def __init__(self, estimator: str = "ips", *, epsilon: float, delta: float,
@@ -202,8 +271,37 @@ class PrivateEstimator:
             std = sigma * math.hypot(1.0, value) / den
         else:
             value, std = float(noisy[0]), sigma
+        total = self.total_interval(noisy, n, 1.0 - lv)
         return PrivateEstimate(self.estimator, value, tuple(float(v) for v in noisy), std,
-                               value - z * std, value + z * std, lv, n, self.privacy, counts)
+                               value - z * std, value + z * std, *total, lv, n, self.privacy,
+                               counts)
+
+    def total_interval(self, released: np.ndarray, n: int, alpha: float
+                       ) -> tuple[float, float]:
+        """An interval holding the clipped estimator's expected value with probability at
+        least ``1 - alpha`` over the log's i.i.d. rounds and the noise: ``alpha/2`` for
+        Hoeffding's sampling interval, ``alpha/2`` for the Gaussian noise (union bound;
+        :class:`PrivateEstimate`). Depends on the release and public constants only."""
+        sigma = self.multiplier * self.sensitivity(n)
+        lo, hi = self.reward_range
+        m = self.max_weight
+        if self.estimator != "snips":
+            width = n * self.sensitivity(n)  # range of one clipped term
+            half = (width * math.sqrt(math.log(4.0 / alpha) / (2.0 * n))
+                    + float(norm.ppf(1.0 - alpha / 4.0)) * sigma)
+            return float(released[0]) - half, float(released[0]) + half
+        # two means, alpha/4 of sampling and alpha/4 of noise each
+        root = math.sqrt(math.log(8.0 / alpha) / (2.0 * n))
+        z = float(norm.ppf(1.0 - alpha / 8.0)) * sigma / n
+        a, b = m * min(lo, 0.0), m * max(hi, 0.0)
+        num = (float(released[0]) / n - z - (b - a) * root,
+               float(released[0]) / n + z + (b - a) * root)
+        den_low = float(released[1]) / n - z - m * root
+        den_high = float(released[1]) / n + z + m * root
+        if not den_low > 0.0:
+            return lo, hi
+        ratios = [x / y for x in num for y in (den_low, den_high)]
+        return max(lo, min(ratios)), min(hi, max(ratios))
 
     def __repr__(self) -> str:
         return (f"PrivateEstimator({self.estimator!r}, epsilon={self.epsilon}, "

@@ -57,7 +57,15 @@ __all__ = [
 ]
 
 class Optimizer(Parameterized):
-    """A private optimizer: parameters (scikit-learn rule), ``privacy`` and ``ledger``."""
+    """A private optimizer: parameters (scikit-learn rule), ``privacy`` and ``ledger``.
+
+    Raises
+    ------
+    ValueError
+        A parameter out of its range; the message names it, its value and what is allowed.
+    TypeError
+        A parameter of the wrong type.
+    """
 
     def _store_params(self, values: dict[str, Any]) -> None:
         """Store every constructor argument unchanged under its own name (``values`` is the
@@ -102,9 +110,22 @@ class StreamingOptimizer(Optimizer):
 class BatchResult:
     """Outcome of ``BatchOptimizer.fit``.
 
-    ``theta`` is the output, shape ``(R, d)``; ``history`` the iterates, shape
-    ``(R, n_iterates, d)`` (may be thinned — ``history_steps`` says which steps were kept);
-    ``n_clipped`` counts clipped per-sample gradients or inputs per replication.
+    Parameters
+    ----------
+    theta : (R, d) array
+        The output of every replication.
+    history : (R, n_iterates, d) array
+        The iterates (may be thinned: ``history_steps`` says which steps were kept).
+    history_steps : (n_iterates,) array
+        The step of each kept iterate.
+    privacy : PrivacyGuarantee
+        The guarantee of the fit.
+    n_clipped : (R,) array
+        Clipped per-sample gradients or inputs per replication.
+    n_gradient_evals : int
+        Per-sample gradient evaluations per replication.
+    extra : dict, default {}
+        Optimizer-specific diagnostics (e.g. ``"iterates"``, ``"history_samples"``).
     """
 
     theta: np.ndarray
@@ -150,12 +171,28 @@ def check_privacy_target(epsilon: float, delta: float | None, component: str, *,
     return eps, check_delta(delta), private
 
 
-def check_clip(value: float, name: str = "clip_norm") -> float:
-    """A clipping bound (> 0, finite)."""
-    v = check_nonnegative(name, value)
-    if v == 0.0:
-        raise ValueError(f"{name} must be > 0, got {value}")
+#: the range of a scale parameter (clip bound, Lipschitz constant, radius): products and
+#: squares of up to three of them in a noise plan stay normal floats, so no noise scale or
+#: sensitivity underflows to a subnormal or 0 or overflows to inf (issue 34, item 7)
+SCALE_RANGE = (1e-100, 1e100)
+
+
+def check_scale(name: str, value: float) -> float:
+    """A parameter that reaches a noise scale or a sensitivity (a clip bound, a Lipschitz
+    constant, a radius): a real number within :data:`SCALE_RANGE`, else ``ValueError`` naming
+    it (``TypeError`` for a non-number)."""
+    low, high = SCALE_RANGE
+    v = check_nonnegative(name, value, allow_inf=True)
+    if not low <= v <= high:
+        raise ValueError(f"{name} must be between {low:g} and {high:g} (so that the noise "
+                         f"plan neither underflows nor overflows; rescale the data), got "
+                         f"{value!r}")
     return v
+
+
+def check_clip(value: float, name: str = "clip_norm") -> float:
+    """A clipping bound: :func:`check_scale`."""
+    return check_scale(name, value)
 
 
 # --------------------------------------------------------------------------------------------

@@ -150,16 +150,12 @@ class NoisySFW(LpBallOptimizer):
 
     Parameters
     ----------
-    p : float in (1, 2]
-    radius : float > 0
-        Constraint ``||theta||_p <= radius``; ``M = 2 radius``.
-    epsilon, delta : target guarantee; ``epsilon = inf`` turns the noise off.
-    lipschitz : float > 0
-        ``L0``: per-sample gradients are clipped to ``||g||_q <= L0``.
-    smoothness : float > 0
-        ``L1``: per-sample differences are clipped to ``L1 ||theta_t - theta_{t-1}||_p``.
-    lr_scale : float > 0
-        Multiplies the paper's ``eta = log(n) / (2 sqrt(n))`` (must keep ``eta <= 1``).
+    p : float, default 1.5
+        Exponent in (1, 2] of the l_p-ball constraint.
+    smoothness : float, default 1.0
+        ``L1`` > 0: per-sample differences are clipped to ``L1 ||theta_t - theta_{t-1}||_p``.
+    lr_scale : float, default 1.0
+        Multiplies (> 0) the paper's ``eta = log(n) / (2 sqrt(n))`` (must keep ``eta <= 1``).
 
     The noise plan (:meth:`plan_for`, per ``(n, d)``) has one scale, ``multiplier``: each
     aggregate's generalized-Gaussian ``sigma`` over its l_q sensitivity (``sigma0 =
