@@ -23,6 +23,7 @@ import dp_accounting
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dpbandits._docs import raises_parameter_errors
 from dpbandits._params import Parameterized
 from dpbandits._validation import (
     check_delta,
@@ -56,15 +57,10 @@ __all__ = [
     "resolve_loss",
 ]
 
+@raises_parameter_errors
 class Optimizer(Parameterized):
     """A private optimizer: parameters (scikit-learn rule), ``privacy`` and ``ledger``.
 
-    Raises
-    ------
-    ValueError
-        A parameter out of its range; the message names it, its value and what is allowed.
-    TypeError
-        A parameter of the wrong type.
     """
 
     def _store_params(self, values: dict[str, Any]) -> None:
