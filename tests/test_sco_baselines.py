@@ -16,7 +16,7 @@ from dp_accounting.rdp import rdp_privacy_accountant as rdp
 from dpbandits.geometry import gradient_rows, lp_norm
 from dpbandits.losses import HuberLoss, LogisticLoss, SquaredLoss
 from dpbandits.optim import LocalMD, NoisySFW, NoisySGD
-from dpbandits.optim import base as optim_base
+from dpbandits.optim import gradients as optim_gradients  # where per-sample clipping lives
 from dpbandits.optim.batch import _noisy_sgd_kernel as kernel
 from dpbandits.optim.batch import local_md, noisy_sfw
 from dpbandits.optim.batch import oracle as oracle_module
@@ -335,14 +335,14 @@ def test_noisy_sgd_one_step_clips_gradient_to_l0_in_the_dual_norm(backend):
 
 def test_clipped_gradients_never_exceed_l0_and_are_counted(monkeypatch):
     seen = []
-    original = optim_base.clip_to_norm
+    original = optim_gradients.clip_to_norm
 
     def spy(x, q, bound):
         out, was = original(x, q, bound)
         seen.append((lp_norm(out, q).max(), bound, int(np.sum(was))))
         return out, was
 
-    monkeypatch.setattr(optim_base, "clip_to_norm", spy)
+    monkeypatch.setattr(optim_gradients, "clip_to_norm", spy)
     rng = np.random.default_rng(1)
     X, y, _ = section_5_2_data(rng, 400, 5, 1.5)
     y = 20 * y

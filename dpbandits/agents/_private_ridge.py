@@ -15,6 +15,7 @@ import numpy as np
 
 from dpbandits._validation import check_positive, check_real
 from dpbandits.agents.base import PrivateAgent
+from dpbandits.privacy.plan import PlanView
 from dpbandits.private_ridge import (  # the pure math, shared with offpolicy's private DR
     normalized_rows,
     ridge_parts,
@@ -100,6 +101,17 @@ class PrivateRidgeUCB(PrivateAgent):
     """
 
     supported_links = ("identity",)
+
+    @PlanView
+    def multiplier(self) -> float:
+        """``k``: each release (each user's message, for a local model) is ``1/k``-GDP (0
+        without noise)."""
+        return self._plan.scales["multiplier"]
+
+    @PlanView
+    def sigmas(self) -> dict:
+        """Standard deviations of the noise on the Gram entries and on the targets."""
+        return {"gram": self._plan.scales["gram"], "target": self._plan.scales["target"]}
 
     def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,
                  delta: float | None = None, context_bound: float | None = None,

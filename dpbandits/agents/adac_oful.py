@@ -239,16 +239,6 @@ class AdaCOFUL(PrivateRidgeUCB):
         return self._plan.scales["eps_trigger"]
 
     @PlanView
-    def multiplier(self) -> float:
-        """``k``: each release is ``1/k``-GDP (0 without noise)."""
-        return self._plan.scales["multiplier"]
-
-    @PlanView
-    def sigmas(self) -> dict:
-        """Standard deviations of the release noise on the Gram and on the targets."""
-        return {"gram": self._plan.scales["gram"], "target": self._plan.scales["target"]}
-
-    @PlanView
     def rho(self) -> float:
         """zCDP of one user's trigger and release, ``eps_1^2/2 + 1/(2k^2)`` (inf: no noise)."""
         if not self._private:

@@ -105,6 +105,13 @@ _CAVEAT_UCB = ("reconstruction of the authors' code: fresh noise every round (ea
                "enters T releases, not m tree nodes), no PSD shift")
 
 
+#: contract checks the reconstructions are expected to fail (dpbandits.testing)
+_NOT_CERTIFIED = {"check_adversarial_inputs": (
+    "a reconstruction of the authors' code, reported NOT CERTIFIED: its noise is not "
+    "calibrated to a sensitivity of what it releases, so there is no declared bound to "
+    "hold its per-user terms to (no _contributions hook)")}
+
+
 @register_agent("dp-hdb-authors-code")
 class DPHDBAuthorsCode(PrivateAgent):
     """DP-HDB as the authors' code runs it (module docstring). Not certified.
@@ -121,12 +128,7 @@ class DPHDBAuthorsCode(PrivateAgent):
         Radius r > 0 of the l_1 ball of each arm's parameter.
     """
 
-    #: contract checks this reconstruction is expected to fail (dpbandits.testing)
-    _xfail_checks = {"check_adversarial_inputs": (
-        "a reconstruction of the authors' code, reported NOT CERTIFIED: its noise is not "
-        "calibrated to a sensitivity of what it releases, so there is no declared bound to "
-        "hold its per-user terms to (no _contributions hook)")}
-
+    _xfail_checks = _NOT_CERTIFIED
     supported_links = ("identity",)
 
     def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,
@@ -201,12 +203,7 @@ class DPUCBAuthorsCode(PrivateAgent):
         ``"auto"``/``"numba"``: compiled kernels; ``"numpy"``: numpy only, same streams.
     """
 
-    #: contract checks this reconstruction is expected to fail (dpbandits.testing)
-    _xfail_checks = {"check_adversarial_inputs": (
-        "a reconstruction of the authors' code, reported NOT CERTIFIED: its noise is not "
-        "calibrated to a sensitivity of what it releases, so there is no declared bound to "
-        "hold its per-user terms to (no _contributions hook)")}
-
+    _xfail_checks = _NOT_CERTIFIED
     supported_links = ("identity",)
 
     def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,

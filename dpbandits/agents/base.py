@@ -37,6 +37,7 @@ from typing import Any
 import dp_accounting
 import numpy as np
 
+from dpbandits._docs import raises_parameter_errors
 from dpbandits._params import Parameterized
 from dpbandits._validation import (
     SeedLike,
@@ -82,6 +83,7 @@ def _checked_act(act):
     return act_checked
 
 
+@raises_parameter_errors
 class Agent(Parameterized):
     """Base class of every bandit agent.
 
@@ -99,12 +101,6 @@ class Agent(Parameterized):
         Number of rounds T the agent is built for, >= 1 (its noise and schedules are
         calibrated to it). Set from the environment by the harness and the CLI.
 
-    Raises
-    ------
-    ValueError
-        A parameter out of its range; the message names it, its value and what is allowed.
-    TypeError
-        A parameter of the wrong type.
     """
 
     #: registry name, set by ``register_agent``

@@ -74,7 +74,7 @@ from dpbandits.privacy.mechanisms import (
     gaussian_sigma_classical,
     symmetric_gaussian,
 )
-from dpbandits.privacy.plan import NoisePlan, PlanView, check_calibration
+from dpbandits.privacy.plan import NoisePlan, check_calibration
 
 __all__ = ["LDPLinUCB"]  # the agent; the rest supports it
 
@@ -151,17 +151,6 @@ class LDPLinUCB(PrivateRidgeUCB):
         self._plan = ldp_linucb_plan(
             self._eps, self._delta,
             check_calibration(calibration, ("accountant", "theorem"), "LDPLinUCB"), self._B)
-
-    # -- the plan's noise, read-only ------------------------------------------------------
-    @PlanView
-    def multiplier(self) -> float:
-        """``k``: the message is ``1/k``-GDP (0 without noise)."""
-        return self._plan.scales["multiplier"]
-
-    @PlanView
-    def sigmas(self) -> dict:
-        """Standard deviations of the noise on the Gram entries and on the targets."""
-        return {"gram": self._plan.scales["gram"], "target": self._plan.scales["target"]}
 
     # -- state -------------------------------------------------------------------------------
     def _reset(self, n_reps: int, rng: np.random.Generator) -> None:

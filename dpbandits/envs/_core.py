@@ -43,6 +43,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from dpbandits._background import PicklesPending, executor, prefetch_enabled
+from dpbandits._docs import raises_parameter_errors
 from dpbandits._validation import check_int, check_nonnegative, check_real
 
 __all__ = ["BanditCore", "BanditEnvBase", "BanditVectorEnvBase", "normalize_rows"]
@@ -281,6 +282,7 @@ def check_render_mode(render_mode) -> None:
                          f"got {render_mode!r}")
 
 
+@raises_parameter_errors
 class BanditEnvBase(gymnasium.Env):
     """A single replication: ``gymnasium.Env`` over a :class:`BanditCore` with ``R = 1``.
 
@@ -294,12 +296,6 @@ class BanditEnvBase(gymnasium.Env):
         Gymnasium's render mode; these environments have nothing to render, so only None
         is accepted.
 
-    Raises
-    ------
-    ValueError
-        A parameter out of its range; the message names it, its value and what is allowed.
-    TypeError
-        A parameter of the wrong type.
     """
 
     metadata = {"render_modes": []}
@@ -352,6 +348,7 @@ def _check_autoreset(mode) -> AutoresetMode:
                          f"got {mode!r}") from None
 
 
+@raises_parameter_errors
 class BanditVectorEnvBase(VectorEnv):
     """``R = num_envs`` replications advanced together with array operations.
 
@@ -374,12 +371,6 @@ class BanditVectorEnvBase(VectorEnv):
     render_mode : None, default None
         Gymnasium's render mode; only None is accepted (nothing to render).
 
-    Raises
-    ------
-    ValueError
-        A parameter out of its range; the message names it, its value and what is allowed.
-    TypeError
-        A parameter of the wrong type.
     """
 
     def _setup(self, core: BanditCore, obs_low, obs_high, autoreset_mode,
@@ -452,14 +443,24 @@ class BanditVectorEnvBase(VectorEnv):
         super().reset(seed=seeds[0] if isinstance(seed, numbers.Integral) else None)
         return self._reset_core(seeds), {}
 
+    def _past_the_end(self) -> Exception:
+        """The error of a ``step`` after the last round (no autoreset)."""
+        return _past_horizon(self._core.horizon)
+
     def step(self, actions):
+        """One round of every replication (``ResetNeeded`` before the first reset; past the
+        last round, :meth:`_step_past_the_end`): the actions checked, then :meth:`_step`."""
         core = self._core
-        R = self.num_envs
         if core.t is None:
             raise gymnasium.error.ResetNeeded("call reset() before step()")
         if self._needs_reset:
-            return self._step_past_the_end(_past_horizon(core.horizon))
-        a = check_actions(actions, R, core.n_arms)
+            return self._step_past_the_end(self._past_the_end())
+        return self._step(check_actions(actions, self.num_envs, core.n_arms))
+
+    def _step(self, a: np.ndarray):
+        """The step on checked actions ``a`` (R,)."""
+        core = self._core
+        R = self.num_envs
         obs, rewards, means, opt, regret = core.step(a)
         t = core.t
         mask = self._mask

@@ -43,7 +43,6 @@ from dpbandits.envs._core import (
     BanditEnvBase,
     BanditVectorEnvBase,
     check_action,
-    check_actions,
     check_normalization,
     normalize_rows,
 )
@@ -268,16 +267,14 @@ class ReplayBanditVectorEnv(BanditVectorEnvBase):
         self._setup(ReplayCore(cfg, R), cfg.obs_low, cfg.obs_high, autoreset_mode,
                     render_mode)
 
-    def step(self, actions):
+    def _past_the_end(self) -> Exception:
+        return gymnasium.error.ResetNeeded(
+            f"step() called after the pass over the log ended ({self._core.n_events} logged "
+            "rounds); call reset()")
+
+    def _step(self, a: np.ndarray):
         core = self._core
         R = self.num_envs
-        if core.t is None:
-            raise gymnasium.error.ResetNeeded("call reset() before step()")
-        if self._needs_reset:
-            return self._step_past_the_end(gymnasium.error.ResetNeeded(
-                f"step() called after the pass over the log ended ({core.n_events} logged "
-                "rounds); call reset()"))
-        a = check_actions(actions, R, core.n_arms)
         obs, rewards, hit, logged = core.step(a)
         mask = self._mask
         info = {"accepted": hit, "_accepted": mask, "logged_action": logged,

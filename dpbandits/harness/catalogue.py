@@ -20,8 +20,8 @@ from dpbandits._docparams import constructor_parameters, parameter_docs, plain_t
 from dpbandits.envs import DESCRIPTIONS
 from dpbandits.envs._datasets import SHAPES
 from dpbandits.envs.classification import ClassificationBanditVectorEnv
-from dpbandits.harness.listing import CATALOGUE_FILE
-from dpbandits.harness.listing import short as _short
+from dpbandits.harness._rows import CATALOGUE_FILE
+from dpbandits.harness._rows import short as _short
 
 #: one-line descriptions of the built-in agents (plugins: the first sentence of the docstring)
 AGENT_SUMMARIES = {

@@ -23,7 +23,7 @@ from dpbandits._validation import check_int
 from dpbandits.agents.base import Agent, make_agent
 from dpbandits.envs._core import BanditVectorEnvBase
 from dpbandits.envs.replay import ReplayBanditVectorEnv
-from dpbandits.harness.faults import blame_agent
+from dpbandits.harness.faults import blame_agent, blamed
 from dpbandits.harness.memory import PeakRSS
 from dpbandits.harness.replay_loop import replay_rounds
 from dpbandits.harness.results import SimulationResult
@@ -218,11 +218,8 @@ def simulate(env, agent, *, horizon: int | None = None, n_reps: int = 1, seed: i
                 next_contexts, rewards, _, _, info = venv.step(arms)
                 update = ag.update
                 pseudo_regret = info["pseudo_regret"]
-            try:
+            with blamed(ag, name, "update", t, horizon):
                 update(contexts, arms, rewards)
-            except Exception as exc:
-                blame_agent(ag, name, "update", t, horizon, exc)
-                raise
             regret[t] = pseudo_regret
             arms_hist[t] = arms
             rewards_hist[t] = rewards

@@ -17,12 +17,13 @@ import time
 from abc import abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Self, cast
+from typing import Any, Self
 
 import dp_accounting
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dpbandits._docs import raises_parameter_errors
 from dpbandits._params import Parameterized
 from dpbandits._validation import (
     check_delta,
@@ -31,12 +32,18 @@ from dpbandits._validation import (
     check_int,
     check_nonnegative,
 )
-from dpbandits.geometry import clip_to_norm
-from dpbandits.losses import LossLike, make_loss
+from dpbandits.losses import LossLike
+from dpbandits.optim.gradients import (
+    CHUNK_ENTRIES,
+    clipped_gradient_sum,
+    clipped_gradients,
+    resolve_loss,
+)
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 from dpbandits.privacy.plan import NoisePlan
 
 __all__ = [
+    "CHUNK_ENTRIES",
     "BatchOptimizer",
     "BatchResult",
     "IterateHistory",
@@ -50,19 +57,10 @@ __all__ = [
     "resolve_loss",
 ]
 
-# Max float64 entries of a temporary per-sample gradient block (R, chunk, d).
-CHUNK_ENTRIES = 1 << 21
-
-
+@raises_parameter_errors
 class Optimizer(Parameterized):
     """A private optimizer: parameters (scikit-learn rule), ``privacy`` and ``ledger``.
 
-    Raises
-    ------
-    ValueError
-        A parameter out of its range; the message names it, its value and what is allowed.
-    TypeError
-        A parameter of the wrong type.
     """
 
     def _store_params(self, values: dict[str, Any]) -> None:
@@ -191,61 +189,6 @@ def check_scale(name: str, value: float) -> float:
 def check_clip(value: float, name: str = "clip_norm") -> float:
     """A clipping bound: :func:`check_scale`."""
     return check_scale(name, value)
-
-
-def resolve_loss(loss: str | LossLike, *, names: bool = True) -> LossLike:
-    """A loss object with ``value`` and ``gradient`` methods (:mod:`dpbandits.losses`); with
-    ``names`` a loss name (``"squared"``, ``"logistic"``, ``"huber"``) is also accepted."""
-    if names and isinstance(loss, str):
-        return make_loss(loss)
-    if callable(getattr(loss, "gradient", None)) and callable(getattr(loss, "value", None)):
-        return cast(LossLike, loss)  # it has both methods (a str has neither)
-    raise TypeError(
-        "loss must " + ("be a loss name ('squared', 'logistic', 'huber') or " if names else "")
-        + "provide value(theta, X, y) and gradient(theta, X, y) methods (see "
-        f"dpbandits.losses), got {type(loss).__name__}"
-    )
-
-
-# --------------------------------------------------------------------------------------------
-# Per-sample gradient clipping
-# --------------------------------------------------------------------------------------------
-
-
-def clipped_gradients(loss: LossLike, theta: np.ndarray, X: np.ndarray, y: np.ndarray, q: float,
-                      bound: float) -> tuple[np.ndarray, np.ndarray]:
-    """Per-sample gradients ``loss.gradient(theta, X, y)`` (broadcast shape ``(..., d)``)
-    clipped to ``||g||_q <= bound`` (:func:`dpbandits.geometry.clip_to_norm`), and the mask
-    of the clipped ones. Every generic per-sample gradient of the batch methods goes through
-    here; :class:`~dpbandits.optim.batch.oracle.GradientOracle` has a fast path for
-    linear-predictor losses. A gradient that is not finite (finite data near the float
-    maximum) contributes zero and is counted as clipped: raising would make the run's outcome
-    depend on one sample."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        g = loss.gradient(theta, X, y)
-    lost = ~np.isfinite(g).all(axis=-1)  # finite data whose gradient overflows (~1e308)
-    if np.any(lost):  # no gradient to clip: zero is within the bound, and it is counted
-        g = np.where(lost[..., None], 0.0, g)
-    clipped, was = clip_to_norm(g, q, bound)
-    return clipped, was | lost
-
-
-def clipped_gradient_sum(loss: LossLike, theta: np.ndarray, X: np.ndarray, y: np.ndarray, q: float,
-                         bound: float) -> tuple[np.ndarray, np.ndarray]:
-    """Sum over the samples (axis -2 of ``X``) of clipped per-sample gradients at ``theta
-    (R, d)``, in blocks of at most ``CHUNK_ENTRIES`` values: ``(R, d)`` and the clip counts
-    ``(R,)``. ``X`` is ``(k, d)`` or ``(Rx, k, d)`` (``Rx`` 1 or ``R``), ``y`` likewise."""
-    R, d = theta.shape
-    k = X.shape[-2]
-    step = max(1, CHUNK_ENTRIES // max(1, R * d))
-    total = np.zeros((R, d))
-    counts = np.zeros(R, dtype=np.int64)
-    for s in range(0, k, step):
-        g, was = clipped_gradients(loss, theta[:, None, :], X[..., s:s + step, :],
-                                   y[..., s:s + step], q, bound)
-        total += g.sum(axis=1)
-        counts += was.sum(axis=1)
-    return total, counts
 
 
 # --------------------------------------------------------------------------------------------

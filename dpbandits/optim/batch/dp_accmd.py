@@ -41,6 +41,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dpbandits._docs import privacy_target_parameters
 from dpbandits._validation import check_array, check_choice
 from dpbandits.geometry import project_l1_ball, project_l2_ball
 from dpbandits.losses import LossLike
@@ -131,6 +132,7 @@ def l1_squared_prox(x: ArrayLike, g: ArrayLike, beta: float, radius: float) -> n
     return out
 
 
+@privacy_target_parameters
 class DPAccMD(FullGradientGaussian):
     """DP-AccMD (Algorithm 3, Wang, Ye & Xu 2017), private reading (noisy gradient in both steps).
 
@@ -139,10 +141,6 @@ class DPAccMD(FullGradientGaussian):
 
     Parameters
     ----------
-    epsilon : float
-        Target epsilon > 0 of the whole run; ``inf``: no noise.
-    delta : float or None
-        Target delta in (0, 1) (may be None only when ``epsilon = inf``).
     n_iters : int, default 50
         Number of steps ``T`` >= 1.
     geometry : {"l1", "l2"}, default "l1"

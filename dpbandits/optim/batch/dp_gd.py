@@ -27,6 +27,7 @@ import dp_accounting
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dpbandits._docs import privacy_target_parameters
 from dpbandits._validation import check_choice, check_int, check_positive
 from dpbandits.losses import LossLike
 from dpbandits.optim.base import (
@@ -115,6 +116,7 @@ class FullGradientGaussian(PrivateBatchOptimizer):
         return self.plan_for(n).scales["sigma"]
 
 
+@privacy_target_parameters
 class DPGD(FullGradientGaussian):
     """DP-GD (Algorithm 4, Wang, Ye & Xu 2017).
 
@@ -124,10 +126,6 @@ class DPGD(FullGradientGaussian):
 
     Parameters
     ----------
-    epsilon : float
-        Target epsilon > 0 of the whole run; ``inf``: no noise.
-    delta : float or None
-        Target delta in (0, 1) (may be None only when ``epsilon = inf``).
     n_iters : int, default 100
         Number of gradient steps ``T`` >= 1.
     step_size : float or None, default None

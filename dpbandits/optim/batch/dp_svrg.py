@@ -42,6 +42,7 @@ import dp_accounting
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dpbandits._docs import privacy_target_parameters
 from dpbandits._validation import check_int, check_positive
 from dpbandits.losses import LossLike
 from dpbandits.optim.base import (
@@ -101,15 +102,12 @@ def svrg_theory_parameters(smoothness: float, strong_convexity: float,
     return eta, m, svrg_contraction(eta, m, L, mu)
 
 
+@privacy_target_parameters
 class _VarianceReduced(PrivateBatchOptimizer):
     """Shared implementation of DP-SVRG / DP-SVRG++.
 
     Parameters
     ----------
-    epsilon : float
-        Target epsilon > 0 of the whole run; ``inf``: no noise.
-    delta : float or None
-        Target delta in (0, 1) (may be None only when ``epsilon = inf``).
     n_epochs : int, default 10
         Number of epochs ``T`` >= 1.
     clip_norm : float, default 1.0

@@ -22,8 +22,8 @@ from numpy.typing import ArrayLike
 from dpbandits._validation import check_array, check_choice, check_nonnegative
 from dpbandits.geometry import clipped_coefficients, gradient_rows
 from dpbandits.losses import Loss, LossLike
-from dpbandits.optim.base import clipped_gradient_sum, clipped_gradients
 from dpbandits.optim.batch.data import Data
+from dpbandits.optim.gradients import clipped_gradient_sum, clipped_gradients
 
 __all__ = ["GradientOracle", "Regularizer", "Snapshot", "objective"]
 
