@@ -16,6 +16,7 @@ declared in the file; ``--param LABEL.KEY=VALUE`` overrides their parameters).
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import tomllib
 import traceback
@@ -313,6 +314,42 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value}")
     return value
 
+class _Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors are one line, like every other user error:
+    ``dpbandits COMMAND: error: MESSAGE (see dpbandits COMMAND --help)``, exit status 2; an
+    unknown flag gets the closest known one (did you mean)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        message = " ".join(message.split())
+        if message.startswith("unrecognized arguments:"):
+            message = self._unrecognized(message.split(":", 1)[1].split())
+        match = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+        if match:
+            import difflib
+
+            choices = re.findall(r"'([^']*)'", match.group(2))
+            close = difflib.get_close_matches(match.group(1), choices, n=1, cutoff=0.6)
+            if close:
+                message += f" (did you mean {close[0]!r}?)"
+        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+    def _unrecognized(self, extra: list[str]) -> str:
+        import difflib
+
+        known = [o for action in self._actions for o in action.option_strings]
+        flags = [w for w in extra if w.startswith("-")]
+        if not flags:
+            return f"unexpected argument(s) {' '.join(extra)!r}"
+        parts = []
+        for flag in flags:
+            name = flag.split("=", 1)[0]
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            parts.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        return (f"unknown option {', '.join(parts)}; options: "
+                f"{', '.join(o for o in known if o.startswith('--'))}")
+
+
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows defaults, but not the ``(default: None)`` of flags that have none."""
 
@@ -345,7 +382,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="TOML configuration file (flags override it)")
     p.add_argument("--env", help="registered environment id (see dpbandits list)")
     p.add_argument("--agent", action="append", metavar="[LABEL=]NAME",
-                   help="agent name, optionally labelled (repeat for several)")
+                   help="agent name, optionally labelled; run takes one, compare several (repeat "
+                   "--agent)")
     p.add_argument("--param", action="append", metavar="[LABEL.]KEY=VALUE",
                    help="agent parameter as a TOML literal; without LABEL, for every agent")
     p.add_argument("--env-param", action="append", metavar="KEY=VALUE",
@@ -360,7 +398,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="dpbandits", description="Differentially private contextual bandits.",
         formatter_class=_Formatter)
     parser.add_argument("--debug", action="store_true",
@@ -433,7 +471,11 @@ def main(argv: list[str] | None = None) -> int:
 
         return audit_main(argv[1:], prog="dpbandits audit")
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # the subcommand's parser names the stray flag, with its own options
+        commands = next(a for a in parser._actions
+                        if isinstance(a, argparse._SubParsersAction)).choices
+        commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     _State.validated, _State.out, _State.resumable = False, None, False
     _State.kept = "finished cells are kept in {out} and the same command resumes"
     shown = warnings.showwarning
