@@ -233,7 +233,7 @@ def _cmd_sweep(args) -> int:
     from dpbandits.harness.config import ConfigError, check_agents, fingerprint, load_config
     from dpbandits.harness.outdir import prepare_out_dir
     from dpbandits.harness.report import format_summary, privacy_notes
-    from dpbandits.harness.sweep import SweepSpec, sweep, write_sweep_results
+    from dpbandits.harness.sweep import SweepSpec, cells_done, sweep, write_sweep_results
     from dpbandits.plugins import load_plugins
 
     load_plugins(args.plugin)
@@ -246,14 +246,26 @@ def _cmd_sweep(args) -> int:
                      seeds=cfg.get("seeds", [cfg.get("seed", 0)]),
                      n_reps=cfg.get("n_reps", 10), env_params=cfg.get("env_params", {}),
                      env_grid=cfg.get("env_grid", {}), record_every=cfg.get("record_every", 1))
-    spec.cells()  # validates sizes and seeds
+    n_cells = len(spec.cells())  # validates sizes and seeds
     out = prepare_out_dir(args.out or cfg.get("out", "results/sweep"), command="sweep",
                           fingerprint=fingerprint(cfg), overwrite=args.overwrite,
                           resumable=True)
     _State.out, _State.validated, _State.resumable = out, True, True
+    done = cells_done(spec, out)
+    if done and not args.quiet:
+        print(f"dpbandits sweep: resuming: {done} of {n_cells} cells done in {out}",
+              file=sys.stderr)
+    on_done = None
+    if not args.quiet and not sys.stderr.isatty():  # no bar: one line per finished cell
+        def on_done(cell, count=[done]):  # noqa: B006 - the running count of finished cells
+            count[0] += 1
+            params = ", ".join(f"{k}={v}" for k, v in (*cell.agent_params, *cell.env_params))
+            print(f"dpbandits sweep: cell {count[0]} of {n_cells} done: {cell.label}"
+                  f"{f' ({params})' if params else ''}, seed {cell.seed}",
+                  file=sys.stderr, flush=True)
     frame = sweep(spec, out, n_jobs=args.jobs or cfg.get("n_jobs", 1),
                   scheduler=args.scheduler or cfg.get("scheduler"), progress=_progress(args),
-                  plugins=plugins)
+                  plugins=plugins, on_done=on_done)
     summary = write_sweep_results(spec, frame, out, {"command": "sweep", "config": cfg},
                                   csv=args.csv)
     print(format_summary(summary))
@@ -365,7 +377,8 @@ def _add_output(p: argparse.ArgumentParser, *, plots: bool = True) -> None:
                    help="replace the results already in --out")
     p.add_argument("--csv", action="store_true", help="also write the frame as CSV")
     p.add_argument("--quiet", action="store_true",
-                   help="no progress bars (they only show on a terminal anyway)")
+                   help="no progress (a bar on a terminal; sweep prints one line per finished "
+                   "cell elsewhere)")
     p.add_argument("--plugin", action="append", metavar="PATH_OR_MODULE",
                    help="import a module or .py file that registers agents/envs (repeatable)")
     if plots:
