@@ -216,7 +216,8 @@ class CsvTable:
 
 def run_grid(cells: Sequence, compute: Callable[[Any], Any], store: Store, *, n_jobs: int = 1,
              scheduler: str | Client | None = None, setup: Callable[[], None] | None = None,
-             progress: bool = False, desc: str = "cells") -> list[pd.DataFrame | None]:
+             progress: bool = False, desc: str = "cells",
+             on_done: Callable[[str], None] | None = None) -> list[pd.DataFrame | None]:
     """Compute every cell of ``cells`` whose ``key`` is not done in ``store``; return every
     cell's stored frame in grid order (``None`` for a cell ``compute`` skipped).
 
@@ -226,7 +227,8 @@ def run_grid(cells: Sequence, compute: Callable[[Any], Any], store: Store, *, n_
     plugins); ``compute`` and ``setup`` must be picklable to run on workers. A local worker
     dies with its parent process: at once on Linux (the kernel's parent-death signal), within
     half a second elsewhere, and a worker orphaned while it was still starting up exits
-    before it computes anything (see :func:`follow_parent`).
+    before it computes anything (see :func:`follow_parent`). ``on_done(key)``, if given, is
+    called in this process as each cell is stored (e.g. a progress line where no bar shows).
     """
     if getattr(store, "single_writer", False) and (scheduler is not None or n_jobs != 1):
         raise ValueError(f"{type(store).__name__} takes one writer: run with n_jobs=1 and "
@@ -236,12 +238,15 @@ def run_grid(cells: Sequence, compute: Callable[[Any], Any], store: Store, *, n_
         from joblib import effective_n_jobs
 
         if scheduler is not None or effective_n_jobs(n_jobs) != 1:
-            _run_parallel(todo, compute, store, setup, n_jobs, scheduler, progress, desc)
+            _run_parallel(todo, compute, store, setup, n_jobs, scheduler, progress, desc,
+                          on_done)
         else:
             from tqdm.auto import tqdm
 
             for cell in tqdm(todo, disable=not progress, desc=desc):
-                _compute_and_store(cell, compute, store, setup, None)
+                key = _compute_and_store(cell, compute, store, setup, None)
+                if on_done is not None:
+                    on_done(key)
     return [store.load(c.key) if store.done(c.key) else None for c in cells]
 
 
@@ -258,7 +263,8 @@ def _compute_and_store(cell, compute, store, setup, parent_pid: int | None) -> s
     return cell.key
 
 
-def _run_parallel(todo, compute, store, setup, n_jobs, scheduler, progress, desc) -> None:
+def _run_parallel(todo, compute, store, setup, n_jobs, scheduler, progress, desc,
+                  on_done=None) -> None:
     from joblib import Parallel, delayed, parallel_config
     from tqdm.auto import tqdm
 
@@ -268,8 +274,9 @@ def _run_parallel(todo, compute, store, setup, n_jobs, scheduler, progress, desc
     jobs = (delayed(_compute_and_store)(c, compute, store, setup, parent) for c in todo)
 
     def consume(results) -> None:
-        for _ in tqdm(results, total=len(todo), disable=not progress, desc=desc):
-            pass
+        for key in tqdm(results, total=len(todo), disable=not progress, desc=desc):
+            if on_done is not None:
+                on_done(key)
 
     if parent is not None:
         # Each loky worker follows this process from its start (the initializer), not from

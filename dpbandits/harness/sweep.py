@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -160,7 +160,8 @@ def _load_plugins(plugins: tuple) -> None:
 
 def sweep(spec: SweepSpec, out_dir: str | os.PathLike[str], *, n_jobs: int = 1,
           scheduler: str | Client | None = None, progress: bool = True,
-          plugins: Sequence[str] = (), _fail_on: str | None = None) -> pd.DataFrame:
+          plugins: Sequence[str] = (), _fail_on: str | None = None,
+          on_done: Callable[[Cell], None] | None = None) -> pd.DataFrame:
     """Run every missing cell of ``spec`` and return the frame of all cells.
 
     Cells already present in ``out_dir/cells`` are skipped, so an interrupted sweep resumes
@@ -180,6 +181,8 @@ def sweep(spec: SweepSpec, out_dir: str | os.PathLike[str], *, n_jobs: int = 1,
         A progress bar over cells.
     plugins : sequence of str, default ()
         Module names or ``.py`` paths every worker imports before its first cell.
+    on_done : callable or None, default None
+        Called with each cell computed now, in this process, as it is stored.
 
     Returns
     -------
@@ -200,10 +203,18 @@ def sweep(spec: SweepSpec, out_dir: str | os.PathLike[str], *, n_jobs: int = 1,
     frames = run_grid(cells, partial(_run_cell_stored, fail_on=_fail_on), store,
                       n_jobs=n_jobs, scheduler=scheduler,
                       setup=partial(_load_plugins, tuple(str(p) for p in plugins)),
-                      progress=progress, desc="sweep cells")
+                      progress=progress, desc="sweep cells",
+                      on_done=None if on_done is None else
+                      (lambda key: on_done(next(c for c in cells if c.cell_id == key))))
     import pandas as pd
 
     return pd.concat(frames, ignore_index=True)
+
+
+def cells_done(spec: SweepSpec, out_dir: str | os.PathLike[str]) -> int:
+    """How many cells of ``spec`` are already stored in ``out_dir`` (a re-run skips them)."""
+    store = CellFiles(Path(out_dir) / "cells")
+    return sum(store.done(c.key) for c in spec.cells())
 
 
 def cell_privacy_records(spec: SweepSpec, out_dir: str | os.PathLike[str]) -> list[dict]:
