@@ -131,3 +131,13 @@ def test_noisy_sfw_difference_clip_holds_exactly(q):
         for row in out[r]:
             s, power = _exact_lq(row, q)
             assert s <= Fraction(bound[r]) ** power
+
+
+@pytest.mark.parametrize("name", ["context_bound", "reward_bound", "radius"])
+def test_dp_hdb_refuses_extreme_bounds_under_its_own_names(name):
+    """DP-HDB's arms (DP-POFW) refuse them as x_bound / y_bound; DP-HDB names its own."""
+    from dpbandits.agents import make_agent
+
+    for value in (5e-324, 3e-162, 1e160):
+        with pytest.raises(ValueError, match=rf"^{name} must be in \[1e-75, 1e\+75\]"):
+            make_agent("dp-hdb", n_arms=2, dim=4, horizon=200, **{name: value})

@@ -45,7 +45,13 @@ import numpy as np
 
 from dpbandits._backends import compiled, kernels, use_parallel
 from dpbandits._memo import IdentityMemo
-from dpbandits._validation import check_choice, check_int, check_positive, check_real
+from dpbandits._validation import (
+    check_bound,
+    check_choice,
+    check_int,
+    check_positive,
+    check_real,
+)
 from dpbandits.agents.base import PrivateAgent, register_agent
 from dpbandits.optim.streaming.dp_pofw import LINK_CODES, ArmSteps
 from dpbandits.privacy.guarantee import PrivacyGuarantee
@@ -199,10 +205,12 @@ class DPHDB(PrivateAgent):
             raise ValueError(f"t0 * n_arms must be < horizon: t0={self._t0}, n_arms={n_arms}, "
                              f"horizon={horizon} (forced sampling would fill the horizon)")
         check_real("h_sub", h_sub, low=0.0)
-        check_positive("radius", radius)
+        # the arms' DP-POFW would refuse them too, but under its own names (x_bound, y_bound)
+        bound = check_bound if self._private else check_positive
+        bound("radius", radius)
         check_choice("link", link, set(LINK_LOSS))
-        check_positive("context_bound", context_bound)
-        check_positive("reward_bound", reward_bound)
+        bound("context_bound", context_bound)
+        bound("reward_bound", reward_bound)
         check_calibration(calibration, ("theorem", "accountant"), "DPHDB")
         check_choice("optimizer", optimizer, OPTIMIZERS)
         if optimizer_params is not None and not isinstance(optimizer_params, dict):
