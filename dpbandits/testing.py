@@ -103,10 +103,16 @@ def check_privacy(component: Agent | Optimizer) -> None:
     if not math.isfinite(privacy.epsilon) or not privacy.certified:
         return
     cert = certified_guarantee(component)
-    if cert is None or cert["epsilon"] is None:
+    if cert is None:
         return  # no ledger (a closed-form theorem): nothing to recompute
-    _require(cert["epsilon"] <= privacy.epsilon * (1 + CERTIFY_RTOL), component,
-             f"the ledger certifies epsilon={cert['epsilon']:.6g} at delta={privacy.delta:g}, "
+    eps = cert["epsilon"]
+    _require(eps is not None, component,
+             f"its ledger cannot be recomputed ({cert['basis']}): a certified claim must rest "
+             "on a ledger the accountant certifies")
+    _require(isinstance(eps, float) and not math.isnan(eps) and eps >= 0.0, component,
+             f"the ledger's certified epsilon is {eps!r}: it must be a number >= 0")
+    _require(eps <= privacy.epsilon * (1 + CERTIFY_RTOL), component,
+             f"the ledger certifies epsilon={eps:.6g} at delta={privacy.delta:g}, "
              f"above the claimed epsilon={privacy.epsilon:.6g}")
 
 
