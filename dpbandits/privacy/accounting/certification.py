@@ -136,8 +136,8 @@ def _recompute(ledger: Any, delta: float) -> Certificate:
     return Certificate(None, delta, "not recomputable: " + "; ".join(errors))
 
 
-#: (sha1 of the ledger's repr, delta) -> its certificate
-_CACHE: dict[tuple[str, float], Certificate] = {}
+#: (sha1 of the ledger's repr, delta, replace-one sampling) -> its certificate
+_CACHE: dict[tuple[str, float, bool], Certificate] = {}
 #: ledger object -> sha1 of its repr (events are immutable; a DP-HDB ledger holds ~10^4
 #: events, a few MB, so at most 16 are kept)
 _DIGESTS = IdentityMemo(16)
