@@ -141,3 +141,13 @@ def test_dp_hdb_refuses_extreme_bounds_under_its_own_names(name):
     for value in (5e-324, 3e-162, 1e160):
         with pytest.raises(ValueError, match=rf"^{name} must be in \[1e-75, 1e\+75\]"):
             make_agent("dp-hdb", n_arms=2, dim=4, horizon=200, **{name: value})
+
+
+@pytest.mark.parametrize("agent", ["dp-moment-ls", "dp-screened-ls"])
+@pytest.mark.parametrize("name", ["clip_screen", "clip_fit"])
+def test_screened_agents_refuse_clips_whose_scale_underflows(agent, name):
+    """The fuzzer found non-finite contributions at clip_screen / clip_fit = 5e-324."""
+    from dpbandits.agents import make_agent
+
+    with pytest.raises(ValueError, match=rf"^{name} must be"):
+        make_agent(agent, n_arms=2, dim=5, horizon=200, **{name: 5e-324})

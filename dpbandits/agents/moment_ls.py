@@ -294,10 +294,11 @@ class MomentLS(FitRelease, PrivateAgent):
         self._kappa = check_real("intercept", intercept, low=0.0, high=1e6) * math.sqrt(dim)
         self._D = dim + (self._kappa > 0)
         self._p = self._s + self._r + (self._kappa > 0)
-        self._y_screen = check_real("clip_screen", clip_screen, low=0.0, high=1e6,
-                                    low_open=True) / math.sqrt(self._D)
-        self._y_fit = check_real("clip_fit", clip_fit, low=0.0, high=1e6,
-                                 low_open=True) / math.sqrt(self._p)
+        # below 1e-75 the clipped terms' scale underflows (issue 34 item 7: the fuzzer found
+        # non-finite contributions at 5e-324)
+        self._y_screen = check_real("clip_screen", clip_screen, low=1e-75,
+                                    high=1e6) / math.sqrt(self._D)
+        self._y_fit = check_real("clip_fit", clip_fit, low=1e-75, high=1e6) / math.sqrt(self._p)
         self._mshare = check_real("moment_share", moment_share, low=0.0, high=1.0,
                                   low_open=True, high_open=True)
         self._gshare = check_real("gram_share", gram_share, low=0.0, high=1.0, low_open=True,

@@ -302,8 +302,11 @@ class ScreenedLS(FitRelease, PrivateAgent):
                     else check_int("first_episode", first_episode, low=1))
         self._s = (min(dim, 16) if screen_size is None
                    else check_int("screen_size", screen_size, low=1, high=dim))
-        self._y_screen = check_positive("clip_screen", clip_screen) / math.sqrt(dim)
-        self._y_fit = check_positive("clip_fit", clip_fit) / math.sqrt(self._s)
+        # below 1e-75 the clipped terms' scale underflows (issue 34 item 7: the fuzzer found
+        # non-finite contributions at 5e-324); too large a level is refused by
+        # _check_finite_noise below, with the largest level these settings allow
+        self._y_screen = check_real("clip_screen", clip_screen, low=1e-75) / math.sqrt(dim)
+        self._y_fit = check_real("clip_fit", clip_fit, low=1e-75) / math.sqrt(self._s)
         self._share = check_real("gram_share", gram_share, low=0.0, high=1.0, low_open=True,
                                  high_open=True)
         self._tau = check_real("threshold", threshold, low=0.0)
