@@ -200,7 +200,7 @@ def drawn(monkeypatch):
     """The figures the harness saves, kept open: [(path, figure)]."""
     from dpbandits.harness import plots
 
-    figures = []
+    figures, close = [], plots.plt.close
     original = plots._save
 
     def keep(fig, path, svg):
@@ -211,10 +211,8 @@ def drawn(monkeypatch):
     monkeypatch.setattr(plots, "_save", keep)
     monkeypatch.setattr(plots.plt, "close", lambda fig=None: None)
     yield figures
-    import matplotlib.pyplot as plt
-
     for _, fig in figures:
-        plt.close(fig)
+        close(fig)
 
 
 def test_compare_plots_name_environment_horizon_and_replications(tmp_path, drawn):

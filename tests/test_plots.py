@@ -224,7 +224,7 @@ def test_legend_lies_inside_an_image_saved_with_plain_savefig(tmp_path, draw):
 
 def test_the_package_own_figures_keep_their_legends_without_bbox_inches(tmp_path,
                                                                       monkeypatch):
-    saved = []
+    saved, close = [], plt.close
     monkeypatch.setattr(plots.plt, "close", lambda fig=None: saved.append(fig))
     seven = pd.concat([_frame().assign(agent=lambda f, i=i: f["agent"] + f" {i}")
                        for i in range(4)], ignore_index=True)
@@ -238,7 +238,7 @@ def test_the_package_own_figures_keep_their_legends_without_bbox_inches(tmp_path
             assert _inside(fig, ax.get_legend()), ax.get_legend().get_window_extent()
             ax_box = ax.get_window_extent()
             assert ax.get_legend().get_window_extent().y1 <= ax_box.y0  # covers no curve
-        plt.close(fig)
+        close(fig)
     assert "horizon T = 20" in saved[-1].get_suptitle()
 
 
