@@ -22,6 +22,7 @@ import tomllib
 import traceback
 import warnings
 from pathlib import Path
+from typing import NoReturn
 
 from dpbandits.errors import UserError
 
@@ -335,7 +336,7 @@ class _Parser(argparse.ArgumentParser):
     ``dpbandits COMMAND: error: MESSAGE (see dpbandits COMMAND --help)``, exit status 2; an
     unknown flag gets the closest known one (did you mean)."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
         message = " ".join(message.split())
         if message.startswith("unrecognized arguments:"):
             message = self._unrecognized(message.split(":", 1)[1].split())

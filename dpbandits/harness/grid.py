@@ -62,8 +62,17 @@ def product(grid: Mapping[str, Sequence] | None) -> list[dict]:
 
 @dataclass(frozen=True)
 class GridCell:
-    """One cell: ``params`` (a dict of parameters) and a ``seed``; stored under ``name`` if
-    given, else under the digest of ``{**params, "seed": seed}``."""
+    """One cell of a grid.
+
+    Parameters
+    ----------
+    params : mapping, default {}
+        The cell's parameters.
+    seed : int, default 0
+        The cell's seed.
+    name : str or None, default None
+        Key the cell is stored under; None means the digest of ``{**params, "seed": seed}``.
+    """
 
     params: Mapping[str, Any] = field(default_factory=dict)
     seed: int = 0
@@ -117,6 +126,13 @@ class CellFiles:
     first, its record if ``compute`` returned one. Every file is written atomically
     (temporary file + rename), so a killed run never leaves a partial file that reads as
     finished; workers on other processes (or machines sharing the directory) write directly.
+
+    Parameters
+    ----------
+    directory : str or Path
+        Folder of the cells' files.
+    suffix : {".parquet", ".csv"}, default ".parquet"
+        Format of the frames.
     """
 
     def __init__(self, directory: str | os.PathLike[str], suffix: str = ".parquet") -> None:
@@ -155,7 +171,15 @@ class CsvTable:
     """The rows of every finished cell in one CSV file (``path``, rewritten atomically after
     each cell). A cell's key is its values of ``key_columns`` joined by ``|``, each as
     ``str`` gives it for the values pandas reads back; a cell is finished when rows with its
-    key exist. Only the process running the grid writes: use it with ``n_jobs=1``."""
+    key exist. Only the process running the grid writes: use it with ``n_jobs=1``.
+
+    Parameters
+    ----------
+    path : str or Path
+        The CSV file (read if it exists).
+    key_columns : sequence of str
+        The columns whose values identify a cell.
+    """
 
     single_writer = True
 
