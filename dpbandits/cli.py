@@ -204,10 +204,13 @@ def _plot_compare(results, out: Path, args, record_every: int = 1) -> None:
         plot_regret_curves,
         plot_reward_curves,
         privacy_label,
+        run_title,
         thinned_frame,
     )
 
     labels = {k: f"{k} — {privacy_label(r.privacy, r.certified)}" for k, r in results.items()}
+    first = next(iter(results.values()))
+    title = run_title(first.config.get("env", "?"), first.horizon)
     # each plot draws at most MAX_POINTS rounds, always the last: the frame of those rounds
     # is built from the results' arrays (the rows thin_rounds keeps of the whole frame), so
     # the plots need not wait for it; the box plot reads the last round's rows
@@ -215,15 +218,16 @@ def _plot_compare(results, out: Path, args, record_every: int = 1) -> None:
     frame = thinned_frame(list(results.values()), record_every, log=args.log and regret)
     if not regret:  # replay of logged data: reward, no oracle
         plot_reward_curves(frame, out / "reward", svg=args.svg, band=args.band, labels=labels,
-                           reference=next(iter(results.values())).reference_reward)
+                           reference=first.reference_reward, title=title)
         plot_final_regret_distribution(frame, out / "final_reward", svg=args.svg,
-                                       labels=labels)
+                                       labels=labels, title=title)
         return
     floor = next((k for k, r in results.items() if r.config.get("agent_name") == "random"),
                  None)
     plot_regret_curves(frame, out / "regret", svg=args.svg, log=args.log, band=args.band,
-                       labels=labels, floor=floor)
-    plot_final_regret_distribution(frame, out / "final_regret", svg=args.svg, labels=labels)
+                       labels=labels, floor=floor, title=title)
+    plot_final_regret_distribution(frame, out / "final_regret", svg=args.svg, labels=labels,
+                                   title=title)
 
 
 def _cmd_run(args) -> int:

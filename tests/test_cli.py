@@ -136,3 +136,103 @@ def test_help_loads_neither_the_harness_nor_the_accountant(argv):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=HANG_CAP, check=True).stdout
     assert "usage:" in out and out.strip().endswith("LOADED []"), out[-300:]
+
+
+SWEEP_TOML = (
+    'env = "dpbandits/GLMBandit-v0"\nhorizon = 30\nn_reps = 2\nseeds = [0, 1]\n'
+    "record_every = 10\n[env_params]\nn_arms = 2\ndim = 6\nhorizon = 30\n"
+    '[agents.ucb]\nname = "dp-ucb"\ngrid = { epsilon = [1.0, 5.0] }\n'
+    '[agents.rand]\nname = "random"\n')
+
+
+def test_sweep_on_a_non_terminal_reports_each_cell_and_says_it_resumes(tmp_path, capsys):
+    # pytest's captured stderr is not a terminal: no bar, so one line per finished cell
+    cfg = tmp_path / "sweep.toml"
+    cfg.write_text(SWEEP_TOML)
+    out = tmp_path / "sw"
+    assert main(["sweep", str(cfg), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    done = [line for line in err.splitlines() if " done: " in line]
+    assert [line.split(" done")[0] for line in done] == [
+        f"dpbandits sweep: cell {i} of 6" for i in range(1, 7)]
+    assert "resuming" not in err
+    next(iter(sorted((out / "cells").glob("*.parquet")))).unlink()  # as if interrupted
+    assert main(["sweep", str(cfg), "--out", str(out)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == f"dpbandits sweep: resuming: 5 of 6 cells done in {out}"
+    assert [line.split(" done")[0] for line in err[1:]] == ["dpbandits sweep: cell 6 of 6"]
+
+
+@pytest.mark.parametrize("argv,needles", [
+    (["run", "--hoizon", "5"], ["'--hoizon'", "did you mean '--horizon'?"]),
+    (["compare", "--sed=3"], ["'--sed'", "did you mean '--seed'?"]),
+    (["rn"], ["invalid choice: 'rn'", "did you mean 'run'?"]),
+    (["run", "--band", "boot"], ["--band", "'boot'", "'se', 'bootstrap', 'none'",
+                                 "did you mean 'bootstrap'?"]),
+    (["sweep", "x.toml", "--jobs", "0"], ["--jobs", "must be an integer >= 1, got 0"]),
+    (["compare", "--reps", "x"], ["--reps", "invalid int value: 'x'"]),
+    (["list", "extra"], ["'extra'"]),
+])
+def test_usage_errors_are_one_line_naming_the_flag(capsys, argv, needles):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "usage:" not in err, err
+    assert err.startswith("dpbandits") and "error:" in err
+    for needle in needles:
+        assert needle in err, (needle, err)
+
+
+def test_help_says_run_takes_one_agent():
+    from dpbandits.cli import build_parser
+
+    commands = next(a for a in build_parser()._actions if hasattr(a, "choices")
+                    and isinstance(a.choices, dict)).choices
+    for name in ("run", "compare"):
+        agent = next(a for a in commands[name]._actions if "--agent" in a.option_strings)
+        assert "repeat for several" not in agent.help
+        assert "run takes one" in agent.help
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """The figures the harness saves, kept open: [(path, figure)]."""
+    from dpbandits.harness import plots
+
+    figures, close = [], plots.plt.close
+    original = plots._save
+
+    def keep(fig, path, svg):
+        written = original(fig, path, svg)
+        figures.append((path, fig))
+        return written
+
+    monkeypatch.setattr(plots, "_save", keep)
+    monkeypatch.setattr(plots.plt, "close", lambda fig=None: None)
+    yield figures
+    for _, fig in figures:
+        close(fig)
+
+
+def test_compare_plots_name_environment_horizon_and_replications(tmp_path, drawn):
+    assert main(["compare", "--env", "dpbandits/GLMBandit-v0", "--agent", "random",
+                 "--agent", "dp-ucb", "--reps", "3", "--out", str(tmp_path / "c"), "--quiet",
+                 *SMALL]) == 0
+    titles = {path.name: fig.axes[0].get_title() for path, fig in drawn}
+    assert set(titles) == {"regret", "final_regret"}
+    for title in titles.values():
+        assert "dpbandits/GLMBandit-v0" in title and "T = 40" in title
+        assert "3 replications" in title
+    box = dict((path.name, fig) for path, fig in drawn)["final_regret"].axes[0]
+    texts = [t.get_text() for t in box.get_legend().get_texts()]
+    assert texts == ["mean", "median"]
+    # the entry shows the mean marker the boxes carry (matplotlib's meanprops: a triangle)
+    marker = box.get_legend().legend_handles[0].get_marker()
+    assert marker == "^" and sum(line.get_marker() == "^" for line in box.lines) == 2
+
+
+def test_demo_summary_is_readable_text():
+    from dpbandits.harness.reproduce import format_timings
+
+    assert format_timings({"A+B": 61.04, "C": 3.25}) == "time per panel: A+B 61.0 s, C 3.2 s"

@@ -70,8 +70,8 @@ def test_band_polygons_span_the_analytic_interval_and_floor_is_grey_dashed():
         assert ys.max() == pytest.approx(s["high"].max())
         assert ys.min() == pytest.approx(s["low"].min())
     lines = {line.get_label(): line for line in ax.get_lines()}
-    assert set(lines) == {"good — non-private", "uniform random (floor)"}
-    floor = lines["uniform random (floor)"]
+    assert set(lines) == {"good — non-private", "uniform random (reference)"}
+    floor = lines["uniform random (reference)"]
     assert floor.get_linestyle() == "--" and floor.get_color() == plots._FLOOR_COLOUR
     assert lines["good — non-private"].get_color() != plots._FLOOR_COLOUR
     assert "95% CI" in ax.get_title() and "4 replications" in ax.get_title()
@@ -176,3 +176,73 @@ def test_the_legend_sits_outside_the_axes_and_inside_the_saved_image(tmp_path):
     assert not Bbox.intersection(legend, ax.get_window_extent())  # covers no curve
     assert not Bbox.intersection(legend, ax.xaxis.label.get_window_extent())
     plt.close(fig)
+
+
+def test_the_random_reference_is_drawn_above_every_band_and_curve():
+    fig, ax = plt.subplots()
+    plot_regret_curves(_frame(), ax=ax, floor="uniform random")
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    reference = lines.pop("uniform random (reference)")
+    assert all(reference.get_zorder() > c.get_zorder() for c in ax.collections)
+    assert all(reference.get_zorder() > line.get_zorder() for line in lines.values())
+    assert not any("floor" in label for label in lines)
+    plt.close(fig)
+
+
+def _inside(fig, artist) -> bool:
+    box = artist.get_window_extent(fig.canvas.get_renderer())
+    image = fig.bbox
+    return (box.x0 >= image.x0 - 0.5 and box.y0 >= image.y0 - 0.5
+            and box.x1 <= image.x1 + 0.5 and box.y1 <= image.y1 + 0.5)
+
+
+@pytest.mark.parametrize("draw", ["regret", "reward", "two axes"])
+def test_legend_lies_inside_an_image_saved_with_plain_savefig(tmp_path, draw):
+    # the gallery's way: the user's figure and axes, saved by savefig without bbox_inches
+    from matplotlib.image import imread
+
+    long = {a: f"{a} — claimed ε=1, δ=1e-04, NOT certified" for a in ("good", "uniform random")}
+    frame = _frame()
+    ncols = 2 if draw == "two axes" else 1
+    fig, axes = plt.subplots(1, ncols, figsize=(4.0 * ncols + 4, 4.0), squeeze=False)
+    for ax in axes[0]:
+        if draw == "reward":
+            replay = frame.rename(columns={"cum_regret": "cum_reward"}).assign(log_events=40)
+            plots.plot_reward_curves(replay, ax=ax, labels=long, reference=0.5)
+        else:
+            plot_regret_curves(frame, ax=ax, labels=long, floor="uniform random")
+    path = tmp_path / "plain.png"
+    fig.savefig(path, dpi=80)
+    height, width = imread(path).shape[:2]
+    assert (width, height) == (round(fig.get_figwidth() * 80), round(fig.get_figheight() * 80))
+    fig.set_dpi(80)
+    for ax in axes[0]:
+        assert _inside(fig, ax.get_legend()), ax.get_legend().get_window_extent()
+        assert _inside(fig, ax.xaxis.label)
+    plt.close(fig)
+
+
+def test_the_package_own_figures_keep_their_legends_without_bbox_inches(tmp_path,
+                                                                      monkeypatch):
+    saved, close = [], plt.close
+    monkeypatch.setattr(plots.plt, "close", lambda fig=None: saved.append(fig))
+    seven = pd.concat([_frame().assign(agent=lambda f, i=i: f["agent"] + f" {i}")
+                       for i in range(4)], ignore_index=True)
+    plot_regret_curves(seven, tmp_path / "r")
+    plot_final_regret_distribution(seven, tmp_path / "f")
+    frame = pd.concat([_frame().assign(contexts=c) for c in ("l1", "linf")], ignore_index=True)
+    plot_panel_a(frame, tmp_path / "a", title="dpbandits/Figure5.1-v0, horizon T = 20")
+    for fig in saved:
+        fig.canvas.draw()
+        for ax in fig.axes:
+            assert _inside(fig, ax.get_legend()), ax.get_legend().get_window_extent()
+            ax_box = ax.get_window_extent()
+            assert ax.get_legend().get_window_extent().y1 <= ax_box.y0  # covers no curve
+        close(fig)
+    assert "horizon T = 20" in saved[-1].get_suptitle()
+
+
+def test_run_title_names_environment_horizon_and_replications():
+    assert plots.run_title("dpbandits/Figure5.1-v0", 10_000, 10) == (
+        "dpbandits/Figure5.1-v0, horizon T = 10,000, 10 replications")
+    assert plots.run_title("x", 5, 1).endswith("1 replication")

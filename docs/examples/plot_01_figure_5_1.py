@@ -32,7 +32,6 @@ for ax, scale in zip(axes, ["l1", "linf"], strict=True):
     sub = frame_a[frame_a["contexts"] == scale]
     floor = next(a for a in sub["agent"].unique() if a.startswith("uniform random"))
     plot_regret_curves(sub, ax=ax, floor=floor, title=f"{scale} contexts")
-fig.tight_layout()
 
 # %%
 # Panel B: the certified agents on one instance. Two worker processes, as the demo runs it.
@@ -48,4 +47,3 @@ labels = {name: f"{name}: {privacy_label(r.privacy, r.certified)}"
 fig, ax = plt.subplots(figsize=(9, 5))
 plot_regret_curves(frame_b, ax=ax, labels=labels, floor="uniform random",
                    title="Figure 5.1, certified agents, epsilon = 1")
-fig.tight_layout()

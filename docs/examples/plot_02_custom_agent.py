@@ -71,4 +71,3 @@ print(summary[["agent", "n", "mean", "ci95_low", "ci95_high"]].to_string(index=F
 fig, ax = plt.subplots(figsize=(8, 4.6))
 plot_regret_curves(frame, ax=ax, floor="uniform random",
                    title="A plugged-in agent on the Figure 5.1 instance")
-fig.tight_layout()

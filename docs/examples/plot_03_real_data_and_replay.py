@@ -28,7 +28,6 @@ print(summary[["agent", "n", "mean", "ci95_low", "ci95_high", "certified_epsilon
 # Regret counts the flowers given the wrong species: random is wrong two times in three.
 fig, ax = plt.subplots(figsize=(8, 4.6))
 plot_regret_curves(frame, ax=ax, floor="uniform random", title="Iris as a 3-armed bandit")
-fig.tight_layout()
 
 # %%
 # Replay: a synthetic log of 30,000 uniformly random choices among three arms (the log a
@@ -48,4 +47,3 @@ print(summary[["agent", "n", "accepted", "log_events", "mean", "ci95_low", "ci95
 reference = next(iter(results.values())).reference_reward
 fig, ax = plt.subplots(figsize=(8, 4.6))
 plot_reward_curves(frame, ax=ax, reference=reference, title="Replay of a uniform log")
-fig.tight_layout()

@@ -36,34 +36,72 @@ if TYPE_CHECKING:
 Z95 = 1.959963984540054
 BANDS = ("se", "bootstrap", "none")
 _LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1)), (0, (3, 1, 1, 1, 1, 1)))
-_FLOOR_COLOUR = "0.45"
+_FLOOR_COLOUR = "0.2"  # dark: the reference stays visible over agents as bad as random
 #: rounds drawn per curve at most: a cumulative-regret curve is smooth, and drawing every
 #: round of a long run costs more than simulating it
 MAX_POINTS = 400
 
 
 def _save(fig, path, svg: bool) -> list[Path]:
+    """Write the package's own figure ``fig`` (constrained layout: the legends are part of
+    the layout, so a plain ``savefig`` keeps them); the figure first grows by the height of
+    its tallest legend below an axes, so that the axes keep their size."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    # the image grows to hold the legends placed outside the axes (``_legend_below``)
-    extra = {"bbox_inches": "tight", "bbox_extra_artists": [
-        *fig.get_default_bbox_extra_artists(),
-        *(ax.get_legend() for ax in fig.axes if ax.get_legend() is not None)]}
-    fig.savefig(path.with_suffix(".png"), dpi=100, **extra)
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    if legends:
+        renderer = fig.canvas.get_renderer()
+        grow = max(leg.get_window_extent(renderer).height for leg in legends) / fig.dpi
+        fig.set_figheight(fig.get_figheight() + grow + _legend_offset() / 72)
+    fig.savefig(path.with_suffix(".png"), dpi=100)
     out = [path.with_suffix(".png")]
     if svg:
-        fig.savefig(path.with_suffix(".svg"), **extra)
+        fig.savefig(path.with_suffix(".svg"))
         out.append(path.with_suffix(".svg"))
     plt.close(fig)
     return out
 
 
-def _legend_below(ax: Axes) -> None:
-    """The legend under the axes, outside them: long privacy labels cover no curve."""
-    legend = ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.2),
-                       borderaxespad=0.0, frameon=False)
-    legend.set_in_layout(False)  # tight_layout keeps the axes' size; _save adds the legend
+def _figure(figsize: tuple[float, float], **kwargs):
+    """A figure of the package's own (constrained layout, which makes room for legends)."""
+    return plt.subplots(figsize=figsize, layout="constrained", **kwargs)
+
+
+def _legend_offset() -> float:
+    """Points from an axes' bottom to below its x tick labels and x label (from rcParams)."""
+    from matplotlib.font_manager import FontProperties
+
+    rc = plt.rcParams
+
+    def size(key: str) -> float:
+        return FontProperties(size=rc[key]).get_size_in_points()
+
+    # tick, pad, tick labels (mathtext 10^k stands taller: 1.5 em), label pad, label, gap
+    return (rc["xtick.major.size"] + rc["xtick.major.pad"] + 1.5 * size("xtick.labelsize")
+            + rc["axes.labelpad"] + 1.3 * size("axes.labelsize") + 4.0)
+
+
+def _legend_below(ax: Axes, **kwargs) -> None:
+    """The legend under the axes, below its x label: long privacy labels cover no curve.
+
+    The legend is part of the figure's layout, and a figure without a layout engine gets
+    constrained layout, so whatever saves the figure (``savefig`` without ``bbox_inches``,
+    ``plt.show``, a gallery's scraper) keeps the legend inside the image."""
+    from matplotlib.transforms import offset_copy
+
+    fig = ax.get_figure(root=True)
+    anchor = offset_copy(ax.transAxes, fig=fig, y=-_legend_offset(), units="points")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0.0, 0.0), bbox_transform=anchor,
+              borderaxespad=0.0, frameon=False, **kwargs)
+    if fig.get_layout_engine() is None:
+        fig.set_layout_engine("constrained")
+
+
+def run_title(env: str, horizon: int, n_reps: int | None = None) -> str:
+    """The first title line of a run's plots: ``"dpbandits/Figure5.1-v0, horizon T = 10,000,
+    10 replications"`` (the environment, the horizon and, if given, the replications)."""
+    reps = "" if n_reps is None else f", {n_reps} replication{'s' * (n_reps != 1)}"
+    return f"{env}, horizon T = {horizon:,}{reps}"
 
 
 def _in_order(column: pd.Series) -> list:
@@ -157,13 +195,16 @@ def thinned_frame(results: Sequence[SimulationResult], record_every: int = 1, *,
 
 
 def _styles(keys, floor) -> dict:
-    """Colour and line style per curve: distinct for agents, grey dashed for the floor."""
+    """Colour and line style per curve: distinct for agents, grey dashed for the reference
+    (``floor``: uniform random, the worst-case reference), drawn above every band and curve
+    so that agents as bad as random do not hide it."""
     colours = cycle(plt.rcParams["axes.prop_cycle"].by_key()["color"])
     dashes = cycle(_LINESTYLES)
     out = {}
     for key in keys:
         if key == floor:
-            out[key] = {"color": _FLOOR_COLOUR, "linestyle": "--", "linewidth": 1.2}
+            out[key] = {"color": _FLOOR_COLOUR, "linestyle": "--", "linewidth": 1.4,
+                        "zorder": 4}
         else:
             out[key] = {"color": next(colours), "linestyle": next(dashes), "linewidth": 1.6}
     return out
@@ -181,7 +222,7 @@ def _draw_curves(ax, data: pd.DataFrame, y: str, hue: str, band: str, labels: di
         s = stats[stats[hue] == key]
         label = labels.get(key, str(key))
         if key == floor:
-            label = f"{label} (floor)"
+            label = f"{label} (reference)"
         ax.plot(s["t"], s["mean"], label=label, **style[key])
         if band == "se":
             ax.fill_between(s["t"], s["low"], s["high"], color=style[key]["color"],
@@ -205,7 +246,8 @@ def plot_regret_curves(frame: pd.DataFrame, path: str | os.PathLike[str] | None 
 
     ``band``: ``"se"`` (mean ± 1.96 · SE, default), ``"bootstrap"`` (seaborn) or ``"none"``.
     ``labels`` maps agent labels to legend text (e.g. with ``privacy_label``); ``floor`` names
-    the curve drawn grey and dashed as the reference floor (uniform random). ``log`` puts both
+    the reference curve (uniform random: the worst case, a ceiling of regret), drawn grey and
+    dashed above every band and curve and labelled "(reference)". ``log`` puts both
     axes on a log scale; rounds with zero regret are masked, not clipped. ``normalize`` divides
     by the mean curve of that agent. With ``ax`` the curves go there and nothing is written.
     At most ``MAX_POINTS`` rounds per curve are drawn (``thin_rounds``).
@@ -216,7 +258,7 @@ def plot_regret_curves(frame: pd.DataFrame, path: str | os.PathLike[str] | None 
         data, y = normalize_by(data, normalize), "rel_regret"
     own = ax is None
     if ax is None:
-        fig, ax = plt.subplots(figsize=(7.2, 4.6))
+        fig, ax = _figure((7.2, 4.6))
     n = _draw_curves(ax, data, y, hue, band, labels or {}, floor, styles)
     if log:
         ax.set_xscale("log", nonpositive="mask")
@@ -245,7 +287,7 @@ def plot_reward_curves(frame: pd.DataFrame, path: str | os.PathLike[str] | None 
     data = thin_rounds(frame)
     own = ax is None
     if ax is None:
-        fig, ax = plt.subplots(figsize=(7.2, 4.6))
+        fig, ax = _figure((7.2, 4.6))
     n = _draw_curves(ax, data, "cum_reward", hue, band, labels or {}, None, styles)
     if reference is not None:
         t = np.unique(data["t"].to_numpy())
@@ -282,13 +324,16 @@ def plot_final_regret_distribution(frame: pd.DataFrame, path: str | os.PathLike[
     y = "cum_regret" if "cum_regret" in frame.columns else "cum_reward"
     what = "final cumulative " + ("regret" if y == "cum_regret" else "reward")
     values = [last.loc[last["agent"] == a, y].to_numpy() for a in agents]
-    fig, ax = plt.subplots(figsize=(7.2, 1.2 + 0.55 * len(agents)))
-    ax.boxplot(values, orientation="horizontal", showmeans=True)
+    fig, ax = _figure((7.2, 1.2 + 0.55 * len(agents)))
+    boxes = ax.boxplot(values, orientation="horizontal", showmeans=True)
     ax.set_yticks(range(1, len(agents) + 1), [labels.get(a, str(a)) for a in agents],
                   fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel(what)
-    ax.set_title(title or f"{what} over {max(map(len, values))} replications", fontsize=10)
+    ax.set_title(f"{title}\n{what} over {max(map(len, values))} replications" if title
+                 else f"{what} over {max(map(len, values))} replications", fontsize=10)
+    _legend_below(ax, handles=[boxes["means"][0], boxes["medians"][0]],
+                  labels=["mean", "median"], ncols=2)
     return _save(fig, path, svg)
 
 
@@ -301,11 +346,11 @@ def _errorbar_lines(ax, table: pd.DataFrame, x: str, hue: str, mean: str, half: 
 
 
 def plot_panel_a(frame: pd.DataFrame, path: str | os.PathLike[str], *, svg: bool = False,
-                 labels: dict | None = None, band: str = "se") -> list[Path]:
+                 labels: dict | None = None, band: str = "se", title: str = "") -> list[Path]:
     """Figure 5.1 panel A: the authors' code as the paper plots it (both context scales on one
     axis), then each scale with its own uniform-random floor. ``frame`` has a ``contexts``
     column (``"l1"`` or ``"linf"``)."""
-    fig, axes = plt.subplots(1, 3, figsize=(18, 4.8))
+    fig, axes = _figure((18, 4.8), ncols=3)
     agents = frame[~frame["agent"].str.startswith("uniform random")]
     plot_regret_curves(agents, ax=axes[0], labels=labels, band=band,
                        title="as the paper plots it (two context scales on one axis)")
@@ -315,12 +360,12 @@ def plot_panel_a(frame: pd.DataFrame, path: str | os.PathLike[str], *, svg: bool
                      None)
         plot_regret_curves(sub, ax=ax, labels=labels, band=band, floor=floor,
                            title=f"{scale}-normalized contexts (as the authors' code runs it)")
-    fig.suptitle("Figure 5.1 panel A — NOT certified")
+    fig.suptitle("Figure 5.1 panel A — NOT certified" + (f"\n{title}" if title else ""))
     return _save(fig, path, svg)
 
 
-def plot_panel_c(table: pd.DataFrame, path: str | os.PathLike[str], *, svg: bool = False
-                 ) -> list[Path]:
+def plot_panel_c(table: pd.DataFrame, path: str | os.PathLike[str], *, svg: bool = False,
+                 title: str = "") -> list[Path]:
     """Figure 5.1 panel C: final regret relative to uniform random against epsilon, one line
     per agent and horizon; error bars are 1.96 · SE of the agent's mean (the random mean is
     treated as fixed)."""
@@ -328,7 +373,7 @@ def plot_panel_c(table: pd.DataFrame, path: str | os.PathLike[str], *, svg: bool
         key=table["agent"] + ", T=" + table["horizon"].astype(str),
         half=(Z95 * table["std"] / np.sqrt(table["count"]) / table["mean"]
               * table["relative_to_random"]).fillna(0.0))
-    fig, ax = plt.subplots(figsize=(7.2, 4.6))
+    fig, ax = _figure((7.2, 4.6))
     _errorbar_lines(ax, table, "agent.epsilon", "key", "relative_to_random", "half",
                     _styles(_in_order(table["key"]), None))
     ax.axhline(1.0, color=_FLOOR_COLOUR, lw=1, ls="--", label="uniform random")
@@ -336,5 +381,7 @@ def plot_panel_c(table: pd.DataFrame, path: str | os.PathLike[str], *, svg: bool
     ax.set_xscale("log")
     ax.set_xlabel("epsilon")
     ax.set_ylabel("final regret / uniform random")
-    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=10)
+    _legend_below(ax)
     return _save(fig, path, svg)

@@ -229,7 +229,8 @@ def fig5_1(args: argparse.Namespace, state: Any = None) -> int:
             from dpbandits.harness.plots import plot_panel_a
 
             plot_panel_a(frame, out / "panel_a", svg=args.svg, labels=_labels(results),
-                         band=args.band)
+                         band=args.band, title=f"{ENV_L1} and {ENV_LINF}, horizon "
+                         f"T = {horizon:,}, {n_reps} replications")
         print("Panel A — as published (NOT certified; each agent next to random on its own "
               "context scale):")
         _print(summary, results)
@@ -241,15 +242,17 @@ def fig5_1(args: argparse.Namespace, state: Any = None) -> int:
             timings["B"] = time.perf_counter() - t0
         _save_panel(frame, summary, results, {**record, "panel": "B"}, out, "panel_b")
         if plots:
-            from dpbandits.harness.plots import plot_regret_curves
+            from dpbandits.harness.plots import plot_regret_curves, run_title
 
             labels = _labels(results)
+            where = run_title(ENV_LINF, horizon)
             plot_regret_curves(frame, out / "panel_b", title="Figure 5.1, certified agents, "
-                               "common l_inf instance (ε = 1)", svg=args.svg, labels=labels,
-                               floor="uniform random", band=args.band, log=args.log)
+                               f"common l_inf instance (ε = 1)\n{where}", svg=args.svg,
+                               labels=labels, floor="uniform random", band=args.band,
+                               log=args.log)
             plot_regret_curves(frame, out / "panel_b_vs_random", normalize="uniform random",
-                               title="cumulative regret / uniform random", svg=args.svg,
-                               labels=labels, band=args.band)
+                               title=f"cumulative regret / uniform random\n{where}",
+                               svg=args.svg, labels=labels, band=args.band)
         print("Panel B — certified agents on one common instance:")
         _print(summary, results)
     if "C" in panels:
@@ -269,13 +272,21 @@ def fig5_1(args: argparse.Namespace, state: Any = None) -> int:
         if plots:
             from dpbandits.harness.plots import plot_panel_c
 
-            plot_panel_c(table, out / "panel_c", svg=args.svg)
+            horizons = ", ".join(f"{T:,}" for T in preset["c_T"])
+            plot_panel_c(table, out / "panel_c", svg=args.svg,
+                         title=f"{ENV_LINF}, horizon T = {horizons}, "
+                         f"{preset['c_reps']} replications per point")
         print("Panel C — final regret / uniform random:")
         print(table.to_string(index=False))
     atomic_write_bytes(out / "timings.json", dumps_json(timings))
-    print(f"results written to {out} (seconds per panel: "
-          f"{ {k: round(v, 1) for k, v in timings.items()} })")
+    print(f"results written to {out} ({format_timings(timings)})")
     return 0
+
+
+def format_timings(timings: dict[str, float]) -> str:
+    """``"time per panel: A 12.3 s, B 45.6 s"`` (the demo's last line, not a dict)."""
+    return "time per panel: " + ", ".join(f"{panel} {seconds:.1f} s"
+                                          for panel, seconds in timings.items())
 
 
 def _save_panel(frame, summary, results, record, out, name) -> None:
