@@ -22,9 +22,12 @@ import tomllib
 import traceback
 import warnings
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from dpbandits.errors import UserError
+
+if TYPE_CHECKING:
+    from dpbandits.harness.outdir import OutDir
 
 EXIT_USAGE = 2
 EXIT_BUG = 1
@@ -37,6 +40,7 @@ class _State:
 
     validated = False
     out: Path | None = None
+    claim: OutDir | None = None  # the claimed --out (says whether earlier results were kept)
     resumable = False
     #: what an interrupted run keeps and what re-running it recomputes (resumable commands)
     kept = "finished cells are kept in {out} and the same command resumes"
@@ -161,16 +165,31 @@ def _progress(args) -> bool:
 
 # -- commands ----------------------------------------------------------------------------------
 def _cmd_compare(args, several=True) -> int:
-    from dpbandits.harness.compare import privacy_records, run_agents
     from dpbandits.harness.config import check_agents, fingerprint
-    from dpbandits.harness.outdir import prepare_out_dir
-    from dpbandits.harness.pipeline import CompareOutputs
+    from dpbandits.harness.outdir import claim_out_dir
 
     cfg = _config_from_args(args, several=several)
     check_agents(cfg)
-    out = prepare_out_dir(cfg.get("out", f"results/{args.command}"), command=args.command,
+    claim = claim_out_dir(cfg.get("out", f"results/{args.command}"), command=args.command,
                           fingerprint=fingerprint(cfg), overwrite=args.overwrite)
-    _State.out, _State.validated = out, True
+    _State.claim, _State.out, _State.validated = claim, claim.path, True
+    with claim:  # replaces earlier results (--overwrite) only when the run completes
+        results, summary, privacy = _compare_into(claim.path, cfg, args)
+    out = _State.out = claim.out
+    from dpbandits.harness.report import format_summary, privacy_notes, replay_notes
+
+    print(format_summary(summary))
+    reference = next(iter(results.values())).reference_reward
+    for line in [*replay_notes(summary, reference), *privacy_notes(summary, privacy)]:
+        print(line)
+    print(f"results written to {out}")
+    return 0
+
+
+def _compare_into(out: Path, cfg: dict, args) -> tuple[dict, object, list]:
+    """The simulations of run/compare and their files and plots, written into ``out``."""
+    from dpbandits.harness.compare import privacy_records, run_agents
+    from dpbandits.harness.pipeline import CompareOutputs
 
     agents = {label: (spec["name"], spec.get("params", {}))
               for label, spec in cfg["agents"].items()}
@@ -188,14 +207,7 @@ def _cmd_compare(args, several=True) -> int:
             outputs.draw(lambda folder: _plot_compare(results, folder, args,
                                                       cfg["record_every"]))
         summary = outputs.wait()
-    from dpbandits.harness.report import format_summary, privacy_notes, replay_notes
-
-    print(format_summary(summary))
-    reference = next(iter(results.values())).reference_reward
-    for line in [*replay_notes(summary, reference), *privacy_notes(summary, privacy)]:
-        print(line)
-    print(f"results written to {out}")
-    return 0
+    return results, summary, privacy
 
 
 def _plot_compare(results, out: Path, args, record_every: int = 1) -> None:
@@ -236,7 +248,7 @@ def _cmd_run(args) -> int:
 
 def _cmd_sweep(args) -> int:
     from dpbandits.harness.config import ConfigError, check_agents, fingerprint, load_config
-    from dpbandits.harness.outdir import prepare_out_dir
+    from dpbandits.harness.outdir import claim_out_dir
     from dpbandits.harness.report import format_summary, privacy_notes
     from dpbandits.harness.sweep import SweepSpec, cells_done, sweep, write_sweep_results
     from dpbandits.plugins import load_plugins
@@ -252,13 +264,14 @@ def _cmd_sweep(args) -> int:
                      n_reps=cfg.get("n_reps", 10), env_params=cfg.get("env_params", {}),
                      env_grid=cfg.get("env_grid", {}), record_every=cfg.get("record_every", 1))
     n_cells = len(spec.cells())  # validates sizes and seeds
-    out = prepare_out_dir(args.out or cfg.get("out", "results/sweep"), command="sweep",
+    claim = claim_out_dir(args.out or cfg.get("out", "results/sweep"), command="sweep",
                           fingerprint=fingerprint(cfg), overwrite=args.overwrite,
                           resumable=True)
-    _State.out, _State.validated, _State.resumable = out, True, True
-    done = cells_done(spec, out)
+    _State.claim, _State.out, _State.validated, _State.resumable = (claim, claim.path, True,
+                                                                     True)
+    done = cells_done(spec, claim.path)
     if done and not args.quiet:
-        print(f"dpbandits sweep: resuming: {done} of {n_cells} cells done in {out}",
+        print(f"dpbandits sweep: resuming: {done} of {n_cells} cells done in {claim.path}",
               file=sys.stderr)
     on_done = None
     if not args.quiet and not sys.stderr.isatty():  # no bar: one line per finished cell
@@ -268,11 +281,13 @@ def _cmd_sweep(args) -> int:
             print(f"dpbandits sweep: cell {count[0]} of {n_cells} done: {cell.label}"
                   f"{f' ({params})' if params else ''}, seed {cell.seed}",
                   file=sys.stderr, flush=True)
-    frame = sweep(spec, out, n_jobs=args.jobs or cfg.get("n_jobs", 1),
-                  scheduler=args.scheduler or cfg.get("scheduler"), progress=_progress(args),
-                  plugins=plugins, on_done=on_done)
-    summary = write_sweep_results(spec, frame, out, {"command": "sweep", "config": cfg},
-                                  csv=args.csv)
+    with claim:  # replaces earlier results (--overwrite) only when the sweep completes
+        frame = sweep(spec, claim.path, n_jobs=args.jobs or cfg.get("n_jobs", 1),
+                      scheduler=args.scheduler or cfg.get("scheduler"),
+                      progress=_progress(args), plugins=plugins, on_done=on_done)
+        summary = write_sweep_results(spec, frame, claim.path,
+                                      {"command": "sweep", "config": cfg}, csv=args.csv)
+    out = _State.out = claim.out
     print(format_summary(summary))
     for line in privacy_notes(summary):
         print(line)
@@ -474,9 +489,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _kept() -> str:
+    """``"; the earlier results in OUT were kept unchanged"`` when a replacing run stopped."""
+    note = _State.claim.kept_note() if _State.claim is not None else ""
+    return f"; {note}" if note else ""
+
+
 def _bug(exc: BaseException, command: str) -> int:
     traceback.print_exception(exc)
-    where = f"; results written so far are in {_State.out}" if _written(_State.out) else ""
+    where = _kept() or (f"; results written so far are in {_State.out}"
+                        if _written(_State.out) else "")
     print(f"dpbandits {command}: internal error ({type(exc).__name__}) -- this is a bug in "
           f"dpbandits, please report it with the command line above{where}", file=sys.stderr)
     return EXIT_BUG
@@ -494,7 +516,7 @@ def main(argv: list[str] | None = None) -> int:
         commands = next(a for a in parser._actions
                         if isinstance(a, argparse._SubParsersAction)).choices
         commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
-    _State.validated, _State.out, _State.resumable = False, None, False
+    _State.validated, _State.out, _State.resumable, _State.claim = False, None, False, None
     _State.kept = "finished cells are kept in {out} and the same command resumes"
     shown = warnings.showwarning
     warnings.showwarning = _one_line_warning(args.command)
@@ -502,7 +524,10 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except KeyboardInterrupt:
         kept = ""
-        if _State.out is not None:
+        if _kept():
+            kept = _kept() + ("; this run's finished work is kept in " f"{_State.out} and "
+                              "the same command resumes it" if _State.resumable else "")
+        elif _State.out is not None:
             kept = ("; " + _State.kept.format(out=_State.out) if _State.resumable
                     else f"; nothing complete was written to {_State.out}")
         print(f"dpbandits {args.command}: interrupted{kept}", file=sys.stderr)
@@ -513,7 +538,7 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         if args.debug:
             raise
-        print(f"dpbandits {args.command}: error: {exc}", file=sys.stderr)
+        print(f"dpbandits {args.command}: error: {exc}{_kept()}", file=sys.stderr)
         return EXIT_USAGE
     except (ValueError, TypeError, FileNotFoundError) as exc:
         if _State.validated:

@@ -188,7 +188,7 @@ def fig5_1(args: argparse.Namespace, state: Any = None) -> int:
     cells are kept) and is refused otherwise unless ``overwrite``.
     """
     from dpbandits.harness.config import ConfigError, fingerprint
-    from dpbandits.harness.outdir import prepare_out_dir
+    from dpbandits.harness.outdir import claim_out_dir
     from dpbandits.harness.sweep import sweep, write_sweep_results
 
     preset = dict(SIZES[args.size])
@@ -202,11 +202,15 @@ def fig5_1(args: argparse.Namespace, state: Any = None) -> int:
             raise ConfigError(f"{key} must be >= 1, got {value}")
     record = {"reproduction": "fig5.1", "size": args.size, "horizon": horizon,
               "n_reps": n_reps, "seed": 0, "epsilon": 1.0, "delta": 1.0 / horizon}
-    out = prepare_out_dir(args.out or f"results/fig5_1-{args.size}", command="reproduce",
+    # resumable: a replacing run (--overwrite) that stops keeps its work beside the earlier
+    # results (harness.outdir), which it replaces only at the end (claim.commit)
+    claim = claim_out_dir(args.out or f"results/fig5_1-{args.size}", command="reproduce",
                           fingerprint=fingerprint(record), overwrite=args.overwrite,
                           resumable=True)
+    out = claim.path
     if state is not None:
         state.out, state.validated, state.resumable = out, True, True
+        state.claim = claim
         state.kept = ("panel C's finished cells are kept in {out} and the same command "
                       "resumes them; panels A and B are recomputed in full")
     progress = getattr(args, "progress", False)
@@ -279,6 +283,9 @@ def fig5_1(args: argparse.Namespace, state: Any = None) -> int:
         print("Panel C — final regret / uniform random:")
         print(table.to_string(index=False))
     atomic_write_bytes(out / "timings.json", dumps_json(timings))
+    out = claim.commit()
+    if state is not None:
+        state.out = out
     print(f"results written to {out} ({format_timings(timings)})")
     return 0
 
