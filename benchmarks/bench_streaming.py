@@ -13,6 +13,12 @@ Cases (issue 3, "Speed"), all R = 50 replications advanced together, private
   per replication. Inputs in [-1, 1]^d (l_inf bound 1).
 * ``dp_pofw_gumbel``: the same with the exponential-mechanism selection, for reference.
 
+With ``--reference DIR`` (a checkout of the authors' code, liangzp/DP-Streaming-SCO) the
+DP-TOFW case also times the authors' ``OFW_ple2`` at the same setting (p = 1.5, d = 20,
+T = 10000, one replication: their code runs one at a time) in a child process started in
+that directory, constructor (its noise) and run, and reports ``speedup_vs_reference``: their
+CPU seconds per replication over ours (issue 34 item 9: at least 50).
+
 ``seconds_per_replication`` is wall-clock (best of ``--repeat``) / R;
 ``cpu_seconds_per_replication``
 is the process CPU time over the same run (``time.process_time``), which is what a shared,
@@ -28,9 +34,32 @@ import time
 import numpy as np
 
 from benchmarks._cli import run
+from benchmarks.bench_simulate import _child
 from dpbandits.optim import DPPOFW, DPTOFW
 
 TARGETS = {"dp_tofw": 0.05, "dp_pofw_laplace": 0.02, "dp_pofw_gumbel": 0.02}
+
+REFERENCE_OFW = r"""
+import json, sys, time
+T, d, seed = map(int, sys.argv[1:4])
+import numpy as np
+from threadpoolctl import threadpool_limits
+import algo, env, utils
+params = {"env": {"random_seed": seed, "T": T, "d": d, "s": 5, "k": 5, "p": 1.5,
+                  "x_std": 0.05, "y_std": 0.05, "test_size": 1000, "test_freq": 100,
+                  "lip": 1},
+          "prv": {"eps": 1.0, "delta": 1.0 / T}, "logger": utils.Logger(),
+          "algo": {"lr_scale": 1, "noise_free": False, "test_flag": False}}
+with threadpool_limits(1):
+    np.random.seed(seed)
+    w0, c0 = time.perf_counter(), time.process_time()
+    params["algo"]["type"] = algo.OFW_ple2(params)
+    w1, c1 = time.perf_counter(), time.process_time()
+    env.SCO_steam_env(params).run()
+    w2, c2 = time.perf_counter(), time.process_time()
+print(json.dumps({"seconds_per_replication": w2 - w0, "cpu_seconds_per_replication": c2 - c0,
+                  "constructor_cpu_seconds": c1 - c0, "run_cpu_seconds": c2 - c1}))
+"""
 
 
 def _data(T, R, d, q, seed=0):
@@ -60,7 +89,8 @@ def _time(make, X, Y, repeat):
     return opt, setup, best_wall, best_cpu
 
 
-def bench(repeat: int = 1, reps: int = 50, horizon: int = 10_000) -> dict:
+def bench(repeat: int = 1, reps: int = 50, horizon: int = 10_000,
+          reference: str | None = None) -> dict:
     T, R = horizon, reps
     delta = 1.0 / T
     cases = []
@@ -75,6 +105,12 @@ def bench(repeat: int = 1, reps: int = 50, horizon: int = 10_000) -> dict:
                   "seconds_total": wall, "seconds_per_replication": wall / R,
                   "cpu_seconds_per_replication": cpu / R,
                   "target_seconds_per_replication": TARGETS["dp_tofw"]})
+    if reference:
+        ref = _child(REFERENCE_OFW, str(T), str(d), "0", cwd=reference)
+        cases[-1]["reference_ofw_ple2"] = ref
+        if "cpu_seconds_per_replication" in ref:
+            cases[-1]["speedup_vs_reference"] = (ref["cpu_seconds_per_replication"]
+                                                 / cases[-1]["cpu_seconds_per_replication"])
 
     d = 50
     X, Y = _data(T, R, d, q=np.inf, seed=1)
@@ -100,7 +136,8 @@ def bench(repeat: int = 1, reps: int = 50, horizon: int = 10_000) -> dict:
 
 
 def main(argv=None) -> None:
-    run(bench, __doc__, argv, repeat=(1, "best of this many runs"), reps=50, horizon=10_000)
+    run(bench, __doc__, argv, repeat=(1, "best of this many runs"), reps=50, horizon=10_000,
+        reference=(None, "a checkout of the authors' code: also time their OFW_ple2"))
 
 
 if __name__ == "__main__":

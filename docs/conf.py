@@ -1,7 +1,9 @@
 """Sphinx configuration of the documentation site (built by ``bash scripts/docs.sh``).
 
-Sources: ``index.md`` (the README), the other ``docs/*.md`` pages, an API reference written
-here at build time from every public module's ``__all__`` (``docs/api/``, not committed) and
+Sources: ``index.md`` (the README), the other ``docs/*.md`` pages (``changelog.md`` includes
+``CHANGELOG.md``), an API reference written here at build time from every public module's
+``__all__`` (``docs/api/``, not committed), the command-line reference written from the CLI's
+parser (``docs/cli.md``, not committed; ``docs/_cliref.py``) and
 the example gallery (``docs/examples/*.py``, executed by sphinx-gallery into
 ``docs/gallery/``, not committed). The build is strict (``-W -n``: every warning, broken link
 or unresolved reference fails it) and the output is meant to be opened from disk.
@@ -214,6 +216,19 @@ def _write_api() -> None:
 _write_api()
 
 
+def _write_cli() -> None:
+    """``cli.md``, the command-line reference, from the CLI's parser (``docs/_cliref.py``)."""
+    sys.path.insert(0, str(DOCS))
+    from _cliref import cli_reference
+
+    path, text = DOCS / "cli.md", cli_reference()
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+
+
+_write_cli()
+
+
 # --- Markdown written for the repository, read as site pages ----------------------------
 
 ANCHOR = re.compile(r'^<a id="([^"]+)"></a>$', re.M)
@@ -225,7 +240,9 @@ def _site_markdown(text: str, source: Path, page: Path) -> str:
     site page: raw-HTML anchors (``<a id="x"></a>``, which a repository viewer understands)
     become MyST targets, so ``file.md#x`` links resolve; a relative link is re-rooted at the
     page (the README is shown as ``docs/index``); a link to a repository file that is not a
-    page becomes a download of that file. A link to nothing stays, and fails the build."""
+    page becomes a download of that file, but a Markdown file that is not a page (a study's
+    README) is named as text with its path in the repository: the site offers no raw
+    ``.md``. A link to nothing stays, and fails the build."""
     def relink(match: re.Match) -> str:
         label, target, anchor = match.group(1), match.group(2), match.group(3) or ""
         file = (source.parent / target).resolve()
@@ -234,6 +251,8 @@ def _site_markdown(text: str, source: Path, page: Path) -> str:
         rel = os.path.relpath(file, page.parent)
         if file.suffix == ".md" and file.parent == DOCS:
             return f"[{label}]({rel}{anchor})"
+        if file.suffix == ".md":
+            return f"{label} (`{file.relative_to(ROOT)}` in the repository)"
         return f"{{download}}`{label} <{rel}>`"
 
     return LINK.sub(relink, ANCHOR.sub(r"(\1)=", text))
@@ -341,7 +360,33 @@ def _on_docstring(app, what, name, obj, options, lines):
         lines.clear()
 
 
+def _inherited_parameters(app, what, name, obj, options, lines):
+    """A class's ``Parameters`` section lists every constructor parameter: those its own
+    docstring leaves to a base class (``n_arms``, ``epsilon``, ...) are added from the
+    nearest base that describes them (:func:`dpbandits._docparams.inherited_entries`), and
+    a class without a ``Raises`` section shows its nearest base's. Runs before napoleon
+    turns the numpydoc sections into fields."""
+    if what not in ("class", "exception") or not isinstance(obj, type):
+        return
+    from dpbandits._docparams import inherited_entries, inherited_section
+
+    raises = inherited_section(obj, "Raises")
+    if raises is not None and not any(ln.strip() == "Raises" for ln in lines):
+        lines += ["", "Raises", "------", *raises, ""]
+    extra = inherited_entries(obj)
+    if not extra:
+        return
+    try:
+        start = next(i for i in range(len(lines) - 1) if lines[i].strip() == "Parameters"
+                     and set(lines[i + 1].strip()) == {"-"})
+    except StopIteration:
+        lines += ["", "Parameters", "----------", *extra, ""]
+        return
+    lines[start + 2:start + 2] = extra  # the base's parameters (sizes, budget) come first
+
+
 def setup(app):
+    app.connect("autodoc-process-docstring", _inherited_parameters, priority=400)
     app.connect("source-read", _on_source_read)
     app.connect("include-read", _on_include_read)
     app.connect("doctree-resolved", _NoOutsideLinks.apply)

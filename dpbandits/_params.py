@@ -23,6 +23,14 @@ class _FreezeAfterInit(ABCMeta):
         object.__setattr__(obj, "_frozen_params", frozenset(cls._init_param_names()))
         return obj
 
+    @property
+    def __signature__(cls) -> inspect.Signature:
+        """The constructor's signature, which ``__call__`` above would hide from ``help``,
+        ``inspect.signature`` and the API reference."""
+        sig = inspect.signature(cls.__init__)  # type: ignore[misc]  # cls is a class here
+        return sig.replace(parameters=list(sig.parameters.values())[1:],
+                           return_annotation=inspect.Signature.empty)
+
 
 class Parameterized(metaclass=_FreezeAfterInit):
     """Base of every component with constructor parameters (agents, optimizers)."""

@@ -49,6 +49,23 @@ def check_real(name: str, value: object, *, low: float | None = None,
     return v
 
 
+#: The range a bound that reaches a sensitivity may take: its square, its products with
+#: another bound and the noise calibrated from them stay normal floats (no underflow to a
+#: subnormal or 0, no overflow), with room for the calibration's constants.
+BOUND_RANGE = (1e-75, 1e75)
+
+
+def check_bound(name: str, value: object) -> float:
+    """A bound on data (a norm, a reward, a radius) in :data:`BOUND_RANGE`: outside it the
+    sensitivity or the noise computed from it would underflow or overflow."""
+    lo, hi = BOUND_RANGE
+    v = check_positive(name, value)
+    if not lo <= v <= hi:
+        raise ValueError(f"{name} must be in [{lo:g}, {hi:g}] (outside, the sensitivity or "
+                         f"the noise computed from it underflows or overflows), got {v!r}")
+    return v
+
+
 def check_positive(name: str, value: object, *, allow_inf: bool = False) -> float:
     """A real number > 0 (optionally +inf)."""
     return check_real(name, value, low=0.0, low_open=True, allow_inf=allow_inf)

@@ -16,11 +16,13 @@ declared in the file; ``--param LABEL.KEY=VALUE`` overrides their parameters).
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import tomllib
 import traceback
 import warnings
 from pathlib import Path
+from typing import NoReturn
 
 from dpbandits.errors import UserError
 
@@ -232,7 +234,7 @@ def _cmd_sweep(args) -> int:
     from dpbandits.harness.config import ConfigError, check_agents, fingerprint, load_config
     from dpbandits.harness.outdir import prepare_out_dir
     from dpbandits.harness.report import format_summary, privacy_notes
-    from dpbandits.harness.sweep import SweepSpec, sweep, write_sweep_results
+    from dpbandits.harness.sweep import SweepSpec, cells_done, sweep, write_sweep_results
     from dpbandits.plugins import load_plugins
 
     load_plugins(args.plugin)
@@ -245,14 +247,26 @@ def _cmd_sweep(args) -> int:
                      seeds=cfg.get("seeds", [cfg.get("seed", 0)]),
                      n_reps=cfg.get("n_reps", 10), env_params=cfg.get("env_params", {}),
                      env_grid=cfg.get("env_grid", {}), record_every=cfg.get("record_every", 1))
-    spec.cells()  # validates sizes and seeds
+    n_cells = len(spec.cells())  # validates sizes and seeds
     out = prepare_out_dir(args.out or cfg.get("out", "results/sweep"), command="sweep",
                           fingerprint=fingerprint(cfg), overwrite=args.overwrite,
                           resumable=True)
     _State.out, _State.validated, _State.resumable = out, True, True
+    done = cells_done(spec, out)
+    if done and not args.quiet:
+        print(f"dpbandits sweep: resuming: {done} of {n_cells} cells done in {out}",
+              file=sys.stderr)
+    on_done = None
+    if not args.quiet and not sys.stderr.isatty():  # no bar: one line per finished cell
+        def on_done(cell, count=[done]):  # noqa: B006 - the running count of finished cells
+            count[0] += 1
+            params = ", ".join(f"{k}={v}" for k, v in (*cell.agent_params, *cell.env_params))
+            print(f"dpbandits sweep: cell {count[0]} of {n_cells} done: {cell.label}"
+                  f"{f' ({params})' if params else ''}, seed {cell.seed}",
+                  file=sys.stderr, flush=True)
     frame = sweep(spec, out, n_jobs=args.jobs or cfg.get("n_jobs", 1),
                   scheduler=args.scheduler or cfg.get("scheduler"), progress=_progress(args),
-                  plugins=plugins)
+                  plugins=plugins, on_done=on_done)
     summary = write_sweep_results(spec, frame, out, {"command": "sweep", "config": cfg},
                                   csv=args.csv)
     print(format_summary(summary))
@@ -313,6 +327,42 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value}")
     return value
 
+class _Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors are one line, like every other user error:
+    ``dpbandits COMMAND: error: MESSAGE (see dpbandits COMMAND --help)``, exit status 2; an
+    unknown flag gets the closest known one (did you mean)."""
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        message = " ".join(message.split())
+        if message.startswith("unrecognized arguments:"):
+            message = self._unrecognized(message.split(":", 1)[1].split())
+        match = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+        if match:
+            import difflib
+
+            choices = re.findall(r"'([^']*)'", match.group(2))
+            close = difflib.get_close_matches(match.group(1), choices, n=1, cutoff=0.6)
+            if close:
+                message += f" (did you mean {close[0]!r}?)"
+        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+    def _unrecognized(self, extra: list[str]) -> str:
+        import difflib
+
+        known = [o for action in self._actions for o in action.option_strings]
+        flags = [w for w in extra if w.startswith("-")]
+        if not flags:
+            return f"unexpected argument(s) {' '.join(extra)!r}"
+        parts = []
+        for flag in flags:
+            name = flag.split("=", 1)[0]
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            parts.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        return (f"unknown option {', '.join(parts)}; options: "
+                f"{', '.join(o for o in known if o.startswith('--'))}")
+
+
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows defaults, but not the ``(default: None)`` of flags that have none."""
 
@@ -328,7 +378,8 @@ def _add_output(p: argparse.ArgumentParser, *, plots: bool = True) -> None:
                    help="replace the results already in --out")
     p.add_argument("--csv", action="store_true", help="also write the frame as CSV")
     p.add_argument("--quiet", action="store_true",
-                   help="no progress bars (they only show on a terminal anyway)")
+                   help="no progress (a bar on a terminal; sweep prints one line per finished "
+                   "cell elsewhere)")
     p.add_argument("--plugin", action="append", metavar="PATH_OR_MODULE",
                    help="import a module or .py file that registers agents/envs (repeatable)")
     if plots:
@@ -345,7 +396,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="TOML configuration file (flags override it)")
     p.add_argument("--env", help="registered environment id (see dpbandits list)")
     p.add_argument("--agent", action="append", metavar="[LABEL=]NAME",
-                   help="agent name, optionally labelled (repeat for several)")
+                   help="agent name, optionally labelled; run takes one, compare several (repeat "
+                   "--agent)")
     p.add_argument("--param", action="append", metavar="[LABEL.]KEY=VALUE",
                    help="agent parameter as a TOML literal; without LABEL, for every agent")
     p.add_argument("--env-param", action="append", metavar="KEY=VALUE",
@@ -360,7 +412,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="dpbandits", description="Differentially private contextual bandits.",
         formatter_class=_Formatter)
     parser.add_argument("--debug", action="store_true",
@@ -433,7 +485,11 @@ def main(argv: list[str] | None = None) -> int:
 
         return audit_main(argv[1:], prog="dpbandits audit")
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # the subcommand's parser names the stray flag, with its own options
+        commands = next(a for a in parser._actions
+                        if isinstance(a, argparse._SubParsersAction)).choices
+        commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     _State.validated, _State.out, _State.resumable = False, None, False
     _State.kept = "finished cells are kept in {out} and the same command resumes"
     shown = warnings.showwarning

@@ -61,13 +61,14 @@ from dpbandits._validation import (
 
 __all__ = [
     "NoiseGeometry",
-    "check_factor_range",
-    "clip_factors",
+    "GradientRows",
     "clip_limits",
+    "clipped_coefficients",
     "clip_row_l2_into",
     "clip_rows",
     "clip_to_norm",
     "dual_exponent",
+    "gradient_rows",
     "kappa_q",
     "lmo_lp_ball",
     "lp_norm",
@@ -396,7 +397,7 @@ def clip_limits(bound: float, q: float, d: int) -> tuple[float, float]:
     * a row whose computed norm is ``<= limit`` has exact norm ``<= bound``;
     * a row scaled by ``target / n`` (``n`` its computed norm, one rounding per entry, or
       two: a factor times ``x_i / m``) has exact norm ``<= bound``; the check of
-      :func:`clip_rows` confirms it, and :func:`clip_factors` relies on it.
+      :func:`clip_rows` confirms it, and :func:`gradient_rows` relies on it.
 
     ``bound`` must be ``0``, ``inf`` or at least ``2^-800`` (about ``1.5e-241``): below
     that, computed norms have no relative precision left and one factor cannot be certified.
@@ -412,14 +413,86 @@ def clip_limits(bound: float, q: float, d: int) -> tuple[float, float]:
     return _limits(bound, q, d)
 
 
-def clip_factors(norms: np.ndarray, limit: float, target: float) -> np.ndarray:
-    """Per-row factors for vectors of computed norms ``norms`` (any shape) with the
-    ``(limit, target)`` of :func:`clip_limits`: ``target / norm`` where ``norm > limit``,
-    else 1 (``inf`` norms get 0). Multiplying a row by its factor (with at most three
-    roundings per entry, e.g. ``(psi * f) * x_i`` for a gradient ``psi x``) leaves its exact
-    norm ``<= bound``. Unvalidated (hot loops); callers count ``norms > bound``."""
-    over = norms > limit
-    return np.where(over, target / np.where(over, norms, 1.0), 1.0)
+@dataclass(frozen=True)
+class GradientRows:
+    """A design's rows prepared for clipping per-sample gradients ``g_i = psi_i x_i`` to
+    ``||g_i||_q <= bound`` with one coefficient per row (:func:`gradient_rows`).
+
+    The clipped gradient is ``coef_i * rows_i`` with ``coef_i`` from
+    :func:`clipped_coefficients`. For an ordinary row ``rows_i = x_i``, ``unclipped_i = 1``
+    and ``clipped_i = target / ||x_i||_q``, so an unclipped gradient is ``psi_i x_i`` bit for
+    bit and a clipped one ``sign(psi_i) (target / ||x_i||) x_i``. The factor is formed from
+    the row alone, never as ``target / (|psi| ||x||)``: that quotient is subnormal for a huge
+    ``psi`` and keeps too few bits to hold the bound. A row whose norm is outside the range
+    where ``target / ||x||`` is a normal float with full precision (norms below ``2^-890``,
+    above ``target 2^1000`` or infinite) is replaced by its certified unit row
+    (:func:`normalize_rows`), with ``unclipped_i = ||x_i||`` and ``clipped_i = target``.
+
+    Arrays have the rows' leading shape (``norms``, ``unclipped``, ``clipped``: ``(n,)`` or
+    ``(R, n)``; ``rows`` that shape plus ``d``). ``limit``, ``target``: :func:`clip_limits`.
+    """
+
+    rows: np.ndarray
+    norms: np.ndarray
+    unclipped: np.ndarray
+    clipped: np.ndarray
+    bound: float
+    limit: float
+    target: float
+
+
+def gradient_rows(x: np.ndarray, q: float, bound: float) -> GradientRows:
+    """:class:`GradientRows` of the float rows ``x`` (``(..., d)``, finite) for the clip
+    bound ``bound`` in ``l_q`` (``0``, ``inf`` or at least ``2^-800``, :func:`clip_limits`).
+
+    Every coefficient :func:`clipped_coefficients` returns, times its row with one rounding
+    per entry, has exact norm ``<= bound``, for every finite ``psi`` and row: ordinary rows by
+    the margins of :func:`clip_limits` (for ``q = inf``, where there is no margin, the
+    clipped factor is rounded down until ``factor * ||x||_inf <= target`` after rounding,
+    which bounds every entry by monotonicity); replaced rows because their exact norm is at
+    most 1 and the coefficient at most ``limit`` or ``target`` in magnitude."""
+    limit, target = clip_limits(bound, q, x.shape[-1])
+    norms = _lp_norm_lastaxis(x, q)
+    ones = np.ones_like(norms)
+    if bound == 0.0 or math.isinf(bound):  # nothing is scaled: zero or no clipping
+        return GradientRows(x, norms, ones, np.zeros_like(norms), bound, limit, target)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        factor = target / norms
+        ordinary = ((norms >= 2.0**-890) & np.isfinite(norms)
+                    & (factor >= 2.0**-1000) & (factor <= 2.0**1000))
+        zero = norms == 0.0  # never scaled: |psi| * 0 is never above the limit
+        factor = np.where(zero, 0.0, factor)
+        ordinary |= zero
+        if math.isinf(q):
+            for _ in range(4):  # the rounded product must not exceed target
+                over = ordinary & (factor * norms > target)
+                if not over.any():
+                    break
+                factor = np.where(over, np.nextafter(factor, 0.0), factor)
+    if ordinary.all():
+        return GradientRows(x, norms, ones, factor, bound, limit, target)
+    rows = np.array(x, dtype=np.float64, copy=True)
+    rows[~ordinary] = normalize_rows(x[~ordinary], q, 1.0)[0]
+    return GradientRows(rows, norms, np.where(ordinary, 1.0, norms),
+                        np.where(ordinary, factor, target), bound, limit, target)
+
+
+def clipped_coefficients(psi: np.ndarray, norms: np.ndarray, unclipped: np.ndarray,
+                         clipped: np.ndarray, limit: float, bound: float
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """Coefficients of the clipped gradients ``psi_i x_i`` on :class:`GradientRows` (the
+    arrays of one set of rows, broadcast with ``psi``) and the mask of the clipped ones
+    (computed norm ``|psi| ||x||`` above ``bound``, or not a number).
+
+    ``coef = psi * unclipped`` where ``|psi| ||x|| <= limit``; ``sign(psi) * clipped`` where
+    it is above (an infinite ``psi`` included); ``0`` where it is NaN (a NaN ``psi``, or
+    ``0 * inf``): no gradient can be formed there and zero is within every bound.
+    Unvalidated (hot loops)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        size = np.abs(psi) * norms
+        coef = np.where(size <= limit, psi * unclipped,
+                        np.where(size > limit, np.copysign(clipped, psi), 0.0))
+    return coef, ~(size <= bound)
 
 
 def clip_row_l2_into(xr: np.ndarray, bound: float, limit: float, target: float,
@@ -458,21 +531,91 @@ def clip_row_l2_into(xr: np.ndarray, bound: float, limit: float, target: float,
     return nrm
 
 
-def check_factor_range(name: str, row_norms: np.ndarray, bound: float) -> None:
-    """Refuse rows that one factor cannot clip with a certificate: for a gradient ``psi x``
-    scaled by :func:`clip_factors`, the coefficient ``psi f = +-target / ||x||`` must be a
-    normal float, so every ``||x||_q`` must be ``<= bound 2^900`` (``row_norms``: computed
-    norms of the data rows named ``name``). Raises ``ValueError`` naming the row."""
-    if bound == 0.0 or math.isinf(bound):
-        return
-    big = np.asarray(row_norms) > bound * 2.0**900
-    if np.any(big):
-        idx = tuple(int(i) for i in np.argwhere(big)[0])
-        raise ValueError(
-            f"{name} row {idx} has norm {float(np.asarray(row_norms)[idx])!r}, above the "
-            f"clipping bound {bound!r} times 2^900: its clipped gradient would need a "
-            "subnormal coefficient and lose the bound; rescale the data"
-        )
+def pairwise_sum(a: np.ndarray, n: int) -> float:  # pragma: no cover - compiled twin
+    """``a[0] + ... + a[n-1]`` in numpy's order for a contiguous reduction of at most 128
+    values (eight running sums, then the rest in turn), so a compiled kernel's norm is the
+    numpy path's bit for bit. Plain Python that numba compiles."""
+    if n < 8:
+        res = 0.0
+        for i in range(n):
+            res += a[i]
+        return res
+    r0, r1, r2, r3, r4, r5, r6, r7 = a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]
+    i = 8
+    while i < n - (n % 8):
+        r0 += a[i]
+        r1 += a[i + 1]
+        r2 += a[i + 2]
+        r3 += a[i + 3]
+        r4 += a[i + 4]
+        r5 += a[i + 5]
+        r6 += a[i + 6]
+        r7 += a[i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[i]
+        i += 1
+    return res
+
+
+def row_max(xr: np.ndarray) -> float:  # pragma: no cover - compiled twin
+    """``max_i |x_i|`` of a finite row."""
+    m = 0.0
+    for j in range(xr.shape[0]):
+        v = abs(xr[j])
+        if v > m:
+            m = v
+    return m
+
+
+def unit_lq_norm(xr: np.ndarray, q: float, m: float, work: np.ndarray
+                 ) -> float:  # pragma: no cover - compiled twin
+    """``(sum_i (|x_i| / m)^q)^(1/q)`` (:func:`_unit_norm` of the row scaled by its largest
+    entry ``m > 0``) with numpy's operations and summation order; ``work`` a buffer of the
+    row's length."""
+    d = xr.shape[0]
+    for j in range(d):
+        work[j] = (abs(xr[j]) / m) ** q
+    return pairwise_sum(work, d) ** (1.0 / q)
+
+
+def row_lq_norm(xr: np.ndarray, q: float, work: np.ndarray) -> float:  # pragma: no cover
+    """The compiled twin of :func:`_lp_norm_lastaxis` for one row of at most 128 entries
+    and ``1 < q < inf``, ``q != 2``: ``m`` times :func:`unit_lq_norm`."""
+    m = row_max(xr)
+    if m == 0.0:
+        return 0.0
+    return m * unit_lq_norm(xr, q, m, work)
+
+
+def clip_row_lq_into(xr: np.ndarray, q: float, limit: float, target: float, shrink: float,
+                     out: np.ndarray, work: np.ndarray) -> float:  # pragma: no cover
+    """The compiled twin of :func:`clip_rows` for one row (at most 128 entries), ``1 < q <
+    inf``, ``q != 2`` and bounds of at least ``2^-800`` (``(limit, target)`` from
+    :func:`clip_limits`, ``shrink = 1 - 2 eta - 12 u`` as in :func:`_onto`): the same
+    operations in the same order (numpy's summation included), so the row written to
+    ``out`` is the numpy path's bit for bit and its exact norm is within the bound. Returns
+    the row's computed norm."""
+    d = xr.shape[0]
+    m = row_max(xr)
+    nrm = 0.0 if m == 0.0 else m * unit_lq_norm(xr, q, m, work)
+    if nrm <= limit:
+        for j in range(d):
+            out[j] = xr[j]
+        return nrm
+    f = target / unit_lq_norm(xr, q, m, work)
+    for j in range(d):
+        out[j] = (xr[j] / m) * f
+    for _ in range(3):
+        if row_lq_norm(out, q, work) <= limit:
+            return nrm
+        for j in range(d):
+            out[j] *= shrink
+    if not row_lq_norm(out, q, work) <= limit:
+        for j in range(d):
+            out[j] = 0.0
+    return nrm
 
 
 def _certified(x: np.ndarray, q: float, bound: float, norms: np.ndarray) -> np.ndarray:

@@ -56,9 +56,9 @@ from dpbandits.optim.base import BatchOptimizer, Optimizer, StreamingOptimizer
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 
 __all__ = ["CHECKS", "ContractError", "adversarial_rows", "agent_checks",
-           "check_adversarial_inputs", "check_agent", "check_env", "check_fit_predict",
-           "check_optimizer", "env_checks", "instance_for_checks", "optimizer_checks",
-           "parametrize_with_checks"]
+           "check_adversarial_inputs", "check_agent", "check_claims", "check_env",
+           "check_fit_predict", "check_optimizer", "env_checks", "instance_for_checks",
+           "optimizer_checks", "parametrize_with_checks"]
 
 NOTIONS = ("DP", "JDP", "LDP", "GDP", "RDP", "none")
 #: relative slack of "certified epsilon <= claimed epsilon" (PLD discretization)
@@ -103,10 +103,16 @@ def check_privacy(component: Agent | Optimizer) -> None:
     if not math.isfinite(privacy.epsilon) or not privacy.certified:
         return
     cert = certified_guarantee(component)
-    if cert is None or cert["epsilon"] is None:
+    if cert is None:
         return  # no ledger (a closed-form theorem): nothing to recompute
-    _require(cert["epsilon"] <= privacy.epsilon * (1 + CERTIFY_RTOL), component,
-             f"the ledger certifies epsilon={cert['epsilon']:.6g} at delta={privacy.delta:g}, "
+    eps = cert["epsilon"]
+    _require(eps is not None, component,
+             f"its ledger cannot be recomputed ({cert['basis']}): a certified claim must rest "
+             "on a ledger the accountant certifies")
+    _require(isinstance(eps, float) and not math.isnan(eps) and eps >= 0.0, component,
+             f"the ledger's certified epsilon is {eps!r}: it must be a number >= 0")
+    _require(eps <= privacy.epsilon * (1 + CERTIFY_RTOL), component,
+             f"the ledger certifies epsilon={eps:.6g} at delta={privacy.delta:g}, "
              f"above the claimed epsilon={privacy.epsilon:.6g}")
 
 
@@ -702,12 +708,13 @@ def _hook(component):
     return hook
 
 
-def _agent_users(agent: Agent, kinds: dict[str, np.ndarray]):
+def _agent_users(agent: Agent, kinds: dict[str, np.ndarray],
+                 reward_values: tuple[float, ...] = ADVERSARIAL_REWARDS):
     """Every (context kind, arm, reward): contexts (n, d), arms (n,), rewards (n,), labels."""
     xs, arms, rewards, labels = [], [], [], []
     for kind, row in kinds.items():
         for a in range(agent.n_arms):
-            for r in ADVERSARIAL_REWARDS:
+            for r in reward_values:
                 xs.append(row)
                 arms.append(a)
                 rewards.append(r)
@@ -715,11 +722,14 @@ def _agent_users(agent: Agent, kinds: dict[str, np.ndarray]):
     return np.array(xs), np.array(arms, dtype=np.int64), np.array(rewards), labels
 
 
-def _adversarial_agent(agent: Agent, seed: int) -> None:
+def _adversarial_agent(agent: Agent, seed: int, kinds: dict[str, np.ndarray] | None = None,
+                       reward_values: tuple[float, ...] = ADVERSARIAL_REWARDS) -> None:
+    """``kinds`` (name -> context row; default :func:`adversarial_rows`, which must include
+    an ``"ordinary"`` row) and ``reward_values`` are the users tried."""
     hook = _hook(agent)
-    kinds = adversarial_rows(agent.dim)
-    m = agent.n_arms * len(ADVERSARIAL_REWARDS)
-    rewards = np.tile(ADVERSARIAL_REWARDS, agent.n_arms)
+    kinds = adversarial_rows(agent.dim) if kinds is None else kinds
+    m = agent.n_arms * len(reward_values)
+    rewards = np.tile(reward_values, agent.n_arms)
     stream = _agent_stream(agent, m, seed)
     agent.reset(m, np.random.default_rng(seed))
     rows = np.arange(m)
@@ -740,16 +750,18 @@ def _adversarial_agent(agent: Agent, seed: int) -> None:
                 continue
             accepted[kind] = row
         _require("ordinary" in accepted, agent, f"{where}: refused an ordinary round")
-        x, a, r, labels = _agent_users(agent, accepted)
+        x, a, r, labels = _agent_users(agent, accepted, reward_values)
         _within(agent, hook(x, a, r), labels, where)
 
 
-def _adversarial_streaming(opt: StreamingOptimizer, case: _Case) -> None:
+def _adversarial_streaming(opt: StreamingOptimizer, case: _Case,
+                           kinds: dict[str, np.ndarray] | None = None,
+                           reward_values: tuple[float, ...] = ADVERSARIAL_REWARDS) -> None:
     hook = _hook(opt)
     d = int(opt.get_params().get("dim", 5))
-    kinds = adversarial_rows(d)
-    m = len(ADVERSARIAL_REWARDS)
-    ys = np.array(ADVERSARIAL_REWARDS)
+    kinds = adversarial_rows(d) if kinds is None else kinds
+    m = len(reward_values)
+    ys = np.array(reward_values)
     xs, ys_stream = case.problem
     horizon = xs.shape[0]
     benign = np.random.default_rng([case.seed, 13])
@@ -776,15 +788,17 @@ def _adversarial_streaming(opt: StreamingOptimizer, case: _Case) -> None:
         _within(opt, hook(x, y), labels, where)
 
 
-def _adversarial_batch(opt: BatchOptimizer, case: _Case) -> None:
+def _adversarial_batch(opt: BatchOptimizer, case: _Case,
+                       kinds: dict[str, np.ndarray] | None = None,
+                       reward_values: tuple[float, ...] = ADVERSARIAL_REWARDS) -> None:
     hook = _hook(opt)
     loss, X, y = case.problem
     X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
     d = X.shape[1]
     labels_only = set(np.unique(y).tolist()) <= {0.0, 1.0}
-    targets = (0.0, 1.0) if labels_only else ADVERSARIAL_REWARDS
+    targets = (0.0, 1.0) if labels_only else reward_values
     accepted = {}
-    for kind, row in adversarial_rows(d).items():
+    for kind, row in (adversarial_rows(d) if kinds is None else kinds).items():
         X2 = np.vstack([X, np.tile(row, (len(targets), 1))])
         y2 = np.concatenate([y, targets])
         try:
@@ -837,6 +851,216 @@ def check_adversarial_inputs(component: Agent | Optimizer, case: _Case | None = 
         _adversarial_streaming(component, case)
     else:
         _adversarial_batch(component, case)
+
+
+# -- claims that follow the noise -------------------------------------------------------------
+#: the data-set size (and dimension) an unfitted batch optimizer's plan is compared at
+CLAIM_PLAN_SIZE = (64, 5)
+
+
+def _own_plan(component):
+    """The component's noise plan (a batch optimizer's at :data:`CLAIM_PLAN_SIZE`), or None
+    for a component without one."""
+    from dpbandits.optim.base import PrivateBatchOptimizer
+
+    if isinstance(component, PrivateBatchOptimizer):
+        if component.__dict__.get("_fitted") is not None:
+            return component.plan  # the last fit's
+        return component.plan_for(*CLAIM_PLAN_SIZE)
+    return getattr(component, "plan", None) if hasattr(type(component), "plan") else None
+
+
+def _claim(component) -> tuple:
+    """What the component claims and draws: its guarantee, its ledger, its plan's scales and
+    its plan views (``sigmas``, ``multiplier`` ...); a refusal to compute them is part of
+    it."""
+    from dpbandits.privacy.plan import PlanView
+
+    try:
+        plan = _own_plan(component)
+        privacy = _privacy_of(component, plan)
+        ledger = plan.ledger if plan is not None else getattr(component, "ledger", None)
+        views = {name: getattr(component, name) for name in _descriptors(component, PlanView)}
+    except (ValueError, TypeError) as exc:
+        return ("refused", type(exc).__name__)
+    return (privacy, ledger, None if plan is None else dict(plan.scales),
+            _comparable(views))
+
+
+def _privacy_of(component, plan):
+    from dpbandits.optim.base import PrivateBatchOptimizer
+
+    if isinstance(component, PrivateBatchOptimizer):
+        return plan.guarantee
+    return component.privacy
+
+
+def _comparable(value):
+    if isinstance(value, dict):
+        return {k: _comparable(v) for k, v in value.items()}
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return value
+
+
+def _descriptors(component, kind: type) -> list[str]:
+    """Names of the class attributes of type ``kind`` (plan views and plan methods)."""
+    names = []
+    for klass in type(component).__mro__:
+        for name, value in vars(klass).items():
+            if isinstance(value, kind) and not name.startswith("_") and name not in names:
+                names.append(name)
+    return names
+
+
+def _named_params(klass: type) -> tuple[list[str], bool]:
+    import inspect
+
+    sig = inspect.signature(klass.__init__)  # type: ignore[misc]
+    names = [k for k, p in sig.parameters.items()
+             if k != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    return names, any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+
+
+def _constructor_params(component) -> dict[str, Any]:
+    """The constructor's named parameters, as the component stores them: the most-derived
+    ``__init__``'s, and when it forwards ``**kwargs``, its bases' (less any one the class
+    refuses, e.g. GIBO's ``mu``), so that the class rebuilds the component from them."""
+    cls = type(component)
+    own, forwards = _named_params(cls)
+    params = {k: getattr(component, k) for k in own if hasattr(component, k)}
+    if not forwards:
+        return params
+    extra = {k: getattr(component, k) for klass in cls.__mro__[1:]
+             if "__init__" in vars(klass) and klass is not object
+             for k in _named_params(klass)[0] if k not in params and hasattr(component, k)}
+    for drop in (None, *extra):
+        trial = {**params, **{k: v for k, v in extra.items() if k != drop}}
+        try:
+            cls(**trial)
+        except (TypeError, ValueError):
+            continue
+        return trial
+    return params
+
+
+def _perturbed(value):
+    """Another valid-looking value of a parameter: a number moved (an int by one, a float in
+    (0, 1) halved, any other doubled); anything else unchanged."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    if not math.isfinite(value):
+        return value
+    if isinstance(value, int):
+        return value + 1
+    return value / 2.0 if 0.0 < value < 1.0 else (value * 2.0 if value else 1.0)
+
+
+def _check_assignments(component) -> None:
+    """Every constructor parameter and noise attribute: assigning it is refused
+    (``AttributeError``) or fully applied (the claim and the noise are those of a component
+    built with the new value)."""
+    from dpbandits.privacy.plan import PlanMethod, PlanView
+
+    params = _constructor_params(component)
+    plan = _own_plan(component)
+    scale_names = set(plan.scales) if plan is not None else set()
+    noise_attrs = [n for n in _descriptors(component, PlanView) + _descriptors(component,
+                                                                               PlanMethod)
+                   if n not in params]
+    noise_attrs += [n for n in scale_names if n in vars(component) and n not in params]
+    for name in list(params) + noise_attrs:
+        trial = copy.deepcopy(component)
+        value = getattr(trial, name)
+        new = _perturbed(value) if name in params else (
+            {k: _perturbed(v) for k, v in value.items()} if isinstance(value, dict)
+            else _perturbed(value))
+        try:
+            setattr(trial, name, new)
+        except AttributeError:
+            continue
+        if name not in params:
+            raise ContractError(f"{type(component).__name__}: the noise attribute {name!r} can "
+                                "be assigned after construction, while the noise and the "
+                                "ledger follow the plan: it must be read-only (PlanView)")
+        try:
+            fresh = type(component)(**{**params, name: new})
+        except (ValueError, TypeError):
+            _require(_claim(trial)[0] == "refused", component,
+                     f"parameter {name!r} accepted the value {new!r} after construction, "
+                     "which the constructor refuses, and the component still states a claim")
+            continue
+        _require(_claim(trial) == _claim(fresh), component,
+                 f"assigning {name}={new!r} after construction was accepted but not applied: "
+                 "the claim or the noise differ from those of a component built with it "
+                 "(refuse the assignment, or re-plan)")
+
+
+def _forged(plan):
+    """A hand-built plan: the scales divided by 4 under the original guarantee and ledger."""
+    from dpbandits.privacy.plan import NoisePlan
+
+    return NoisePlan(plan.calibration, {k: v / 4.0 for k, v in plan.scales.items()},
+                     plan.guarantee, plan.events, plan.sensitivities)
+
+
+def _with_plan(component, change):
+    from dpbandits.optim.base import PrivateBatchOptimizer
+
+    if isinstance(component, PrivateBatchOptimizer):
+        return component.with_plan(change)
+    return component.with_plan(change(component.plan))
+
+
+def _check_forged_plan(component) -> None:
+    """``with_plan`` of a forged plan is flagged; of a scaled plan (an audit's broken
+    variant) too, and it draws the scaled noise."""
+    own = _own_plan(component)
+    if own is None or not own.is_private or not callable(getattr(component, "with_plan", None)):
+        return
+    if not any(v > 0.0 for v in own.scales.values()):
+        return
+    for label, change in (("a forged plan (scales / 4, the original guarantee and ledger)",
+                           _forged), ("a scaled plan (plan.scaled(4))",
+                                      lambda p: p.scaled(4.0))):
+        twin = _with_plan(component, change)
+        plan = _own_plan(twin)
+        _require(not plan.guarantee.certified and plan.ledger is None
+                 and not _privacy_of(twin, plan).certified, component,
+                 f"with_plan of {label} still reports itself certified (or keeps a ledger): "
+                 "a plan the component did not derive must be flagged")
+        _require(dict(plan.scales) == {k: v / 4.0 for k, v in own.scales.items()}, component,
+                 f"with_plan of {label} must draw its scales")
+        _require(own.guarantee.certified == _own_plan(component).guarantee.certified,
+                 component, "with_plan must leave the component itself unchanged")
+
+
+def check_claims(component: Any) -> None:
+    """Claims that follow the noise, for any component exposing ``privacy`` (agents,
+    optimizers, Bayesian-optimization methods, off-policy estimators): assigning any
+    constructor parameter or noise attribute after construction is refused
+    (``AttributeError``) or fully applied (the guarantee, the plan's scales and its views are
+    those of a component built with the new value), and ``with_plan`` of a forged plan (the
+    scales divided by 4 under the original guarantee and ledger) is flagged as not
+    certified, without a ledger. Raises ``ContractError``."""
+    _require(hasattr(type(component), "privacy"), component, "check_claims needs a component "
+             "exposing privacy")
+    if isinstance(component, BatchOptimizer):
+        try:
+            _own_plan(component)
+        except RuntimeError:  # a plan that needs the data (DP-SVRG's smoothness): fit once
+            component = copy.deepcopy(component)
+            loss, X, y = problem_for_checks(component, n_reps=1)
+            component.fit(loss, X, y, np.random.default_rng(0), n_reps=1)
+    _check_assignments(component)
+    _check_forged_plan(component)
+
+
+@_check("agent", "optimizer")
+def check_claims_follow_noise(component: Agent | Optimizer, case: _Case) -> None:
+    """:func:`check_claims`: assigning a parameter or a noise attribute is refused or fully
+    applied, and ``with_plan`` of a forged plan is flagged."""
+    check_claims(component)
 
 
 # -- environments ----------------------------------------------------------------------------

@@ -8,5 +8,5 @@ source "$(dirname "${BASH_SOURCE[0]}")/_env.sh" docs
 export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}" OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 export MPLBACKEND=Agg
 # From scratch every time: the gallery re-runs its examples against the current code.
-rm -rf site build/doctrees docs/api docs/gallery
+rm -rf site build/doctrees docs/api docs/gallery docs/cli.md
 exec .venv/bin/python -m sphinx -b html -W --keep-going -n -q -d build/doctrees docs site "$@"

@@ -22,6 +22,7 @@ from dpbandits.testing import (
     _is_private,
     agent_checks,
     check_agent,
+    check_claims,
     check_env,
     check_fit_predict,
     check_optimizer,
@@ -207,3 +208,77 @@ def test_check_adversarial_inputs_catches_the_issue_25_violation(monkeypatch):
     with pytest.raises(ContractError, match=r"'screen'.*underflowing squares.*above the "
                                             r"declared sensitivity"):
         check_adversarial_inputs(agent)
+
+
+# -- claims that follow the noise (issue 34, item 3) ---------------------------------------
+def _planned_beyond_agents_and_optimizers():
+    """The Bayesian-optimization methods and the private off-policy estimators: the public
+    classes exposing ``privacy`` that are neither agents nor optimizers."""
+    from dpbandits import bo
+    from dpbandits.offpolicy import PrivateEstimator
+
+    box = [[0.0, 1.0]]
+    return [
+        bo.DPGIBO(mu=1.0, n_iters=5, clip_bound=1.0, batch_size=2),
+        bo.GIBO(n_iters=5, batch_size=2),
+        bo.ExactGradientDPGD(mu=1.0, n_iters=5, clip_bound=1.0),
+        bo.PrivateRandomSearch(mu=1.0, n_candidates=10, bounds=box, loss_bounds=[0.0, 1.0]),
+        bo.GPUCB(n_evals=5, bounds=box),
+        *(PrivateEstimator(e, epsilon=1.0, delta=1e-6, max_weight=5.0)
+          for e in ("ips", "snips", "dr")),
+        PrivateEstimator("dr", epsilon=1.0, delta=1e-6, max_weight=5.0,
+                         reward_model="disjoint"),
+    ]
+
+
+def test_check_claims_runs_on_every_agent_and_optimizer():
+    assert CHECKS["check_claims_follow_noise"].kinds == ("agent", "optimizer")
+
+
+@pytest.mark.parametrize("component", _planned_beyond_agents_and_optimizers(),
+                         ids=lambda c: "-".join([type(c).__name__, *(
+                             str(v) for v in (getattr(c, "estimator", None),
+                                              getattr(c, "reward_model", None)) if v)]))
+def test_claims_follow_the_noise_beyond_agents_and_optimizers(component):
+    """Assigning a parameter is refused (the estimators) or fully applied (the BO methods
+    re-plan); with_plan of a forged plan is flagged."""
+    check_claims(component)
+
+
+def test_check_claims_catches_a_claim_that_drifts_from_the_noise():
+    from dpbandits.privacy.plan import NoisePlan, Planned, PlanView
+
+    class Drifting(Planned):
+        """epsilon may be assigned; the claim follows it, the noise does not."""
+
+        def __init__(self, epsilon=1.0):
+            self.epsilon = epsilon
+            self._plan = NoisePlan("theorem", {"sigma": 1.0 / epsilon},
+                                   PrivacyGuarantee(epsilon, 1e-3, notion="DP", basis="x"))
+
+        @property
+        def privacy(self):
+            return PrivacyGuarantee(self.epsilon, 1e-3, notion="DP", basis="x")
+
+    with pytest.raises(ContractError, match="epsilon=2.0 .* accepted but not applied"):
+        check_claims(Drifting())
+
+    class Trusting(Planned):
+        """with_plan takes any plan as it is."""
+
+        def __init__(self, epsilon=1.0):
+            self._plan = NoisePlan("theorem", {"sigma": 1.0 / epsilon},
+                                   PrivacyGuarantee(epsilon, 1e-3, notion="DP", basis="x"),
+                                   dp_accounting.GaussianDpEvent(1.0 / epsilon))
+
+        @PlanView
+        def sigma(self):
+            return self.plan.scales["sigma"]
+
+        def with_plan(self, plan):
+            twin = Trusting()
+            twin._plan = plan
+            return twin
+
+    with pytest.raises(ContractError, match="forged plan .* still reports itself certified"):
+        check_claims(Trusting())

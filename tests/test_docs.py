@@ -233,3 +233,55 @@ def test_unknown_audit_pattern_via_module_entry_point():
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.strip() == ("python -m dpbandits.audits: error: unknown audit "
                                   "'nothing-like-this*'; see --list")
+
+
+def test_link_texts_are_titles_not_file_paths():
+    """A reader sees "Real data", not "docs/real-data.md" (on the site and on GitHub)."""
+    bad = []
+    for path in _user_docs():
+        for label, target in re.findall(r"\[([^\]]*)\]\(([^)\s]+)\)", path.read_text()):
+            text = " ".join(label.split())
+            if re.search(r"\.(md|py|toml|json)\b", text) and "/" in target + text:
+                bad.append(f"{path.name}: [{text}]({target})")
+    assert not bad, bad
+
+
+def _cli_page() -> str:
+    sys.path.insert(0, str(ROOT / "docs"))
+    try:
+        from _cliref import cli_reference
+    finally:
+        sys.path.remove(str(ROOT / "docs"))
+    return cli_reference()
+
+
+def test_cli_reference_page_lists_every_command_and_option():
+    """docs/cli.md is written from the parser at build time: every subcommand, every flag
+    and every positional argument of the parser is on it, with its help."""
+    import argparse
+
+    from dpbandits.cli import build_parser
+
+    page = _cli_page()
+    parser = build_parser()
+    subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(subs.choices) >= {"run", "compare", "sweep", "reproduce", "audit", "list",
+                                 "describe", "demo"}
+    for name, sub in subs.choices.items():
+        assert f"## `dpbandits {name}`" in page
+        section = page.split(f"## `dpbandits {name}`", 1)[1].split("\n## ", 1)[0]
+        for action in sub._actions:
+            for flag in action.option_strings:
+                assert flag in section, (name, flag)
+            if action.help and action.help != argparse.SUPPRESS and name != "audit":
+                assert " ".join(action.help.split()[:4]) in " ".join(section.split()), (
+                    name, action.dest)
+    for flag in ("--thorough", "--power", "--list", "--json"):  # the audit runner's own
+        assert flag in page.split("## `dpbandits audit`", 1)[1]
+
+
+def test_the_site_has_a_cli_reference_and_a_changelog_page():
+    index = (ROOT / "docs/index.md").read_text()
+    assert "\ncli\n" in index and "\nchangelog\n" in index
+    assert "{include} ../CHANGELOG.md" in (ROOT / "docs/changelog.md").read_text()
+    assert "_write_cli()" in (ROOT / "docs/conf.py").read_text()

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from dpbandits.agents import make_agent
-from dpbandits.datasets import ips, policy_actions, snips
 from dpbandits.envs import synthetic_log
 from dpbandits.harness.simulate import simulate
+from dpbandits.offpolicy import ips, policy_actions, snips
 
 
 def _theta(log, mu):
@@ -155,3 +155,15 @@ def test_action_probabilities_of_deterministic_and_random_agents_feed_the_estima
     np.testing.assert_array_equal(many, np.eye(3)[policy_actions(agent, test.contexts[:50])])
     with pytest.raises(ValueError, match="needs a one-replication agent"):
         agent.action_probabilities(test.contexts[:5])
+
+
+def test_the_estimators_old_import_path_warns_and_gives_the_same_objects():
+    import dpbandits.datasets as datasets
+    from dpbandits import offpolicy
+
+    for name in ("ips", "snips", "policy_actions", "PolicyEstimate"):
+        with pytest.warns(DeprecationWarning, match=f"dpbandits.datasets.{name} is deprecated"):
+            assert getattr(datasets, name) is getattr(offpolicy, name)
+        assert name not in datasets.__all__
+    with pytest.raises(AttributeError):
+        datasets.no_such_name  # noqa: B018

@@ -159,3 +159,44 @@ def test_an_unknown_calibration_names_the_vocabulary(name, allowed):
     text = str(err.value)
     assert "calibration" in text and "'exact'" in text and allowed in text
     assert "dp_accounting" in text or "closed form" in text
+
+
+# -- issue 34, item 3: a plan the component did not derive is flagged -----------------------
+def _forged(plan):
+    """scales / 4 under the original guarantee and ledger (the review's hand-built plan)."""
+    return NoisePlan(plan.calibration, {k: v / 4 for k, v in plan.scales.items()},
+                     plan.guarantee, plan.events, plan.sensitivities)
+
+
+@pytest.mark.parametrize("name", PRIVATE_AGENTS)
+def test_with_plan_flags_a_forged_plan(name):
+    """Regression: a hand-built NoisePlan kept the original guarantee and ledger, so the
+    agent reported itself certified while drawing 4x smaller noise."""
+    agent = make_agent(name, **SMALL)
+    if not agent.privacy.certified:
+        pytest.skip("the authors' calibration is not certified to begin with")
+    forged = agent.with_plan(_forged(agent.plan))
+    assert not forged.privacy.certified and forged.ledger is None
+    assert forged.plan.scales == _forged(agent.plan).scales  # it draws what it was given
+    assert "did not derive" in forged.privacy.caveat
+    assert agent.with_plan(agent.plan).plan is agent.plan  # its own plan stays certified
+    scaled = agent.with_plan(agent.plan.scaled(4.0))  # an audit's broken variant: as before
+    assert scaled.plan == agent.plan.scaled(4.0) and not scaled.privacy.certified
+
+
+def test_dp_hdb_arms_draw_a_forged_plan_flagged():
+    agent = make_agent("dp-hdb", **SMALL)
+    forged = agent.with_plan(_forged(agent.plan))
+    assert not forged.privacy.certified
+    for opt, own in zip(forged.arm_optimizers, agent.arm_optimizers, strict=True):
+        assert opt.kappa == pytest.approx(own.kappa / 4) and not opt.privacy.certified
+
+
+def test_batch_with_plan_flags_a_forged_plan():
+    from dpbandits.optim import OPTIMIZERS
+
+    opt = OPTIMIZERS["dp-gd"](epsilon=1.0, delta=1e-3, n_iters=20)
+    forged = opt.with_plan(_forged).plan_for(64)
+    assert not forged.guarantee.certified and forged.ledger is None
+    assert forged.scales == _forged(opt.plan_for(64)).scales
+    assert opt.with_plan(lambda plan: plan).plan_for(64) == opt.plan_for(64)

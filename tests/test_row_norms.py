@@ -6,6 +6,7 @@ checked in exact rational arithmetic on the floats returned (``||out||_2^2 <= c^
 from __future__ import annotations
 
 import math
+import os
 from fractions import Fraction
 
 import mpmath
@@ -16,11 +17,11 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from dpbandits.geometry import (
-    check_factor_range,
-    clip_factors,
     clip_limits,
     clip_rows,
     clip_to_norm,
+    clipped_coefficients,
+    gradient_rows,
     lp_norm,
     norm_error_bound,
     normalize_to_norm,
@@ -157,23 +158,59 @@ def test_normalize_gives_unit_rows_exactly_inside(x, q):
             assert not np.any(np.sign(row) * np.sign(row_in) < 0)  # no sign flips
 
 
-@PROPS
-@given(x=_rows, q=st.sampled_from([1.0, 2.0, 3.0]), bound=st.floats(1e-230, 1e300),
-       psi=st.floats(-1e300, 1e300))
-def test_scalar_factors_bound_a_gradient_psi_x(x, q, bound, psi):
-    """The noisy-SGD / oracle path: ``g = psi x`` scaled by one factor from its computed norm
-    ``|psi| ||x||``, entries ``(psi f) x_i`` (two roundings): exact norm <= bound."""
-    limit, target = clip_limits(bound, q, x.shape[-1])
-    if np.any(lp_norm(x, q) > bound * 2.0**900):  # refused: the coefficient would be subnormal
-        with pytest.raises(ValueError, match=r"X row \(\d+,\) has norm .* times 2\^900"):
-            check_factor_range("X", lp_norm(x, q), bound)
-        return
+_psi = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.floats(min_value=1e300, max_value=1.7976931348623157e308),
+    st.floats(min_value=-1.7976931348623157e308, max_value=-1e300),
+    st.sampled_from([0.0, -0.0, 1.0, -1.0, 1.9 * 2.0**1023, -1.9 * 2.0**1023, 5e-324, INF,
+                     -INF, math.nan]),
+)
+_gradient_bound = st.one_of(
+    st.sampled_from([2.0**-51, 2.0**-800, 1e-200, 1.0, 0.7, 1e250, 1e300, 0.0, INF]),
+    st.floats(min_value=2.0**-800, max_value=1e300))
+
+
+@settings(max_examples=200, deadline=None)
+@given(x=_rows, q=_q, bound=_gradient_bound, psi=st.lists(_psi, min_size=4, max_size=4))
+@example(x=np.array([[1.0]]), q=2.0, bound=2.0**-51, psi=[1.9 * 2.0**1023] * 4)  # issue 34.1
+@example(x=np.array([[1.0, 0.0]]), q=2.0, bound=2.0**-51, psi=[-1.9 * 2.0**1023] * 4)
+@example(x=np.array([[5e-324, 5e-324]]), q=2.0, bound=2.0**-800, psi=[1e300] * 4)
+@example(x=np.array([[1e308, -1e308]]), q=2.0, bound=2.0**-800, psi=[1e-300] * 4)
+@example(x=np.array([[3.0, 1.0]]), q=INF, bound=0.7, psi=[1e10] * 4)
+def test_gradient_coefficients_bound_psi_x_over_the_whole_float_range(x, q, bound, psi):
+    """The batch oracle / NoisySGD path: the gradient ``psi x`` of a linear-predictor loss
+    clipped as ``coef * row`` (:func:`gradient_rows`, :func:`clipped_coefficients`, one
+    rounding per entry). Exact norm ``<= bound`` for every finite row and every ``psi``
+    (huge, subnormal, infinite or NaN); unclipped gradients are ``psi x`` bit for bit."""
+    g = gradient_rows(x, q, bound)
+    psi_col = np.resize(np.asarray(psi), x.shape[0])
+    coef, was = clipped_coefficients(psi_col, g.norms, g.unclipped, g.clipped, g.limit,
+                                     g.bound)
     with np.errstate(over="ignore", invalid="ignore"):
-        norms = abs(psi) * lp_norm(x, q)  # 0 * inf = nan: factor 1, g = 0
-        f = clip_factors(norms, limit, target)
-        g = (psi * f)[:, None] * x
-    for row in g:
-        assert np.all(np.isfinite(row)) and exact_norm_at_most(row, q, bound)
+        out = coef[:, None] * g.rows
+    for row_in, row, p, size_ok, kept in zip(x, out, psi_col, ~was, g.unclipped == 1.0,
+                                             strict=True):
+        if math.isinf(bound):
+            continue  # no clipping, no claim
+        assert np.all(np.isfinite(row)) and exact_norm_at_most(row, q, bound), (row_in, p)
+        if kept and size_ok and abs(p) * lp_norm(row_in, q) <= g.limit:
+            with np.errstate(over="ignore", invalid="ignore"):
+                assert np.array_equal(row, p * row_in)  # unclipped: the gradient itself
+
+
+def test_gradient_rows_keep_ordinary_rows_and_clip_along_the_row():
+    x = np.array([[3.0, 4.0], [0.0, 0.0], [1e-200, 0.0]])
+    g = gradient_rows(x, 2.0, 1.0)
+    assert g.rows is x and np.all(g.unclipped == 1.0)  # no extreme row: nothing replaced
+    coef, was = clipped_coefficients(np.array([-10.0, 5.0, 1.0]), g.norms, g.unclipped,
+                                     g.clipped, g.limit, g.bound)
+    assert was.tolist() == [True, False, False]
+    np.testing.assert_allclose(coef[0] * x[0], [-0.6, -0.8], rtol=1e-13)
+    assert coef[1:].tolist() == [5.0, 1.0]
+    tiny = gradient_rows(np.array([[5e-324, 5e-324]]), 2.0, 1.0)
+    # replaced by its certified unit row: coefficients |psi| ||x|| or target
+    assert tiny.unclipped[0] == tiny.norms[0] and tiny.clipped[0] == tiny.target
+    assert exact_norm_at_most(tiny.rows[0], 2.0, 1.0) and tiny.rows[0, 0] > 0.7
 
 
 def test_rows_inside_are_untouched_and_clipped_rows_move_by_ulps_only():
@@ -255,3 +292,28 @@ def test_compiled_linf_twin_is_identical_to_the_primitive(bound):
         out = _pofw_kernels._clip_into(row, nrm, bound, np.empty_like(row))
         ref, _ = clip_rows(row[None, :], INF, bound)
         assert np.array_equal(out, ref[0]) and np.abs(out).max() <= bound
+
+
+@settings(max_examples=150, deadline=None)
+@given(x=_rows, q=st.sampled_from([1.5, 3.0, 1.25, 7.0]),
+       bound=st.one_of(st.sampled_from([1.0, 2.0**-800, 1e-200, 1e250]),
+                       st.floats(min_value=2.0**-800, max_value=1e300)))
+@example(x=np.full((2, 20), 20.0**(-1 / 3)), q=3.0, bound=1.0)  # DP-TOFW's rows: on the bound
+def test_compiled_lq_clip_is_the_numpy_clip_bit_for_bit(x, q, bound):
+    """DP-TOFW's compiled input clip (``_clip_kernels.clip_rows_lq``, the twin of
+    :func:`clip_rows`): every row's exact norm within the bound; with numpy's AVX2 loops
+    (the suite's pinned dispatch) the very same floats as the numpy path."""
+    pytest.importorskip("numba")
+    from dpbandits._backends import kernels
+
+    kernel = kernels("optim.streaming._clip_kernels").clip_rows_lq
+    d = x.shape[-1]
+    limit, target = clip_limits(bound, q, d)
+    shrink = 1.0 - 2.0 * norm_error_bound(q, d) - 12.0 * 2.0**-53
+    out, norms = np.empty_like(x), np.empty(x.shape[0])
+    kernel(x, q, limit, target, shrink, out, norms)
+    for row in out:
+        assert exact_norm_at_most(row, q, bound)
+    if os.environ.get("NPY_DISABLE_CPU_FEATURES"):
+        ref, ref_norms = clip_rows(x, q, bound)
+        assert np.array_equal(out, ref) and np.array_equal(norms, ref_norms)

@@ -15,42 +15,17 @@ import numpy as np
 
 from dpbandits._validation import check_positive, check_real
 from dpbandits.agents.base import PrivateAgent
-from dpbandits.geometry import clip_rows
+from dpbandits.privacy.plan import PlanView
+from dpbandits.private_ridge import (  # the pure math, shared with offpolicy's private DR
+    normalized_rows,
+    ridge_parts,
+    unit_rows,
+    whitened_terms,
+)
 
-
-def unit_rows(x: np.ndarray, context_bound: float) -> tuple[np.ndarray, np.ndarray]:
-    """``(u, clipped)``: rows clipped to ``||x||_2 <= L`` and scaled by ``1/L``, and the
-    boolean (R,) marks of the rows over ``L``. ``||u||_2 <= 1`` holds exactly for the floats
-    returned (:func:`dpbandits.geometry.clip_rows` on ``x``, and once more on ``x / L``, whose
-    rounding could otherwise leave a row an ulp above 1; rows inside are untouched)."""
-    clipped, norms = clip_rows(x, 2.0, context_bound)
-    return clip_rows(clipped / context_bound, 2.0, 1.0)[0], norms > context_bound
-
-
-def normalized_rows(x: np.ndarray, r: np.ndarray, context_bound: float, reward_bound: float
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``(u, y, x_clipped, r_clipped)``: :func:`unit_rows` and the rewards clipped to
-    ``[-B, B]``; the last two are boolean (R,) marks of what was clipped (callers count
-    them: nothing is clipped silently)."""
-    u, cx = unit_rows(x, context_bound)
-    y = np.clip(r, -reward_bound, reward_bound)
-    return u, y, cx, y != r
-
-
-def whitened_terms(u: np.ndarray, y: np.ndarray, arms: np.ndarray, n_arms: int,
-                   off_diagonal: float, sigma_gram: float, sigma_target: float) -> np.ndarray:
-    """Each user's ``u u^T`` (upper triangle, off-diagonal entries times ``off_diagonal``)
-    and ``y u`` in its arm's block, divided by the noise standard deviations: rows
-    (n, K (d(d+1)/2 + d)) in the noise metric of a release with those two noise scales (the
-    ``_contributions`` hooks, :mod:`dpbandits.privacy.contributions`)."""
-    n, d = u.shape
-    iu, ju = np.triu_indices(d)
-    rows = np.arange(n)
-    weight = np.where(iu == ju, 1.0, off_diagonal) / sigma_gram
-    out = np.zeros((n, n_arms, iu.size + d))
-    out[rows, arms, :iu.size] = u[:, iu] * u[:, ju] * weight
-    out[rows, arms, iu.size:] = y[:, None] * u / sigma_target
-    return out.reshape(n, -1)
+__all__ = ["PrivateRidgeUCB", "confidence_radius", "noise_norm_bound", "normalized_rows",
+           "optimistic_arms", "ridge_params", "ridge_parts", "target_noise_radius",
+           "unit_rows", "whitened_terms"]
 
 
 def noise_norm_bound(diag_sd: float, n_terms, feature_dim: int, horizon: int,
@@ -83,30 +58,6 @@ def confidence_radius(logdet, *, noise_std: float, alpha: float, feature_dim: in
     return noise_std * np.sqrt(np.maximum(inner, 0.0)) + theta_bound * np.sqrt(rho_max) + gamma
 
 
-def ridge_parts(gram: np.ndarray, target: np.ndarray, shift, floor, extra_floor=None):
-    """Per-arm ridge pieces of ``V = gram + shift I`` (``gram`` (..., K, d, d) symmetric,
-    ``target`` (..., K, d), ``shift``/``floor`` scalars or (...) arrays): eigenvalues below
-    ``floor`` are raised to it (``V`` is then the nearest matrix with spectrum >= floor).
-
-    Returns ``(theta, v_inv, logdet, raised, extra_inv)``: ``V^-1 target`` (..., K, d),
-    ``V^-1`` (..., K, d, d), ``sum_k ln det V_k`` (...), whether any eigenvalue was raised
-    (...), and the inverse of ``V`` with its spectrum raised to ``max(floor, extra_floor)``
-    (None without ``extra_floor``).
-    """
-    d = gram.shape[-1]
-    shift = np.asarray(shift, dtype=float)[..., None, None, None]
-    floor = np.asarray(floor, dtype=float)[..., None, None]
-    w, q = np.linalg.eigh(gram + shift * np.eye(d))
-    raised = (w < floor).any(axis=(-1, -2))
-    w = np.maximum(w, floor)
-    v_inv = np.einsum("...ij,...j,...kj->...ik", q, 1.0 / w, q)
-    theta = np.einsum("...ij,...j->...i", v_inv, target)
-    extra = None
-    if extra_floor is not None:
-        extra = np.einsum("...ij,...j,...kj->...ik", q, 1.0 / np.maximum(w, extra_floor), q)
-    return theta, v_inv, np.log(w).sum(axis=(-1, -2)), raised, extra
-
-
 def optimistic_arms(theta: np.ndarray, v_inv_u: np.ndarray, beta, u: np.ndarray,
                     tie_rng: np.random.Generator) -> np.ndarray:
     """``argmax_k <u, theta_k> + beta sqrt(u^T V_k^-1 u)`` per replication (``theta`` and
@@ -132,14 +83,35 @@ class PrivateRidgeUCB(PrivateAgent):
     """Base of ``adac-oful`` and ``ldp-linucb``: stores and validates the bounds the
     statistics are clipped to and the constants of the confidence radius, counts the clips.
 
-    ``context_bound`` L (default ``sqrt(dim)``: contexts in ``[-1, 1]^d``, the observation
-    space of the package's normalized environments), ``reward_bound`` B (default 1),
-    ``noise_std`` (the reward noise's sub-Gaussian parameter, default 0.05),
-    ``theta_bound`` on ``||vec theta||_2`` (default ``sqrt(n_arms)``), ``alpha`` (failure
-    probability, default ``1/horizon``), ``reg`` (ridge of an exact design, default 1).
+    Parameters
+    ----------
+    context_bound : float or None, default None
+        Bound L > 0 contexts are clipped to; None means ``sqrt(dim)`` (contexts in
+        ``[-1, 1]^d``, the observation space of the package's normalized environments).
+    reward_bound : float, default 1.0
+        Bound B > 0 rewards are clipped to.
+    noise_std : float, default 0.05
+        Sub-Gaussian parameter > 0 of the reward noise (sets the confidence radius).
+    theta_bound : float or None, default None
+        Bound > 0 on ``||vec theta||_2``; None means ``sqrt(n_arms)``.
+    alpha : float or None, default None
+        Failure probability in (0, 1) of the confidence sets; None means ``1 / horizon``.
+    reg : float, default 1.0
+        Ridge regularizer > 0 of an exact design (the non-private twin's).
     """
 
     supported_links = ("identity",)
+
+    @PlanView
+    def multiplier(self) -> float:
+        """``k``: each release (each user's message, for a local model) is ``1/k``-GDP (0
+        without noise)."""
+        return self._plan.scales["multiplier"]
+
+    @PlanView
+    def sigmas(self) -> dict:
+        """Standard deviations of the noise on the Gram entries and on the targets."""
+        return {"gram": self._plan.scales["gram"], "target": self._plan.scales["target"]}
 
     def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,
                  delta: float | None = None, context_bound: float | None = None,

@@ -104,6 +104,8 @@ from dpbandits.privacy.guarantee import PrivacyGuarantee
 from dpbandits.privacy.mechanisms import gaussian_noise, standard_laplace
 from dpbandits.privacy.plan import NoisePlan, PlanView, check_calibration
 
+__all__ = ["AdaCOFUL"]  # the agent; the rest supports it
+
 PUBLISHED_CAVEAT = (
     "the published AdaC-OFUL protects rewards only: its design matrix and its determinant "
     "trigger are exact functions of the users' contexts, so (epsilon, delta)-JDP over users "
@@ -178,26 +180,28 @@ def adac_oful_plan(epsilon: float, delta: float, *, calibration: str, protect: s
 class AdaCOFUL(PrivateRidgeUCB):
     """AdaC-OFUL: OFUL with one Gaussian release per adaptive episode (zCDP, JDP).
 
-    Parameters (beyond ``n_arms, dim, horizon``)
-    --------------------------------------------
-    epsilon : float > 0 (inf = no noise: rarely switching OFUL), default 1.
-    delta : float in (0, 1), default ``1/horizon``.
-    protect : ``"user"`` (default, certified JDP over ``(x_t, r_t)``) or ``"reward"`` (the
-        published release: rewards only, not certified for users).
-    schedule : ``"determinant"`` (default, the paper's trigger) or ``"doubling"`` (episode
-        lengths ``first_episode * 2^j``, fixed in advance).
-    det_factor : the determinant growth that ends an episode, default 2 (the paper's).
-    first_episode : first episode length of ``schedule="doubling"``, default 1.
-    calibration : ``"theorem"`` (default, the paper's zCDP calibration:
-        ``sigma = Delta/sqrt(2 rho)``; formerly ``"zcdp"``) or ``"accountant"`` (the smallest
-        noise the PLD accountant certifies; formerly ``"pld"``).
-    trigger_share : fraction of ``rho`` spent on the private trigger (``"user"`` with the
-        determinant schedule), default 0.1.
-    gram_share : fraction of the release's ``mu^2`` spent on the Gram (``"user"``),
-        default 0.5.
-    context_bound, reward_bound, noise_std, theta_bound, alpha, reg : see
-        :class:`~dpbandits.agents._private_ridge.PrivateRidgeUCB` (``reg``: the ridge of the
-        exact design, ``"reward"`` and non-private).
+    Parameters
+    ----------
+    protect : {"user", "reward"}, default "user"
+        ``"user"``: certified JDP over ``(x_t, r_t)``; ``"reward"``: the published release,
+        rewards only, not certified for users.
+    schedule : {"determinant", "doubling"}, default "determinant"
+        ``"determinant"``: the paper's trigger; ``"doubling"``: episode lengths
+        ``first_episode * 2^j``, fixed in advance.
+    det_factor : float, default 2.0
+        The determinant growth (> 1) that ends an episode (the paper's 2).
+    first_episode : int, default 1
+        First episode length (>= 1) of ``schedule="doubling"``.
+    calibration : {"theorem", "accountant"}, default "theorem"
+        ``"theorem"``: the paper's zCDP calibration ``sigma = Delta/sqrt(2 rho)``;
+        ``"accountant"``: the smallest noise the PLD accountant certifies.
+    trigger_share : float, default 0.1
+        Fraction in (0, 1) of ``rho`` spent on the private trigger (``"user"`` with the
+        determinant schedule).
+    gram_share : float, default 0.5
+        Fraction in (0, 1) of the release's ``mu^2`` spent on the Gram (``"user"``).
+    reg : float, default 1.0
+        Ridge regularizer > 0 of the exact design (``"reward"`` and non-private).
     """
 
     def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,
@@ -233,16 +237,6 @@ class AdaCOFUL(PrivateRidgeUCB):
     def eps_trigger(self) -> float:
         """``eps_1`` of the AboveThreshold trigger (0 without a private trigger)."""
         return self._plan.scales["eps_trigger"]
-
-    @PlanView
-    def multiplier(self) -> float:
-        """``k``: each release is ``1/k``-GDP (0 without noise)."""
-        return self._plan.scales["multiplier"]
-
-    @PlanView
-    def sigmas(self) -> dict:
-        """Standard deviations of the release noise on the Gram and on the targets."""
-        return {"gram": self._plan.scales["gram"], "target": self._plan.scales["target"]}
 
     @PlanView
     def rho(self) -> float:

@@ -48,6 +48,8 @@ from dpbandits.privacy.mechanisms import laplace_noise
 from dpbandits.privacy.plan import NoisePlan
 from dpbandits.privacy.streams import ChunkedDraws
 
+__all__ = ["DPHDBAuthorsCode", "DPUCBAuthorsCode"]  # the agents; the rest supports them
+
 
 def authors_dphdb_numerator(horizon: int, delta: float) -> float:
     """``4 sqrt(log T log(1/delta))``, the numerator of the code's Laplace scale."""
@@ -103,16 +105,30 @@ _CAVEAT_UCB = ("reconstruction of the authors' code: fresh noise every round (ea
                "enters T releases, not m tree nodes), no PSD shift")
 
 
+#: contract checks the reconstructions are expected to fail (dpbandits.testing)
+_NOT_CERTIFIED = {"check_adversarial_inputs": (
+    "a reconstruction of the authors' code, reported NOT CERTIFIED: its noise is not "
+    "calibrated to a sensitivity of what it releases, so there is no declared bound to "
+    "hold its per-user terms to (no _contributions hook)")}
+
+
 @register_agent("dp-hdb-authors-code")
 class DPHDBAuthorsCode(PrivateAgent):
-    """DP-HDB as the authors' code runs it (module docstring). Not certified."""
+    """DP-HDB as the authors' code runs it (module docstring). Not certified.
 
-    #: contract checks this reconstruction is expected to fail (dpbandits.testing)
-    _xfail_checks = {"check_adversarial_inputs": (
-        "a reconstruction of the authors' code, reported NOT CERTIFIED: its noise is not "
-        "calibrated to a sensitivity of what it releases, so there is no declared bound to "
-        "hold its per-user terms to (no _contributions hook)")}
+    Parameters
+    ----------
+    t0 : int or None, default None
+        Forced pulls per arm, >= 1; None uses
+        :func:`~dpbandits.agents.dp_hdb.default_t0`. ``n_arms * t0 + 1`` must be below the
+        horizon.
+    h_sub : float, default 1.0
+        Pre-selection gap of the greedy choice (as in :class:`~dpbandits.agents.dp_hdb.DPHDB`).
+    radius : float, default 1.0
+        Radius r > 0 of the l_1 ball of each arm's parameter.
+    """
 
+    _xfail_checks = _NOT_CERTIFIED
     supported_links = ("identity",)
 
     def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,
@@ -177,15 +193,17 @@ class DPHDBAuthorsCode(PrivateAgent):
 class DPUCBAuthorsCode(PrivateAgent):
     """DP-UCB as the authors' code of Han et al. 2022 runs it (module docstring). Not certified.
 
-    ``backend``: ``"auto"``/``"numba"`` (compiled kernels) or ``"numpy"`` (same streams).
+    Parameters
+    ----------
+    noise_std : float, default 0.05
+        Sub-Gaussian parameter sigma of the reward noise (sets the confidence radius).
+    theta_bound : float, default 1.0
+        Bound S on the parameters' norm (sets the confidence radius).
+    backend : {"auto", "numba", "numpy"}, default "auto"
+        ``"auto"``/``"numba"``: compiled kernels; ``"numpy"``: numpy only, same streams.
     """
 
-    #: contract checks this reconstruction is expected to fail (dpbandits.testing)
-    _xfail_checks = {"check_adversarial_inputs": (
-        "a reconstruction of the authors' code, reported NOT CERTIFIED: its noise is not "
-        "calibrated to a sensitivity of what it releases, so there is no declared bound to "
-        "hold its per-user terms to (no _contributions hook)")}
-
+    _xfail_checks = _NOT_CERTIFIED
     supported_links = ("identity",)
 
     def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,

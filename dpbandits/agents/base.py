@@ -37,6 +37,7 @@ from typing import Any
 import dp_accounting
 import numpy as np
 
+from dpbandits._docs import raises_parameter_errors
 from dpbandits._params import Parameterized
 from dpbandits._validation import (
     SeedLike,
@@ -82,12 +83,24 @@ def _checked_act(act):
     return act_checked
 
 
+@raises_parameter_errors
 class Agent(Parameterized):
     """Base class of every bandit agent.
 
     Subclasses implement ``_reset``, ``act``, ``_update`` and ``privacy``; the base class
     checks shapes and values at the boundary so the subclasses can assume clean arrays
     (``act`` receives float64 contexts of shape ``(R, d)``).
+
+    Parameters
+    ----------
+    n_arms : int
+        Number of arms K, >= 2. Set from the environment by the harness and the CLI.
+    dim : int
+        Context dimension d, >= 1. Set from the environment by the harness and the CLI.
+    horizon : int
+        Number of rounds T the agent is built for, >= 1 (its noise and schedules are
+        calibrated to it). Set from the environment by the harness and the CLI.
+
     """
 
     #: registry name, set by ``register_agent``
@@ -477,6 +490,14 @@ class PrivateAgent(Planned, Agent):
     compute their :class:`~dpbandits.privacy.plan.NoisePlan` from ``_eps`` and ``_delta`` in
     their own ``__init__`` (``self._plan``, by a pure function of the parameters) and draw
     their noise from its scales; ``privacy`` and ``ledger`` are the plan's.
+
+    Parameters
+    ----------
+    epsilon : float, default 1.0
+        Privacy budget epsilon > 0 of the whole run; ``inf`` gives the non-private twin
+        (same algorithm, no noise).
+    delta : float or None, default None
+        Privacy parameter delta in (0, 1); None means ``1 / horizon``.
     """
 
     def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,
@@ -553,5 +574,6 @@ def available_agents() -> list[str]:
 def agent_class(name: str) -> type[Agent]:
     """The class registered under ``name``."""
     if name not in _REGISTRY:
-        raise ValueError(f"unknown agent {name!r}; registered agents: {sorted(_REGISTRY)}")
+        raise ValueError(f"unknown agent {name!r}{_did_you_mean(name, _REGISTRY)}; registered "
+                         f"agents: {sorted(_REGISTRY)}")
     return _REGISTRY[name]

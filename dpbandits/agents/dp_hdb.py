@@ -45,11 +45,19 @@ import numpy as np
 
 from dpbandits._backends import compiled, kernels, use_parallel
 from dpbandits._memo import IdentityMemo
-from dpbandits._validation import check_choice, check_int, check_positive, check_real
+from dpbandits._validation import (
+    check_bound,
+    check_choice,
+    check_int,
+    check_positive,
+    check_real,
+)
 from dpbandits.agents.base import PrivateAgent, register_agent
 from dpbandits.optim.streaming.dp_pofw import LINK_CODES, ArmSteps
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 from dpbandits.privacy.plan import NoisePlan, check_calibration
+
+__all__ = ["DPHDB"]  # the agent; the rest supports it
 
 LINK_LOSS = {"identity": "squared", "logistic": "logistic"}
 OPTIMIZERS = {"dp-pofw", "dp-tofw"}
@@ -134,20 +142,38 @@ def dp_hdb_plan(epsilon: float, delta: float, privacy_split: str,
 class DPHDB(PrivateAgent):
     """Private high-dimensional bandit (Han et al. 2022, Algorithm 3), batched over replications.
 
-    Parameters (beyond ``n_arms, dim, horizon``):
-    ``epsilon`` (inf: the non-private twin); ``delta`` (default ``1/horizon``);
-    ``t0`` (forced pulls per arm; default :func:`default_t0`, capped at half the horizon);
-    ``h_sub`` (pre-selection gap, default 1); ``radius`` (l_1 radius of each arm's set);
-    ``link`` (``"identity"``/``"logistic"``); ``context_bound`` (on ``||x||_inf``);
-    ``reward_bound`` (on ``|r|``); ``calibration`` (``"theorem"``/``"accountant"``);
-    ``optimizer`` (``"dp-pofw"`` or ``"dp-tofw"``); ``optimizer_params`` (extra keyword
-    arguments of the optimizer, e.g. ``{"p": 1.5}`` for DP-TOFW, ``{"selection": "gumbel"}``
-    or ``{"lr_scale": 2.0}``); ``privacy_split`` (``"two-arms"`` or ``"paper"``, module
-    docstring); ``backend`` (``"auto"``/``"numba"``: the greedy choice and DP-POFW's steps
-    run as compiled kernels; ``"numpy"``: numpy only, numba never loaded; the same numbers up
-    to the rounding of dot products).
+    Parameters
+    ----------
+    t0 : int or None, default None
+        Forced pulls per arm, >= 1; None uses :func:`default_t0` (the authors' warm-up,
+        capped so that forced sampling takes at most half the horizon).
+    h_sub : float, default 1.0
+        Pre-selection gap h_sub > 0: an arm stays a candidate when its forced-sampling
+        value is within ``h_sub / 2`` of the best.
+    radius : float, default 1.0
+        Radius r > 0 of the l_1 ball each arm's parameter is estimated in.
+    link : {"identity", "logistic"}, default "identity"
+        Inverse link zeta of the reward model.
+    context_bound : float, default 1.0
+        Bound > 0 on ``||x||_inf``; contexts are clipped to it (counted in ``n_clipped_``).
+    reward_bound : float, default 1.0
+        Bound > 0 on ``|r|``; rewards are clipped to it.
+    calibration : {"theorem", "accountant"}, default "theorem"
+        Noise from the paper's theorem, or the smallest noise the accountant certifies.
+    optimizer : {"dp-pofw", "dp-tofw"}, default "dp-pofw"
+        Streaming private optimizer run per arm.
+    optimizer_params : dict or None, default None
+        Extra keyword arguments of that optimizer, e.g. ``{"p": 1.5}`` for DP-TOFW,
+        ``{"selection": "gumbel"}`` or ``{"lr_scale": 2.0}``.
+    privacy_split : {"two-arms", "paper"}, default "two-arms"
+        ``"two-arms"`` runs each arm's optimizer at (epsilon/2, delta/2) so that the
+        stated guarantee holds; ``"paper"`` uses (epsilon, delta) per arm as the paper
+        does and is reported as not certified (module docstring).
+    backend : {"auto", "numba", "numpy"}, default "auto"
+        ``"auto"``/``"numba"``: the greedy choice and DP-POFW's steps run as compiled
+        kernels; ``"numpy"``: numpy only. The same numbers up to the rounding of dot
+        products.
     """
-
     deterministic_policy = True  # forced arm, else pre-selected argmax (ties to the lowest)
 
     @property
@@ -179,10 +205,12 @@ class DPHDB(PrivateAgent):
             raise ValueError(f"t0 * n_arms must be < horizon: t0={self._t0}, n_arms={n_arms}, "
                              f"horizon={horizon} (forced sampling would fill the horizon)")
         check_real("h_sub", h_sub, low=0.0)
-        check_positive("radius", radius)
+        # the arms' DP-POFW would refuse them too, but under its own names (x_bound, y_bound)
+        bound = check_bound if self._private else check_positive
+        bound("radius", radius)
         check_choice("link", link, set(LINK_LOSS))
-        check_positive("context_bound", context_bound)
-        check_positive("reward_bound", reward_bound)
+        bound("context_bound", context_bound)
+        bound("reward_bound", reward_bound)
         check_calibration(calibration, ("theorem", "accountant"), "DPHDB")
         check_choice("optimizer", optimizer, OPTIMIZERS)
         if optimizer_params is not None and not isinstance(optimizer_params, dict):
@@ -203,8 +231,8 @@ class DPHDB(PrivateAgent):
         ``plan.scaled(factor, "kappa")``); see :meth:`Planned.with_plan`."""
         twin = super().with_plan(plan)
         arm = self._opts[0].plan
-        if arm.is_private and plan.altered:
-            arm = arm.replaced(**dict(plan.scales))
+        if arm.is_private and twin.plan.altered:  # the plan adopted (a forged one flagged)
+            arm = arm.replaced(**dict(twin.plan.scales))
         twin._opts = [opt.with_plan(arm) for opt in twin._opts]
         return twin
 

@@ -91,6 +91,7 @@ from functools import partial
 import numpy as np
 
 from dpbandits._validation import (
+    check_bound,
     check_choice,
     check_positive,
     check_real,
@@ -102,6 +103,8 @@ from dpbandits.privacy.guarantee import PrivacyGuarantee
 from dpbandits.privacy.plan import NoisePlan, PlanView, check_calibration
 from dpbandits.privacy.streams import ChunkedDraws
 from dpbandits.privacy.tree import tree_levels, tree_node_levels
+
+__all__ = ["DPUCB"]  # the agent; the rest supports it
 
 
 def tree_depth(horizon: int) -> int:
@@ -243,22 +246,40 @@ def dp_ucb_plan(epsilon: float, delta: float, *, noise: str, calibration: str, h
 class DPUCB(PrivateAgent):
     """Jointly differentially private LinUCB of Shariff & Sheffet (2018), disjoint model.
 
-    Parameters (beyond ``n_arms, dim, horizon``): ``epsilon`` (inf = no noise), ``delta``
-    (default ``1/horizon``), ``noise`` (``"gaussian"`` or ``"wishart"``), ``calibration``
-    (``"theorem"``/``"accountant"``, Gaussian only), ``context_bound`` L on ``||x||_2``
-    (default ``sqrt(dim)``, exact for l_inf-normalized contexts), ``reward_bound`` B~ on
-    ``|y|``, ``noise_std`` sigma (reward sub-Gaussian parameter), ``theta_bound`` S on
-    ``||vec theta||_2`` (default ``sqrt(n_arms)``: each ``||theta_i||_1 <= 1``), ``alpha``
-    (failure probability, default ``1/horizon``), ``reg`` (the constant regularizer when
-    ``epsilon = inf``), ``wishart_shift`` (shift the Wishart noise down, Prop. 9),
-    ``block_diagonal`` (keep only the per-arm diagonal blocks of the released matrix:
-    post-processing, same guarantee and ledger; module docstring), ``bonus`` (scale of the
-    exploration bonus ``beta_t``: 1 is Proposition 4's radius; 0 plays greedily on the
-    private estimate, a diagnostic; post-processing, guarantee unchanged), ``backend`` (``"auto"``:
-    the numba kernels when numba is installed; ``"numba"``; ``"numpy"``: the vectorized numpy
-    twin, same streams, results equal up to rounding).
+    Parameters
+    ----------
+    noise : {"gaussian", "wishart"}, default "gaussian"
+        Noise added to the tree's Gram-matrix nodes.
+    calibration : {"theorem", "accountant"}, default "theorem"
+        Noise from the paper's theorem, or the smallest noise the accountant certifies
+        (Gaussian noise only).
+    context_bound : float or None, default None
+        Bound L > 0 on ``||x||_2``; None means ``sqrt(dim)``, exact for
+        l_inf-normalized contexts.
+    reward_bound : float, default 1.0
+        Bound B~ > 0 on ``|y|``.
+    noise_std : float, default 0.05
+        Sub-Gaussian parameter sigma >= 0 of the reward noise (sets the confidence radius).
+    theta_bound : float or None, default None
+        Bound S > 0 on ``||vec theta||_2``; None means ``sqrt(n_arms)`` (each
+        ``||theta_i||_1 <= 1``).
+    alpha : float or None, default None
+        Failure probability in (0, 1) of the confidence sets; None means ``1 / horizon``.
+    reg : float, default 1.0
+        Ridge regularizer > 0, used when ``epsilon = inf``.
+    wishart_shift : bool, default True
+        Shift the Wishart noise down (Proposition 9 of Shariff & Sheffet 2018).
+    block_diagonal : bool, default False
+        Keep only the per-arm diagonal blocks of the released matrix: post-processing,
+        same guarantee and ledger (module docstring).
+    bonus : float, default 1.0
+        Scale >= 0 of the exploration bonus ``beta_t``: 1 is Proposition 4's radius; 0
+        plays greedily on the private estimate (a diagnostic). Post-processing: the
+        guarantee does not change.
+    backend : {"auto", "numba", "numpy"}, default "auto"
+        ``"auto"``: the numba kernels when numba is installed; ``"numpy"``: the vectorized
+        numpy twin, same streams, results equal up to rounding.
     """
-
     supported_links = ("identity",)
     deterministic_policy = True  # argmax of the UCB indices, ties to the lowest index
 
@@ -289,9 +310,10 @@ class DPUCB(PrivateAgent):
         if noise == "wishart" and cal != "theorem":
             raise ValueError("calibration='accountant' is only available for noise='gaussian' "
                              "(the Wishart guarantee is Sheffet's theorem)")
-        self._L = math.sqrt(dim) if context_bound is None else check_positive(
+        # in BOUND_RANGE, L~^2 and the node noise are normal floats (not subnormal)
+        self._L = math.sqrt(dim) if context_bound is None else check_bound(
             "context_bound", context_bound)
-        self._B = check_positive("reward_bound", reward_bound)
+        self._B = check_bound("reward_bound", reward_bound)
         self._sigma = check_positive("noise_std", noise_std)
         self._S = math.sqrt(n_arms) if theta_bound is None else check_positive(
             "theta_bound", theta_bound)

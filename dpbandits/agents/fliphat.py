@@ -88,6 +88,7 @@ import numpy as np
 from dpbandits._backends import compiled, kernels
 from dpbandits._validation import (
     check_array,
+    check_bound,
     check_choice,
     check_int,
     check_positive,
@@ -103,6 +104,8 @@ from dpbandits.privacy.peeling import (
 )
 from dpbandits.privacy.plan import NoisePlan, check_calibration
 from dpbandits.privacy.streams import ChunkedDraws
+
+__all__ = ["FLIPHAT"]  # the agent; the rest supports it
 
 FEATURE_MODELS = ("disjoint", "per-arm")
 CALIBRATIONS = ("theorem", "accountant", "authors")
@@ -219,29 +222,38 @@ def fliphat_plan(epsilon: float, delta: float, *, calibration: str, sparsity: in
 class FLIPHAT(PrivateAgent):
     """Jointly differentially private sparse linear bandit (module docstring).
 
-    Parameters (beyond ``n_arms, dim, horizon``)
-    --------------------------------------------
-    epsilon : float > 0 (inf = no noise: exact IHT), default 1.
-    delta : float in (0, 1), default ``1/horizon``.
-    sparsity : s, the number of coordinates kept, default ``min(10, D)``.
-    feature_model : ``"disjoint"`` (block embedding, D = K dim) or ``"per-arm"``
-        (D = dim / K; contexts are flattened (K, D) feature matrices).
-    calibration : ``"theorem"``, ``"accountant"`` or ``"authors"`` (not certified).
-    step : gradient step eta (the authors' ``2 eta_0``), default 1.
-    n_iter : fixed number of IHT iterations per episode (>= 1), or None for the schedule
+    Parameters
+    ----------
+    sparsity : int or None, default None
+        Number s >= 1 of coordinates IHT keeps; None means ``min(10, D)``.
+    feature_model : {"disjoint", "per-arm"}, default "disjoint"
+        ``"disjoint"``: block embedding of the shared context, D = K dim; ``"per-arm"``:
+        contexts are flattened (K, D) feature matrices, D = dim / K.
+    calibration : {"theorem", "accountant", "authors"}, default "theorem"
+        Noise from the paper's theorem, the smallest the accountant certifies, or the
+        authors' code's (not certified).
+    step : float, default 1.0
+        Gradient step eta > 0 (the authors' ``2 eta_0``).
+    n_iter : int or None, default None
+        Fixed number of IHT iterations per episode, >= 1; None uses the schedule
         ``max(1, ceil(iter_scale ln(1 + n C^2)))``.
-    iter_scale : M_0 of that schedule, default 0.16 (the authors' experiments).
-    context_bound : x_max, bound on ``||phi||_inf`` enforced by clipping, default 1
-        (exact for the l_inf-normalized contexts of the Figure 5.1 instance).
-    theta_bound : C, radius of the l_1 projection (per arm in the disjoint model),
-        default 1 (each ``||theta_k||_1 = 1`` in the Figure 5.1 instance); inf = no projection.
-    reward_bound : R, truncation level of the responses; None (default) uses
+    iter_scale : float, default 0.16
+        M_0 > 0 of that schedule (the authors' experiments).
+    context_bound : float, default 1.0
+        x_max > 0, bound on ``||phi||_inf`` enforced by clipping (exact for the
+        l_inf-normalized contexts of the Figure 5.1 instance).
+    theta_bound : float, default 1.0
+        C > 0, radius of the l_1 projection (per arm in the disjoint model); inf: no
+        projection.
+    reward_bound : float or None, default None
+        R > 0, truncation level of the responses; None uses
         ``x_max C + noise_std sqrt(2 ln(1 + n))`` for an episode of ``n`` rounds.
-    noise_std : reward noise level used by that default, default 0.05.
-    backend : ``"auto"``/``"numba"`` (per-round bookkeeping in numba kernels) or
-        ``"numpy"``; the results are bit-identical.
+    noise_std : float, default 0.05
+        Reward noise level >= 0 used by that default.
+    backend : {"auto", "numba", "numpy"}, default "auto"
+        ``"auto"``/``"numba"``: per-round bookkeeping in numba kernels; ``"numpy"``:
+        numpy only. Bit-identical results.
     """
-
     supported_links = ("identity",)
 
     def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,
@@ -282,13 +294,15 @@ class FLIPHAT(PrivateAgent):
         if n_iter is not None:
             check_int("n_iter", n_iter, low=1)
         self._iter_scale = check_positive("iter_scale", iter_scale)
-        self._x_max = check_positive("context_bound", context_bound)
+        self._x_max = check_bound("context_bound", context_bound)
         self._C = check_positive("theta_bound", theta_bound, allow_inf=True)
+        if math.isfinite(self._C):
+            check_bound("theta_bound", self._C)
         if n_iter is None and math.isinf(self._C):
             raise ValueError("theta_bound=inf needs a fixed n_iter (the iteration schedule "
                              "uses ln(1 + n C^2))")
         if reward_bound is not None:
-            check_positive("reward_bound", reward_bound)
+            check_bound("reward_bound", reward_bound)
         elif math.isinf(self._C):
             raise ValueError("theta_bound=inf needs an explicit reward_bound")
         self._noise_std = check_real("noise_std", noise_std, low=0.0)

@@ -74,7 +74,9 @@ from dpbandits.privacy.mechanisms import (
     gaussian_sigma_classical,
     symmetric_gaussian,
 )
-from dpbandits.privacy.plan import NoisePlan, PlanView, check_calibration
+from dpbandits.privacy.plan import NoisePlan, check_calibration
+
+__all__ = ["LDPLinUCB"]  # the agent; the rest supports it
 
 #: whitened sensitivity of one message at sigma_G = 1, sigma_b = B (module docstring)
 UNIT_SENSITIVITY = fit_sensitivity(1.0 / math.sqrt(2.0), 0.5)
@@ -130,15 +132,13 @@ def ldp_linucb_plan(epsilon: float, delta: float, calibration: str,
 class LDPLinUCB(PrivateRidgeUCB):
     """LDP-LinUCB: each user privatizes its own statistics before sending them (local DP).
 
-    Parameters (beyond ``n_arms, dim, horizon``)
-    --------------------------------------------
-    epsilon : float > 0 (inf = no noise: LinUCB with ridge ``reg``), default 1.
-    delta : float in (0, 1), default ``1/horizon``.
-    calibration : ``"accountant"`` (default) or ``"theorem"`` (module docstring;
-        ``"paper"`` is its former name).
-    context_bound, reward_bound, noise_std, theta_bound, alpha, reg : see
-        :class:`~dpbandits.agents._private_ridge.PrivateRidgeUCB` (``reg``: the ridge of the
-        non-private twin).
+    Parameters
+    ----------
+    calibration : {"accountant", "theorem"}, default "accountant"
+        Noise from the accountant (the smallest it certifies) or from the theorem (module
+        docstring).
+    reg : float, default 1.0
+        Ridge regularizer > 0 of the non-private twin (``epsilon = inf``).
     """
 
     def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,
@@ -151,17 +151,6 @@ class LDPLinUCB(PrivateRidgeUCB):
         self._plan = ldp_linucb_plan(
             self._eps, self._delta,
             check_calibration(calibration, ("accountant", "theorem"), "LDPLinUCB"), self._B)
-
-    # -- the plan's noise, read-only ------------------------------------------------------
-    @PlanView
-    def multiplier(self) -> float:
-        """``k``: the message is ``1/k``-GDP (0 without noise)."""
-        return self._plan.scales["multiplier"]
-
-    @PlanView
-    def sigmas(self) -> dict:
-        """Standard deviations of the noise on the Gram entries and on the targets."""
-        return {"gram": self._plan.scales["gram"], "target": self._plan.scales["target"]}
 
     # -- state -------------------------------------------------------------------------------
     def _reset(self, n_reps: int, rng: np.random.Generator) -> None:

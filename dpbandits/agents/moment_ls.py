@@ -115,11 +115,10 @@ Factors and the intercept changed nothing measurable without noise and cost regr
 study). ``screen_per_arm = 4`` (``|S| = min(dim, max(16, 4K))``; version 3 of
 the study's cells) and ``first_per_arms = 4`` (``n0 = ceil(horizon/20 max(1, K/4))``; version
 4) were chosen in the third round on the many-arm tuning instances (``instances.TUNING_K``,
-16 replications; neither changes anything for ``K <= 4``). The other
-third-round options (``thompson``, ``lasso``, ``fit_first``, ``marginal_below``) are post-
-processing of the same releases or another fixed schedule; they were measured worse or
-neutral and are off. So is the fourth round's ``no_screen_below`` (no screening release
-when ``d <= c |S|``: it only removes releases).
+16 replications; neither changes anything for ``K <= 4``). The variants measured in the
+study's third to fifth rounds and not kept (post-processing of the same releases, another
+fixed schedule, or fewer releases) are not options of this agent: they are subclasses in
+``experiments/certified_learning/variants.py``.
 
 Enforced and counted: ``||u|| <= 1`` and ``||z|| <= 1`` for the floats used
 (:func:`~dpbandits.geometry.normalize_rows`); targets clipped (``n_clipped_rewards_``); rows
@@ -140,7 +139,9 @@ from dpbandits.privacy.accounting import calibrate, gaussian_event
 from dpbandits.privacy.accounting import gaussian_multiplier as _gdp_multiplier
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 from dpbandits.privacy.mechanisms import gaussian_noise
-from dpbandits.privacy.plan import NoisePlan, PlanView
+from dpbandits.privacy.plan import NoisePlan
+
+__all__ = ["MomentLS"]  # the agent; the rest supports it
 
 
 def _targets(r: np.ndarray, norms: tuple[np.ndarray, ...], y_max: float
@@ -160,42 +161,6 @@ def _targets(r: np.ndarray, norms: tuple[np.ndarray, ...], y_max: float
     y_raw = np.where(zero, 0.0, y_raw)
     y = np.clip(y_raw, -y_max, y_max)
     return y, y != y_raw
-
-
-def _lasso(a: np.ndarray, c: np.ndarray, alpha: float, top: np.ndarray,
-           iters: int = 300) -> np.ndarray:
-    """``argmin_t 1/2 t^T a t - c_k^T t + alpha ||t||_1`` per replication and arm (FISTA,
-    step ``1/top``, ``top`` >= the largest eigenvalue of ``a`` (R, D, D)); ``c`` (R, K, D)."""
-    step = 1.0 / top[:, None, None]
-    t = np.zeros_like(c)
-    z, q = t, 1.0
-    for _ in range(iters):
-        g = np.einsum("rij,rkj->rki", a, z) - c
-        x = z - step * g
-        t_new = np.sign(x) * np.maximum(np.abs(x) - step * alpha, 0.0)
-        q_new = (1.0 + math.sqrt(1.0 + 4.0 * q * q)) / 2.0
-        z = t_new + ((q - 1.0) / q_new) * (t_new - t)
-        t, q = t_new, q_new
-    return t
-
-
-def _schedule(horizon: int, n0: int, n_screen: int, fit_first: float) -> list[int]:
-    """Episode ends (exclusive): :func:`~dpbandits.agents.screened_ls.episode_ends` (``n0``,
-    ``2 n0``, ``4 n0``, ...) when ``fit_first == 4`` (the default); otherwise the screening
-    episodes ``n0, 2 n0, ...`` (``n_screen`` of them), then fitting episodes of
-    ``ceil(fit_first n0)``, twice that, ... A function of the public parameters only (fixed
-    in advance), so the episodes hold disjoint users as before."""
-    if fit_first == 4.0:
-        return episode_ends(horizon, n0)[0]
-    ends: list[int] = []
-    lengths = [n0 * 2**i for i in range(n_screen)]
-    length = max(1, math.ceil(fit_first * n0))
-    while not ends or ends[-1] < horizon:
-        step = lengths.pop(0) if lengths else length
-        if not lengths and len(ends) >= n_screen:
-            length *= 2
-        ends.append(min(horizon, (ends[-1] if ends else 0) + step))
-    return ends
 
 
 def _largest(stat: np.ndarray, m: int) -> np.ndarray:
@@ -254,58 +219,47 @@ class MomentLS(FitRelease, PrivateAgent):
     """Moment-debiased screening, then least squares on the screened coordinates and the
     contexts' leading private factors; JDP (module doc).
 
-    Parameters (beyond ``n_arms, dim, horizon``)
-    --------------------------------------------
-    epsilon : float > 0 (inf = no noise), default 1.
-    delta : float in (0, 1), default ``1/horizon``.
-    first_episode : n0, rounds of the first (uniform) episode, default
+    Parameters
+    ----------
+    first_episode : int or None, default None
+        n0 >= 1, rounds of the first (uniform) episode; None means
         ``ceil(horizon/20 * max(1, K/first_per_arms))`` (``ceil(horizon/20)`` when
         ``first_per_arms = 0``).
-    first_per_arms : the default first episode grows as ``K/first_per_arms`` beyond that many
-        arms, default 4 (``ceil(horizon/20)`` up to ``K = 4``; 0: never grows): with many
-        arms a screening release has few users per arm (third round).
-    screen_size : |S|, coordinates kept for the fit, default
+    first_per_arms : int, default 4
+        The default first episode grows as ``K/first_per_arms`` beyond that many arms, >= 0
+        (0: never grows): with many arms a screening release has few users per arm.
+    screen_size : int or None, default None
+        ``|S|`` in [1, dim], coordinates kept for the fit; None means
         ``min(dim, max(16, screen_per_arm * n_arms))``.
-    screen_per_arm : the default ``|S|`` grows as this many coordinates per arm beyond
-        ``K = 16 / screen_per_arm``, default 4 (``min(dim, 16)`` up to ``K = 4``): each arm
-        has its own support, so the union to cover grows with ``K`` (third round).
-    n_factors : leading eigenvectors of the released moment added to the fit, default 0.
-    intercept : intercept coordinate ``kappa = intercept sqrt(dim)`` (0: none), default 0.
-    clip_screen : screening targets clipped at ``clip_screen / sqrt(D)``, default 0.1.
-    clip_fit : fitting targets clipped at ``clip_fit / sqrt(p)``, default 0.5.
-    moment_share : fraction of the screening release's ``mu^2`` spent on the moment,
-        default 0.3.
-    gram_share : fraction of the fitting release's ``mu^2`` spent on the Gram, default 0.4.
-    ridge_screen : multiplier of the moment noise's spectral norm (over K) used as ridge of
-        the screening regression, default 1.
-    ridge : multiplier of the Gram noise's spectral norm used as ridge of the fit, default 1.
-    factor_threshold : a factor is kept when its eigenvalue exceeds this many moment-noise
-        spectral norms, default 2.
-    screen_episodes : episodes released as screening releases, default 2.
-    thompson : posterior-style exploration in the fitting phase (post-processing of the
-        releases, no release added), default 0 (off: greedy). Each round, every arm's
-        coefficients are drawn from ``N(beta_k, thompson^2 Sigma_k)``, ``Sigma_k`` the
-        ridge posterior on the released sums: the released target noise propagated,
-        ``n_fits sigma_b^2 (G_k + lam I)^{-2}``, plus ``y_max^2 (G_k + lam I)^{-1}`` for the
-        reward noise (``y_max`` the fit clip, a bound on a target); drawn from the agent's
-        own exploration stream (spawned only when on, so the default stream is unchanged).
-        Measured on the tuning instances and not kept (study README, third round).
-    no_screen_below : ``c``; when ``dim <= c |S|`` (``|S|`` as above) no coordinate is
-        screened out: ``S`` is every coordinate and only ``no_screen_episodes`` screening
-        releases are made (played on until the first fit; the later episodes, or every one
-        when 0, are fitting releases on all ``dim`` coordinates). A rule on public
-        parameters, fixed in advance; it only removes screening releases, so the plan and
-        the ledger are the default's. Default 0 (off). Measured on the tuning instances and
-        not kept (study README, fourth round).
-    no_screen_episodes : screening releases kept when ``no_screen_below`` applies, default 0.
-    play_top : the screening estimate is played on its ``play_top`` largest coordinates
-        (``max_k |theta_kj|``), the others set to 0, until the first fitting release;
-        ``S`` is still chosen from the whole estimate. Post-processing, so the plan and the
-        ledger are the default's. Default 0 (off: every coordinate). Measured on the tuning
-        instances and not kept (study README, fifth round).
+    screen_per_arm : int, default 4
+        The default ``|S|`` grows as this many coordinates per arm (>= 1) beyond
+        ``K = 16 / screen_per_arm``: each arm has its own support, so the union to cover
+        grows with ``K``.
+    n_factors : int, default 0
+        Leading eigenvectors (0 to dim + 1) of the released moment added to the fit.
+    intercept : float, default 0.0
+        Intercept coordinate ``kappa = intercept sqrt(dim)``, >= 0 (0: none).
+    clip_screen : float, default 0.1
+        Screening targets are clipped at ``clip_screen / sqrt(D)``, > 0.
+    clip_fit : float, default 0.5
+        Fitting targets are clipped at ``clip_fit / sqrt(p)``, > 0.
+    moment_share : float, default 0.3
+        Fraction in (0, 1) of the screening release's ``mu^2`` spent on the moment.
+    gram_share : float, default 0.4
+        Fraction in (0, 1) of the fitting release's ``mu^2`` spent on the Gram.
+    ridge_screen : float, default 1.0
+        Multiplier (> 0) of the moment noise's spectral norm (over K) used as ridge of the
+        screening regression.
+    ridge : float, default 1.0
+        Multiplier (> 0) of the Gram noise's spectral norm used as ridge of the fit.
+    factor_threshold : float, default 2.0
+        A factor is kept when its eigenvalue exceeds this many (>= 0) moment-noise spectral
+        norms.
+    screen_episodes : int, default 2
+        Episodes (>= 1) released as screening releases.
     """
-
     supported_links = ("identity", "logistic")
+    _RELEASED = _RELEASED  # the moment, contrast, Gram and target releases
 
     def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,
                  delta: float | None = None, first_episode: int | None = None,
@@ -313,10 +267,7 @@ class MomentLS(FitRelease, PrivateAgent):
                  clip_screen: float = 0.1, clip_fit: float = 0.5, moment_share: float = 0.3,
                  gram_share: float = 0.4, ridge_screen: float = 1.0, ridge: float = 1.0,
                  factor_threshold: float = 2.0, screen_episodes: int = 2,
-                 thompson: float = 0.0, fit_first: float = 4.0, lasso: float = 0.0,
-                 marginal_below: float = 0.0, screen_per_arm: int = 4,
-                 first_per_arms: int = 4, no_screen_below: float = 0.0,
-                 no_screen_episodes: int = 0, play_top: int = 0):
+                 screen_per_arm: int = 4, first_per_arms: int = 4):
         super().__init__(n_arms=n_arms, dim=dim, horizon=horizon, epsilon=epsilon, delta=delta)
         self.first_episode = first_episode
         self.screen_size = screen_size
@@ -330,13 +281,6 @@ class MomentLS(FitRelease, PrivateAgent):
         self.ridge = ridge
         self.factor_threshold = factor_threshold
         self.screen_episodes = screen_episodes
-        self.thompson = thompson
-        self.fit_first = fit_first
-        self.lasso = lasso
-        self.marginal_below = marginal_below
-        self._marg = check_real("marginal_below", marginal_below, low=0.0)
-        self._lasso = check_real("lasso", lasso, low=0.0, high=1e6)
-        self._ts = check_real("thompson", thompson, low=0.0, high=1e6)
         self.first_per_arms = first_per_arms
         grow = check_int("first_per_arms", first_per_arms, low=0)
         scale = max(1.0, n_arms / grow) if grow else 1.0
@@ -346,17 +290,6 @@ class MomentLS(FitRelease, PrivateAgent):
         per_arm = check_int("screen_per_arm", screen_per_arm, low=1)
         self._s = (min(dim, max(16, per_arm * n_arms)) if screen_size is None
                    else check_int("screen_size", screen_size, low=1, high=dim))
-        self.no_screen_below = no_screen_below
-        # no screening release when d <= no_screen_below |S|: S = every coordinate and every
-        # release is a fitting release (a rule on public parameters, fixed in advance)
-        self._no_screen = dim <= check_real("no_screen_below", no_screen_below, low=0.0,
-                                            high=1e6) * self._s
-        self.no_screen_episodes = no_screen_episodes
-        self.play_top = play_top
-        self._play_top = check_int("play_top", play_top, low=0, high=dim)
-        self._n_screen_small = check_int("no_screen_episodes", no_screen_episodes, low=0)
-        if self._no_screen:
-            self._s = dim
         self._r = check_int("n_factors", n_factors, low=0, high=dim + 1)
         self._kappa = check_real("intercept", intercept, low=0.0, high=1e6) * math.sqrt(dim)
         self._D = dim + (self._kappa > 0)
@@ -373,32 +306,13 @@ class MomentLS(FitRelease, PrivateAgent):
         self._ridge = check_positive("ridge", ridge)
         self._tau_f = check_real("factor_threshold", factor_threshold, low=0.0)
         self._n_screen = check_int("screen_episodes", screen_episodes, low=1)
-        self._ends = _schedule(horizon, self._n0, self._n_screen,
-                               check_real("fit_first", fit_first, low=0.0, high=1e6,
-                                          low_open=True))
-        if self._no_screen:  # screening releases only for play (S is every coordinate)
-            self._n_screen = min(self._n_screen, self._n_screen_small)
+        self._ends = episode_ends(horizon, self._n0)[0]
         self._n_screen = min(self._n_screen, len(self._ends))
         self._plan = moment_ls_plan(self._eps, self._delta, n_arms=n_arms,
                                     y_screen=self._y_screen, y_fit=self._y_fit,
                                     moment_share=self._mshare, gram_share=self._gshare)
 
-    # -- the plan's noise, read-only ------------------------------------------------------
-    @PlanView
-    def multiplier(self) -> float:
-        """``k``: every release is ``1/k``-GDP (0 without noise)."""
-        return self._plan.scales["multiplier"]
-
-    @PlanView
-    def sigmas(self) -> dict:
-        """Noise standard deviations of the moment, contrast, Gram and target releases."""
-        return {k: self._plan.scales[k] for k in _RELEASED}
-
-    @PlanView
-    def sensitivities(self) -> dict:
-        """Replace-one l2 sensitivities the ``sigmas`` are relative to."""
-        return dict(self._plan.sensitivities)
-
+    # -- the plan's noise, read-only (multiplier, sigmas, sensitivities: FitRelease) -------
     def release_mu(self, kind: str) -> float:
         """The GDP ``mu`` of one release of ``kind`` ("screen" or "fit") at the noise scales
         of the plan: :func:`fit_sensitivity` of the release's two noise multipliers (each
@@ -408,17 +322,9 @@ class MomentLS(FitRelease, PrivateAgent):
         scales, sens = self._plan.scales, self._plan.sensitivities
         return fit_sensitivity(scales[mat] / sens[mat], scales[vec] / sens[vec])
 
-    @property
-    def episode_ends_(self) -> list[int]:
-        """Exclusive last round of every episode (the first two are screening episodes)."""
-        return list(self._ends)
-
     # -- state -------------------------------------------------------------------------------
     def _reset(self, n_reps: int, rng: np.random.Generator) -> None:
-        if self._ts > 0.0:  # a third child: the first two (and the default stream) unchanged
-            self._noise_rng, self._tie_rng, self._ts_rng = rng.spawn(3)
-        else:
-            self._noise_rng, self._tie_rng = rng.spawn(2)
+        self._noise_rng, self._tie_rng = rng.spawn(2)
         K, D = self.n_arms, self._D
         self._episode = 0
         self._M = np.zeros((n_reps, D, D))          # this episode's raw moment
@@ -427,20 +333,8 @@ class MomentLS(FitRelease, PrivateAgent):
         self._c_released = np.zeros((n_reps, K, D))
         self._n_screens = 0
         self._theta = np.zeros((n_reps, K, D))      # the estimate played on
-        self._support: np.ndarray | None = None     # (R, s) screened coordinates of x
         self._factors: np.ndarray | None = None     # (R, D, r) factor loadings
-        self.n_clipped_rewards_ = np.zeros(n_reps, dtype=np.int64)
-        self.n_zero_rows_ = np.zeros(n_reps, dtype=np.int64)
-        self.episode_log_: list[dict] = []
-        if self._n_screen == 0:  # S = every coordinate, no factor (no moment is released)
-            self._support = np.broadcast_to(np.arange(self.dim), (n_reps, self.dim)).copy()
-            self._factors = np.zeros((n_reps, D, self._r))
-            self._start_fit(n_reps)
-
-    @property
-    def screened_(self) -> np.ndarray | None:
-        """The screened coordinates (R, screen_size), None before screening."""
-        return None if self._support is None else self._support.copy()
+        self._reset_counts(n_reps)
 
     @property
     def factors_(self) -> np.ndarray | None:
@@ -488,11 +382,7 @@ class MomentLS(FitRelease, PrivateAgent):
             u = normalize_rows(self._augment(contexts), 2.0, 1.0)[0]
             scores = np.einsum("rkj,rj->rk", self._theta_screen, u)
         else:
-            theta = self._theta
-            if self._ts > 0.0 and self._support is not None:
-                z = self._ts_rng.standard_normal(theta.shape)
-                theta = theta + np.einsum("rkij,rkj->rki", self._post_v, self._post_sd * z)
-            scores = np.einsum("rkj,rj->rk", theta, self._rows(contexts))
+            scores = np.einsum("rkj,rj->rk", self._fit_played(), self._rows(contexts))
         top = scores.max(axis=1, keepdims=True)
         u = self._tie_rng.random(scores.shape)
         return np.argmax(np.where(scores >= top, u, -1.0), axis=1).astype(np.int64)
@@ -550,18 +440,12 @@ class MomentLS(FitRelease, PrivateAgent):
         return [Contribution("screen", np.concatenate([moment, contrast.reshape(n, -1)], 1),
                              sens)]
 
-    # -- releases ----------------------------------------------------------------------------
-    def _release_fit(self) -> None:
-        super()._release_fit()
-        if self._ts > 0.0:  # the ridge posterior of the released sums (post-processing)
-            p = self._p
-            w, v = np.linalg.eigh(self._gram_released)
-            lam = self._ridge * 2.0 * self._plan.scales["gram"] * math.sqrt(self._n_fits * p)
-            w = np.maximum(w, 0.0) + max(lam, 1e-12)
-            var = (self._n_fits * self._plan.scales["target"] ** 2 / w ** 2
-                   + self._y_fit ** 2 / w)
-            self._post_v, self._post_sd = v, self._ts * np.sqrt(var)
+    def _fit_played(self) -> np.ndarray:
+        """The coefficients played on the current phase's rows: the estimate, (R, K, D) while
+        screening, (R, K, p) once fitting (a hook for the study's post-processing variants)."""
+        return self._theta
 
+    # -- releases ----------------------------------------------------------------------------
     def _release_screen(self) -> None:
         K, D = self.n_arms, self._D
         rng = self._noise_rng
@@ -584,54 +468,29 @@ class MomentLS(FitRelease, PrivateAgent):
         w = np.maximum(w, 0.0) + lam
         proj = np.einsum("rji,rkj->rki", v, self._c_released)
         self._theta = np.einsum("rij,rkj->rki", v, proj / w[:, None, :])
-        ridge = self._theta  # a local: the agent's state (and its fingerprint) is unchanged
-        if self._lasso > 0.0:  # post-processing of the same released (M^, c^)
-            a = np.einsum("rij,rj,rlj->ril", v, w, v)  # M^/K floored at 0, plus lam
-            alpha = self._lasso * self._plan.scales["contrast"] * math.sqrt(self._n_screens)
-            self._theta = _lasso(a, self._c_released, alpha, w.max(axis=1))
-        if self._marg > 0.0:  # post-processing: looks isotropic -> marginal contrasts
-            w_top = np.linalg.eigvalsh(self._M_released)[:, -1]
-            tr = np.trace(self._M_released, axis1=1, axis2=2)
-            flat = (w_top - tr / D) < self._marg * m_noise_norm  # (R,)
-            sd = self._plan.scales["contrast"] * math.sqrt(self._n_screens * (K - 1) / K)
-            c = self._c_released
-            marg = c * (np.abs(c).max(axis=1) > 2.0 * sd)[:, None, :]
-            self._theta = np.where(flat[:, None, None], marg, self._theta)
-            ridge = np.where(flat[:, None, None], c, ridge)
-            self.flat_ = flat
-        played = self._top_coordinates(self._theta) if self._play_top else None
+        self._after_screen_release(v, w, m_noise_norm)
+
+    def _after_screen_release(self, v: np.ndarray, w: np.ndarray, m_noise_norm: float
+                              ) -> None:
+        """Once the screening estimate ``theta`` (the ridge regression, from the
+        eigendecomposition ``v, w`` of ``M^/K`` floored at 0 plus the ridge) is set: screen
+        after the last screening release. A hook for post-processing variants (the study's
+        subclasses); nothing it does can touch the noise or the releases."""
         if self._episode + 1 == self._n_screen:
-            self._screen(m_noise_norm, ridge)  # S from the whole estimate
-            if played is not None:
-                self._theta_screen = played
-        elif played is not None:
-            self._theta = played
+            self._screen(m_noise_norm)
 
     def _strength(self, theta: np.ndarray) -> np.ndarray:
         """``max_k |theta_kj|`` (R, d) over the coordinates of ``x`` of ``theta`` (R, K, D)."""
         return np.abs(theta[:, :, :self.dim]).max(axis=1)
 
-    def _top_coordinates(self, theta: np.ndarray) -> np.ndarray:
-        """``theta`` (R, K, D) with every coordinate of ``x`` but the ``play_top`` largest
-        ``max_k |theta_kj|`` set to 0 (ties: lowest index; the intercept is kept): the
-        screening estimate as played (post-processing)."""
-        top = _largest(self._strength(theta), self._play_top)
-        keep = np.zeros(theta.shape[::2], dtype=bool)
-        np.put_along_axis(keep, top, True, axis=1)
-        keep[:, self.dim:] = True
-        return theta * keep[:, None, :]
-
-    def _screen(self, m_noise_norm: float, ridge: np.ndarray) -> None:
+    def _screen(self, m_noise_norm: float, order: np.ndarray | None = None) -> None:
         """``S``: the ``screen_size`` largest ``max_k |theta_kj|`` over the coordinates of
-        ``x`` (ties: lowest index); ``V``: the leading eigenvectors of the released moment
-        above the threshold."""
+        ``x`` (ties: lowest index), or the first ``screen_size`` of ``order`` (R, >= s) when
+        given; ``V``: the leading eigenvectors of the released moment above the threshold."""
         R, s = self._theta.shape[0], self._s
-        stat = self._strength(ridge if self._marg > 0.0 else self._theta)
-        if self._lasso > 0.0:  # the lasso's nonzeros first, then the ridge's largest
-            order = np.lexsort((-self._strength(ridge), -stat), axis=-1)[:, :s]
-        else:
-            order = _largest(stat, s)
-        self._support = np.sort(order, axis=1)
+        if order is None:
+            order = _largest(self._strength(self._theta), s)
+        self._support = np.sort(order[:, :s], axis=1)
         w, v = np.linalg.eigh(self._M_released)  # ascending
         r = self._r
         top_w, top_v = w[:, ::-1][:, :r], v[:, :, ::-1][:, :, :r]

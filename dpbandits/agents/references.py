@@ -14,6 +14,8 @@ from dpbandits._backends import compiled, kernels
 from dpbandits._validation import check_choice, check_positive, check_real
 from dpbandits.agents.base import Agent, register_agent
 
+__all__ = ["GreedyGLM", "LinUCB", "UniformRandom"]  # the agents; the rest supports them
+
 LINKS = {"identity", "logistic"}
 
 
@@ -102,10 +104,24 @@ class LinUCB(Agent):
     Arm ``i``'s index is ``x^T theta_i + beta_i sqrt(x^T V_i^{-1} x)`` with
     ``beta_i = sigma sqrt(2 ln(1/alpha) + ln det V_i - d ln lam) + S sqrt(lam)``
     (Theorem 2 of Abbasi-Yadkori et al.; the constant-regularizer case of Proposition 4 in
-    Shariff & Sheffet). ``alpha`` defaults to ``1/horizon``. Ties go to the lowest arm index.
-    ``backend``: ``"auto"``/``"numba"`` (:mod:`dpbandits.agents._linucb_kernels`: packed
-    inverses, recursive least squares) or ``"numpy"`` (full inverses, ``theta = V^-1 b``
-    recomputed); the two agree up to rounding.
+    Shariff & Sheffet). Ties go to the lowest arm index.
+
+    Parameters
+    ----------
+    reg : float, default 1.0
+        Ridge regularizer lam > 0 of every arm's Gram matrix ``V_i``.
+    noise_std : float, default 0.05
+        Sub-Gaussian parameter sigma > 0 of the reward noise.
+    theta_bound : float, default 1.0
+        Bound S > 0 on each ``||theta_i||_2``.
+    alpha : float or None, default None
+        Failure probability in (0, 1) of the confidence sets; None means ``1 / horizon``.
+    exploration_scale : float, default 1.0
+        Multiplier >= 0 of ``beta_i`` (1: the theorem's radius; 0: greedy).
+    backend : {"auto", "numba", "numpy"}, default "auto"
+        ``"auto"``/``"numba"``: packed inverses and recursive least squares in numba
+        kernels; ``"numpy"``: full inverses, ``theta = V^-1 b`` recomputed. The two agree up
+        to rounding.
     """
 
     supported_links = ("identity",)
@@ -210,6 +226,13 @@ class GreedyGLM(Agent):
     curvature-weighted Gram matrix ``lam I + sum link'(x^T theta) x x^T`` (a one-pass
     approximation of the MLE; documented because there is no finite sufficient statistic).
     The first ``K`` rounds pull each arm once (round-robin) so every estimate has data.
+
+    Parameters
+    ----------
+    reg : float, default 1.0
+        Ridge regularizer lam > 0 of every arm's estimate.
+    link : {"identity", "logistic"}, default "identity"
+        Inverse link of the reward model the estimates are fitted for.
     """
 
     deterministic_policy = True  # round-robin, then argmax with ties to the lowest index

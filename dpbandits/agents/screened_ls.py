@@ -109,6 +109,8 @@ from dpbandits.privacy.guarantee import PrivacyGuarantee
 from dpbandits.privacy.mechanisms import gaussian_noise, symmetric_gaussian
 from dpbandits.privacy.plan import NoisePlan, PlanView
 
+__all__ = ["ScreenedLS"]  # the agent; the rest supports it
+
 
 def episode_ends(horizon: int, first_episode: int) -> tuple[list[int], int]:
     """``(ends, n_screen)``: the (exclusive) last round of every episode and how many of
@@ -200,7 +202,44 @@ class FitRelease:
     added to the running released sums, then the ridge estimate on them (eigenvalues floored
     at 0 plus ``lam = ridge * 2 sigma_G sqrt(n_fits * p)``, a bound on the noise's spectral
     norm). Needs ``_sum`` (R, K, p), ``_gram`` (R, K, p, p), their released twins, ``_plan``
-    scales ``gram`` and ``target``, ``_noise_rng``, ``_ridge``, ``_n_fits`` and ``_log``."""
+    scales ``gram`` and ``target``, ``_noise_rng``, ``_ridge``, ``_n_fits`` and ``_log``;
+    its read-only views of the plan need ``_RELEASED`` (the noise scales, in order) and
+    ``_ends`` (the episode ends)."""
+
+    _RELEASED: tuple[str, ...] = ()
+
+    @PlanView
+    def multiplier(self) -> float:
+        """``k``: every release is ``1/k``-GDP (0 without noise)."""
+        return self._plan.scales["multiplier"]
+
+    @PlanView
+    def sigmas(self) -> dict:
+        """Noise standard deviations of the releases (in the order of ``_RELEASED``)."""
+        return {k: self._plan.scales[k] for k in self._RELEASED}
+
+    @PlanView
+    def sensitivities(self) -> dict:
+        """Replace-one l2 sensitivities the ``sigmas`` are relative to."""
+        return dict(self._plan.sensitivities)
+
+    @property
+    def episode_ends_(self) -> list[int]:
+        """Exclusive last round of every episode (the first two are screening episodes)."""
+        return list(self._ends)
+
+    @property
+    def screened_(self) -> np.ndarray | None:
+        """The screened coordinates (R, screen_size), None before screening."""
+        return None if self._support is None else self._support.copy()
+
+    def _reset_counts(self, n_reps: int) -> None:
+        """Nothing screened yet; the counts of clipped targets and zero rows, and the
+        episode log, start empty."""
+        self._support: np.ndarray | None = None     # (R, s) screened coordinates
+        self.n_clipped_rewards_ = np.zeros(n_reps, dtype=np.int64)
+        self.n_zero_rows_ = np.zeros(n_reps, dtype=np.int64)
+        self.episode_log_: list[dict] = []
 
     def _release_fit(self) -> None:
         R, K, p = self._sum.shape
@@ -226,20 +265,25 @@ class FitRelease:
 class ScreenedLS(FitRelease, PrivateAgent):
     """Private screening, then least squares on the screened coordinates; JDP (module doc).
 
-    Parameters (beyond ``n_arms, dim, horizon``)
-    --------------------------------------------
-    epsilon : float > 0 (inf = no noise), default 1.
-    delta : float in (0, 1), default ``1/horizon``.
-    first_episode : n0, rounds of the first (uniform) episode, default ``ceil(horizon/20)``.
-    screen_size : |S|, coordinates kept for the fit, default ``min(dim, 16)``.
-    clip_screen : screening targets are clipped at ``clip_screen / sqrt(dim)``, default 0.1.
-    clip_fit : fitting targets are clipped at ``clip_fit / sqrt(|S|)``, default 0.5.
-    gram_share : fraction of the fitting episodes' ``mu^2`` spent on the Gram, default 0.4.
-    threshold : hard threshold of the screening estimate, in noise sds, default 2.
-    ridge : multiplier of the Gram noise's spectral norm used as ridge, default 1.
+    Parameters
+    ----------
+    first_episode : int or None, default None
+        n0 >= 1, rounds of the first (uniform) episode; None means ``ceil(horizon/20)``.
+    screen_size : int or None, default None
+        ``|S|`` in [1, dim], coordinates kept for the fit; None means ``min(dim, 16)``.
+    clip_screen : float, default 0.1
+        Screening targets are clipped at ``clip_screen / sqrt(dim)``, > 0.
+    clip_fit : float, default 0.5
+        Fitting targets are clipped at ``clip_fit / sqrt(|S|)``, > 0.
+    gram_share : float, default 0.4
+        Fraction in (0, 1) of the fitting episodes' ``mu^2`` spent on the Gram.
+    threshold : float, default 2.0
+        Hard threshold (>= 0) of the screening estimate, in noise standard deviations.
+    ridge : float, default 1.0
+        Multiplier (> 0) of the Gram noise's spectral norm used as ridge.
     """
-
     supported_links = ("identity",)
+    _RELEASED = ("screen", "gram", "target")
 
     def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,
                  delta: float | None = None, first_episode: int | None = None,
@@ -285,27 +329,6 @@ class ScreenedLS(FitRelease, PrivateAgent):
                     f"{sigma!r}, too large for finite noise draws; {name} must be at most "
                     f"{top / per_unit:.4g} at these settings")
 
-    # -- the plan's noise, read-only ------------------------------------------------------
-    @PlanView
-    def multiplier(self) -> float:
-        """``k``: every release is ``1/k``-GDP (0 without noise)."""
-        return self._plan.scales["multiplier"]
-
-    @PlanView
-    def sigmas(self) -> dict:
-        """Noise standard deviations of the screening, Gram and target releases."""
-        return {k: self._plan.scales[k] for k in ("screen", "gram", "target")}
-
-    @PlanView
-    def sensitivities(self) -> dict:
-        """Replace-one l2 sensitivities the ``sigmas`` are relative to."""
-        return dict(self._plan.sensitivities)
-
-    @property
-    def episode_ends_(self) -> list[int]:
-        """Exclusive last round of every episode (the first two are screening episodes)."""
-        return list(self._ends)
-
     # -- state -------------------------------------------------------------------------------
     def _reset(self, n_reps: int, rng: np.random.Generator) -> None:
         self._noise_rng, self._tie_rng = rng.spawn(2)
@@ -314,16 +337,8 @@ class ScreenedLS(FitRelease, PrivateAgent):
         self._sum = np.zeros((n_reps, K, d))        # this episode's raw contrast sums
         self._released = np.zeros((n_reps, K, d))   # running sum of released contrasts
         self._theta = np.zeros((n_reps, K, d))      # the estimate played on
-        self._support: np.ndarray | None = None     # (R, s) screened coordinates
         self._n_releases = 0
-        self.n_clipped_rewards_ = np.zeros(n_reps, dtype=np.int64)
-        self.n_zero_rows_ = np.zeros(n_reps, dtype=np.int64)
-        self.episode_log_: list[dict] = []
-
-    @property
-    def screened_(self) -> np.ndarray | None:
-        """The screened coordinates (R, screen_size), None before screening."""
-        return None if self._support is None else self._support.copy()
+        self._reset_counts(n_reps)
 
     @property
     def theta_(self) -> np.ndarray:

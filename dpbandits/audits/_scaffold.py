@@ -33,6 +33,18 @@ def signed(world: int, n: int, value: float = 1.0) -> np.ndarray:
     return np.full(n, value if world else -value)
 
 
+def first_user_round(probe, u0: np.ndarray, u1: np.ndarray, world: int, n: int,
+                     rng: np.random.Generator, reward: float):
+    """Round 1 of a first-user canary, ``n`` runs at once: the probe agent reset with ``rng``
+    sees user 1 with context ``u0`` and reward ``-reward`` (world 0) or ``u1`` and
+    ``+reward`` (world 1), on the arm it picks. Returns ``(agent, arm)``."""
+    agent = probe.reset(n, rng)
+    x = np.tile(u1 if world else u0, (n, 1))
+    arm = agent.act(x)
+    agent.update(x, arm, signed(world, n, reward))
+    return agent, arm
+
+
 def shrink_plan(component: T, factor: float, *names: str) -> T:
     """A copy of ``component`` whose noise plan has the named scales (all when none are
     named) divided by ``factor`` (:meth:`~dpbandits.privacy.plan.NoisePlan.scaled`): the

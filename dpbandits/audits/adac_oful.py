@@ -20,7 +20,7 @@ import numpy as np
 
 from dpbandits.agents.adac_oful import AdaCOFUL
 from dpbandits.audits._registry import AuditContext, register
-from dpbandits.audits._scaffold import shrink_plan, signed
+from dpbandits.audits._scaffold import first_user_round, shrink_plan
 from dpbandits.privacy.audit import AuditResult, Sampler
 
 EPS, DELTA = 1.0, 1e-5
@@ -66,10 +66,7 @@ def first_user_sampler(probe: Any, u0: np.ndarray, u1: np.ndarray,
     after round 1."""
 
     def sampler(world, n, rng):
-        agent = probe.reset(n, rng)
-        x = np.tile(u1 if world else u0, (n, 1))
-        arm = agent.act(x)
-        agent.update(x, arm, signed(world, n, REWARD))
+        agent, arm = first_user_round(probe, u0, u1, world, n, rng, REWARD)
         idx = np.arange(n)
         return project(agent._gram[idx, arm], agent._target[idx, arm])
 

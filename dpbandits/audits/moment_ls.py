@@ -26,7 +26,7 @@ import numpy as np
 
 from dpbandits.agents.moment_ls import MomentLS
 from dpbandits.audits._registry import AuditContext, register
-from dpbandits.audits._scaffold import shrink_plan, signed
+from dpbandits.audits._scaffold import first_user_round, shrink_plan
 from dpbandits.privacy.accounting import gdp_mu
 from dpbandits.privacy.audit import AuditResult
 
@@ -63,10 +63,7 @@ def _screen_audit(ctx: AuditContext, n_arms: int, broken_scale: str, factor: flo
     w = y * (u1 + u0) / s_c**2  # target change on the canary's arm: +y u1 in D', -y u0 in D
 
     def sampler(world, n, rng):
-        agent = probe.reset(n, rng)
-        x = np.tile(u1 if world else u0, (n, 1))
-        arm = agent.act(x)
-        agent.update(x, arm, signed(world, n, REWARD))
+        agent, arm = first_user_round(probe, u0, u1, world, n, rng, REWARD)
         idx = np.arange(n)
         # contrasts sum to zero over arms, so <dc, c> = <c_arm, w> (dc_k = (1{k=arm} - 1/K) w)
         return (np.einsum("rij,ij->r", agent._M_released, d_m)

@@ -12,6 +12,7 @@ import numpy as np
 
 from dpbandits._validation import (
     check_array,
+    check_bound,
     check_choice,
     check_delta_open,
     check_int,
@@ -87,6 +88,34 @@ def planned_scale(calibrated: float, plan: NoisePlan, own: float, name: str = "m
     a scaled plan (an audit's) changes the noise by its factor. 0 without noise."""
     value = plan.scales[name]
     return 0.0 if value == 0.0 else calibrated * (value / own)
+
+
+#: Per-individual losses above this are scaled down before the gradient is formed, and a
+#: gradient row that would exceed it is replaced by its direction at this norm (it is
+#: clipped anyway: ``clip_bound`` is at most ``BOUND_RANGE[1]``).
+_HUGE = 2.0**900
+
+
+def loss_scales(Y: np.ndarray) -> np.ndarray:
+    """Per individual (column of ``Y``), ``max |Y|`` when it exceeds ``_HUGE``, else 1 (so
+    ordinary losses are used bit for bit)."""
+    m = np.max(np.abs(Y), axis=0)
+    return np.where(m > _HUGE, m, 1.0)
+
+
+def unscale_rows(G: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """``G * s[:, None]`` (rows computed from losses divided by ``s``), with each row whose
+    product overflows or exceeds ``_HUGE`` replaced by its direction scaled to ``_HUGE``
+    (larger than any clip bound, so it is clipped to the same direction as the true row)."""
+    if np.all(s == 1.0):
+        return G
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = G * s[:, None]
+        big = ~np.all(np.abs(out) <= _HUGE, axis=1)
+    if big.any():
+        g = G[big]
+        out[big] = g / np.max(np.abs(g), axis=1)[:, None] * _HUGE
+    return out
 
 
 def private_gradient(per_individual: np.ndarray, clip_bound: float, noise_std: float,
@@ -228,6 +257,8 @@ def check_clip(clip_bound, mu) -> float:
         raise ValueError("clip_bound must be finite when mu is finite (the sensitivity 2B/n of "
                          "Theorem 3.1 needs clipping); clip_bound=inf is allowed only with "
                          "mu=inf")
+    if not math.isinf(mu):
+        check_bound("clip_bound", B)
     return B
 
 

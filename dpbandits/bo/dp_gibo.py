@@ -35,8 +35,10 @@ from dpbandits.bo._common import (
     GDPGradientMethod,
     Stepper,
     fit_inputs,
+    loss_scales,
     private_gradient,
     rep_starts,
+    unscale_rows,
 )
 from dpbandits.bo.acquisition import GradientDesigner
 from dpbandits.bo.gp import GPDesign
@@ -207,13 +209,18 @@ class DPGIBO(GDPGradientMethod):
                 if Y_blocks:
                     Y = np.concatenate(Y_blocks, axis=0)  # (m, n)
                     Q = gp.solve(gp.grad_cross(theta))  # (m, d) = Kt^{-1} grad k(D, theta)
-                    per_ind = Y.T @ Q  # (n, d): g_i of line 7 (before the prior mean)
+                    # g_i is linear in user i's losses: from losses scaled into [-1, 1]
+                    # where they are huge, so no user's finite losses overflow it
+                    s = loss_scales(Y)
+                    Ys = Y / s
+                    per_ind = Ys.T @ Q  # (n, d): g_i of line 7 (before the prior mean)
                     if isinstance(self.prior_mean, str):  # per-individual GLS constant
                         w = gp.solve(np.ones(gp.m))
-                        c = (w @ Y) / w.sum()  # (n,)
+                        c = (w @ Ys) / w.sum()  # (n,)
                     else:
-                        c = np.full(n, float(self.prior_mean))
+                        c = np.full(n, float(self.prior_mean)) / s
                     per_ind -= c[:, None] * Q.sum(axis=0)[None, :]
+                    per_ind = unscale_rows(per_ind, s)
                 else:  # no evaluations yet (only possible with min_batch=0): prior mean
                     per_ind = np.zeros((n, d))
                 noisy, clean, was, noise = private_gradient(per_ind, self._B, sigma, noise_rng)

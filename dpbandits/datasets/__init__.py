@@ -1,5 +1,8 @@
-"""Logged bandit data: the file format and its loader, the Open Bandit Dataset sample, and
-off-policy estimators (IPS, SNIPS) of fixed policies.
+"""Logged bandit data: the file format and its loader, and the Open Bandit Dataset sample.
+
+The off-policy estimators are in :mod:`dpbandits.offpolicy`; ``ips``, ``snips``,
+``PolicyEstimate`` and ``policy_actions``, which first lived here, still import from here
+with a ``DeprecationWarning``.
 
 Layer: above ``envs`` (it builds :class:`dpbandits.envs.LoggedBandit`, the arrays the replay
 environment takes) and below ``harness`` (which reads a log given by path); it needs pandas
@@ -18,7 +21,6 @@ from dpbandits.datasets.obd import (
     obd_source,
     obp_data_dir,
 )
-from dpbandits.datasets.offpolicy import PolicyEstimate, ips, policy_actions, snips
 from dpbandits.envs.logged import LoggedBandit, synthetic_log
 
 __all__ = [
@@ -28,16 +30,27 @@ __all__ = [
     "OBD_ENV",
     "OBD_POLICIES",
     "LoggedBandit",
-    "PolicyEstimate",
-    "ips",
     "load_log",
     "load_obd",
     "log_frame",
     "obd_source",
     "obp_data_dir",
-    "policy_actions",
     "read_logged",
-    "snips",
     "synthetic_log",
     "write_logged",
 ]
+
+_MOVED = frozenset({"PolicyEstimate", "ips", "policy_actions", "snips"})
+
+
+def __getattr__(name: str):
+    """The off-policy names that moved to :mod:`dpbandits.offpolicy`, with a warning."""
+    if name in _MOVED:
+        import warnings
+
+        from dpbandits import offpolicy
+
+        warnings.warn(f"dpbandits.datasets.{name} is deprecated: import it from "
+                      "dpbandits.offpolicy", DeprecationWarning, stacklevel=2)
+        return getattr(offpolicy, name)
+    raise AttributeError(f"module 'dpbandits.datasets' has no attribute {name!r}")

@@ -43,6 +43,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from dpbandits._background import PicklesPending, executor, prefetch_enabled
+from dpbandits._docs import raises_parameter_errors
 from dpbandits._validation import check_int, check_nonnegative, check_real
 
 __all__ = ["BanditCore", "BanditEnvBase", "BanditVectorEnvBase", "normalize_rows"]
@@ -281,12 +282,20 @@ def check_render_mode(render_mode) -> None:
                          f"got {render_mode!r}")
 
 
+@raises_parameter_errors
 class BanditEnvBase(gymnasium.Env):
     """A single replication: ``gymnasium.Env`` over a :class:`BanditCore` with ``R = 1``.
 
     ``step(arm)`` returns ``(next_context, reward, False, t == horizon, info)``; ``info`` holds
     the oracle of the round just played: ``expected_rewards`` (K,), ``optimal_arm``,
     ``pseudo_regret`` = max_k mu_k(x_t) - mu_{a_t}(x_t) and ``t`` (rounds played).
+
+    Parameters
+    ----------
+    render_mode : None, default None
+        Gymnasium's render mode; these environments have nothing to render, so only None
+        is accepted.
+
     """
 
     metadata = {"render_modes": []}
@@ -339,6 +348,7 @@ def _check_autoreset(mode) -> AutoresetMode:
                          f"got {mode!r}") from None
 
 
+@raises_parameter_errors
 class BanditVectorEnvBase(VectorEnv):
     """``R = num_envs`` replications advanced together with array operations.
 
@@ -351,6 +361,16 @@ class BanditVectorEnvBase(VectorEnv):
     contexts, with ``info["final_obs"]`` (R, d) and ``info["final_info"]``) or ``DISABLED``
     (stepping past the horizon raises). ``info`` carries the single env's keys batched along
     the first axis, each with Gymnasium's ``"_key"`` mask.
+
+    Parameters
+    ----------
+    num_envs : int, default 1
+        Number R >= 1 of replications advanced together.
+    autoreset_mode : str or gymnasium.vector.AutoresetMode, default "NextStep"
+        ``NEXT_STEP``, ``SAME_STEP`` or ``DISABLED`` (above).
+    render_mode : None, default None
+        Gymnasium's render mode; only None is accepted (nothing to render).
+
     """
 
     def _setup(self, core: BanditCore, obs_low, obs_high, autoreset_mode,
@@ -423,14 +443,24 @@ class BanditVectorEnvBase(VectorEnv):
         super().reset(seed=seeds[0] if isinstance(seed, numbers.Integral) else None)
         return self._reset_core(seeds), {}
 
+    def _past_the_end(self) -> Exception:
+        """The error of a ``step`` after the last round (no autoreset)."""
+        return _past_horizon(self._core.horizon)
+
     def step(self, actions):
+        """One round of every replication (``ResetNeeded`` before the first reset; past the
+        last round, :meth:`_step_past_the_end`): the actions checked, then :meth:`_step`."""
         core = self._core
-        R = self.num_envs
         if core.t is None:
             raise gymnasium.error.ResetNeeded("call reset() before step()")
         if self._needs_reset:
-            return self._step_past_the_end(_past_horizon(core.horizon))
-        a = check_actions(actions, R, core.n_arms)
+            return self._step_past_the_end(self._past_the_end())
+        return self._step(check_actions(actions, self.num_envs, core.n_arms))
+
+    def _step(self, a: np.ndarray):
+        """The step on checked actions ``a`` (R,)."""
+        core = self._core
+        R = self.num_envs
         obs, rewards, means, opt, regret = core.step(a)
         t = core.t
         mask = self._mask

@@ -133,11 +133,11 @@ _DOC = """
     standardize : bool, optional
         Centre and scale every feature to unit variance (dataset statistics) first (default
         None: the dataset's choice, see the module docstring; True for a custom X).
-    normalization : {"linf", "l1", "l2", None}
+    normalization : {"linf", "l1", "l2", None}, default "linf"
         Then rescale every row to unit norm (default "linf": the bound the private agents'
         defaults assume, see the module docstring).
-    noise_std : float >= 0
-        Gaussian noise added to the 0/1 reward (default 0).
+    noise_std : float >= 0, default 0.0
+        Standard deviation of the Gaussian noise added to the 0/1 reward.
     chunk_size : int, optional
         Rounds drawn ahead per chunk; results do not depend on it.
 """

@@ -242,16 +242,16 @@ class _GLMCore(BanditCore):
 _DOC_PARAMS = """
     Parameters
     ----------
-    n_arms, dim, horizon : int
+    n_arms, dim, horizon : int, default 2, 50 and 10000
         K >= 1 arms, context dimension d >= 1, horizon T >= 1 (``truncated`` at t == T).
-    link : {"identity", "logistic"}
+    link : {"identity", "logistic"}, default "identity"
         Inverse link zeta.
-    noise : {"gaussian", "bernoulli"}
+    noise : {"gaussian", "bernoulli"}, default "gaussian"
         Gaussian: ``r = zeta(x'theta*_a) + noise_std * z``; Bernoulli (logistic link only):
         ``r ~ Bernoulli(zeta(x'theta*_a))``.
     noise_std : float >= 0, optional
         Gaussian noise standard deviation; default 0.05 (the paper's).
-    context : {"gaussian", "uniform"} or callable
+    context : {"gaussian", "uniform"} or callable, default "gaussian"
         Raw context law before normalization: Gaussian ``N(context_mean, context_std^2 I)`` or
         ``N(context_mean, context_cov)``; uniform on the box ``[context_low, context_high]^d``;
         or a sampler ``context(rng, n) -> (n, d)``, which must consume ``rng`` sequentially
@@ -259,13 +259,15 @@ _DOC_PARAMS = """
     context_std : float > 0, optional
         Default 0.05 (the paper's; irrelevant after normalization up to rounding).
     context_mean : float or (d,) array, optional
+        Mean of the Gaussian law, default 0.
     context_cov : (d, d) symmetric PSD array, optional
+        Covariance of the Gaussian law instead of ``context_std^2 I`` (not both).
     context_low, context_high : float or (d,) array, optional
         Box of the uniform law, default [-1, 1].
-    normalization : {"linf", "l1", "l2", None}
+    normalization : {"linf", "l1", "l2", None}, default "linf"
         Each context is rescaled to unit norm. ``"linf"``: the paper's stated ||x||_inf = 1;
         ``"l1"``: what the authors' code feeds DP-HDB (see experiments/fig5_1/README.md).
-    theta : {"sparse", "gaussian"} or (K, d) array
+    theta : {"sparse", "gaussian"} or (K, d) array, default "sparse"
         Generated per episode from the instance stream: ``"sparse"`` — ``sparsity`` random
         coordinates set to 1, normalized to unit l_1 norm (the paper's code); ``"gaussian"`` —
         dense N(0, 1), normalized to unit l_1 norm; both times ``theta_scale``. An array is

@@ -40,14 +40,28 @@ def _first_bad(mask: np.ndarray) -> int:
 class LoggedBandit:
     """A validated, read-only log of ``n`` rounds of a contextual bandit.
 
-    ``contexts`` (n, d) finite floats; ``actions`` (n,) arms in ``[0, n_arms - 1]`` (integer
-    values; floats are accepted only when every value is an integer); ``rewards`` (n,) finite
-    floats; ``propensities`` (n,) the logging policy's probability of the logged action given
-    the context, in (0, 1]; ``n_arms`` >= 2 the declared arm set. ``name`` labels the log in
-    messages. ``columns`` (construction only) maps ``"contexts"`` (a list of names),
-    ``"actions"``, ``"rewards"``, ``"propensities"`` to the names of the file's columns, so
-    errors name the column the user wrote. Invalid data raises ``ValueError`` naming the
-    column, the first offending row (0-based) and value, and what is allowed.
+    Invalid data raises ``ValueError`` naming the column, the first offending row (0-based)
+    and value, and what is allowed.
+
+    Parameters
+    ----------
+    contexts : (n, d) array
+        Finite float features of every round.
+    actions : (n,) array
+        Logged arms in ``[0, n_arms - 1]`` (integer values; floats are accepted only when
+        every value is an integer).
+    rewards : (n,) array
+        Finite float rewards.
+    propensities : (n,) array
+        The logging policy's probability of the logged action given the context, in (0, 1].
+    n_arms : int
+        The declared number of arms, >= 2.
+    name : str, default "log"
+        Labels the log in messages.
+    columns : dict or None, default None
+        Construction only: maps ``"contexts"`` (a list of names), ``"actions"``,
+        ``"rewards"``, ``"propensities"`` to the names of the file's columns, so errors name
+        the column the user wrote.
     """
 
     contexts: np.ndarray

@@ -43,7 +43,6 @@ from dpbandits.envs._core import (
     BanditEnvBase,
     BanditVectorEnvBase,
     check_action,
-    check_actions,
     check_normalization,
     normalize_rows,
 )
@@ -97,7 +96,7 @@ class _ReplayConfig:
                    f"[{p.min():.6g}, {p.max():.6g}]")
             if not self.allow_nonuniform:
                 raise ValueError(f"{why}. Estimate fixed policies with "
-                                 "dpbandits.datasets.ips/snips instead, or pass "
+                                 "dpbandits.offpolicy.ips/snips instead, or pass "
                                  "allow_nonuniform=True to replay it anyway (biased)")
             warnings.warn(f"{why}; the replayed rewards are biased towards the arms the "
                           "logging policy favoured", NonUniformLoggingWarning, stacklevel=4)
@@ -209,9 +208,9 @@ _DOC = """
     horizon : int, optional
         Accepted rounds the harness plays (the agents' horizon; default
         :func:`default_replay_horizon`). A Gymnasium episode is one pass, ``n_events`` steps.
-    normalization : {"linf", "l1", "l2", None}
-        Rescale every logged context to unit norm first (default None: as logged).
-    allow_nonuniform : bool
+    normalization : {"linf", "l1", "l2", None}, default None
+        Rescale every logged context to unit norm first (None: as logged).
+    allow_nonuniform : bool, default False
         Replay a log whose propensities are not all ``1/K`` (biased; warns). Default False:
         such a log raises ``ValueError``.
 """
@@ -268,16 +267,14 @@ class ReplayBanditVectorEnv(BanditVectorEnvBase):
         self._setup(ReplayCore(cfg, R), cfg.obs_low, cfg.obs_high, autoreset_mode,
                     render_mode)
 
-    def step(self, actions):
+    def _past_the_end(self) -> Exception:
+        return gymnasium.error.ResetNeeded(
+            f"step() called after the pass over the log ended ({self._core.n_events} logged "
+            "rounds); call reset()")
+
+    def _step(self, a: np.ndarray):
         core = self._core
         R = self.num_envs
-        if core.t is None:
-            raise gymnasium.error.ResetNeeded("call reset() before step()")
-        if self._needs_reset:
-            return self._step_past_the_end(gymnasium.error.ResetNeeded(
-                f"step() called after the pass over the log ended ({core.n_events} logged "
-                "rounds); call reset()"))
-        a = check_actions(actions, R, core.n_arms)
         obs, rewards, hit, logged = core.step(a)
         mask = self._mask
         info = {"accepted": hit, "_accepted": mask, "logged_action": logged,

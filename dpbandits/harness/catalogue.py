@@ -16,11 +16,12 @@ import textwrap
 import gymnasium
 
 import dpbandits.envs  # noqa: F401  (registers the ids)
+from dpbandits._docparams import constructor_parameters, parameter_docs, plain_text
 from dpbandits.envs import DESCRIPTIONS
 from dpbandits.envs._datasets import SHAPES
 from dpbandits.envs.classification import ClassificationBanditVectorEnv
-from dpbandits.harness.listing import CATALOGUE_FILE
-from dpbandits.harness.listing import short as _short
+from dpbandits.harness._rows import CATALOGUE_FILE
+from dpbandits.harness._rows import short as _short
 
 #: one-line descriptions of the built-in agents (plugins: the first sentence of the docstring)
 AGENT_SUMMARIES = {
@@ -139,10 +140,26 @@ def agent_rows(exclude: frozenset[str] | set[str] = frozenset()) -> list[dict]:
     return rows
 
 
+def parameter_lines(cls: type) -> list[str]:
+    """``describe``'s parameter list: each constructor parameter of ``cls`` with its default,
+    then its meaning from the ``Parameters`` section of the class (or a base class)."""
+    from dpbandits.harness.config import SIZE_PARAMS
+
+    docs = parameter_docs(cls)
+    lines = []
+    for par in constructor_parameters(cls):
+        key = par.name
+        default = "from the environment" if key in SIZE_PARAMS else (
+            "required" if par.default is par.empty else repr(par.default))
+        lines.append(f"  {key:18s} {default}")
+        meaning = plain_text(docs[key].description) if key in docs else "(not documented)"
+        lines += textwrap.wrap(meaning, 96, initial_indent=" " * 6, subsequent_indent=" " * 6)
+    return lines
+
+
 def describe_agent(name: str, env: str = "dpbandits/Figure5.1-v0") -> str:
     """Description, parameters with defaults, and the guarantee at the defaults on ``env``."""
     from dpbandits.agents import agent_class
-    from dpbandits.harness.config import SIZE_PARAMS
     from dpbandits.harness.simulate import build_agent, env_sizes, make_env
     from dpbandits.privacy.accounting.certification import certified_guarantee
 
@@ -153,13 +170,7 @@ def describe_agent(name: str, env: str = "dpbandits/Figure5.1-v0") -> str:
     agent = build_agent(name, n_arms, dim, horizon, {})
     lines = [f"{name} ({cls.__module__}.{cls.__qualname__})", ""]
     lines += textwrap.wrap(_first_line(cls), 96)
-    lines += ["", "parameters (default):"]
-    for key, par in inspect.signature(cls.__init__).parameters.items():
-        if key == "self" or par.kind is par.VAR_KEYWORD:
-            continue
-        default = "from the environment" if key in SIZE_PARAMS else (
-            "required" if par.default is par.empty else repr(par.default))
-        lines.append(f"  {key:18s} {default}")
+    lines += ["", "parameters (default, then meaning):", *parameter_lines(cls)]
     lines += ["", f"privacy at the defaults on {env} (K={n_arms}, d={dim}, T={horizon}):"]
     privacy = agent.privacy
     if privacy is None:

@@ -29,13 +29,43 @@ def compare(agents: Mapping[str, object], env: str | VectorEnv, *, horizon: int 
             n_reps: int = 1, seed: int = 0, env_params: Mapping | None = None,
             record_every: int = 1, track_memory: bool = False, progress: bool = False,
             ) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
-    """Simulate every agent with common random numbers.
+    """Simulate every agent with common random numbers: every agent faces the environment
+    reset with the same ``seed``, so the same problem instances and context streams.
 
-    ``agents`` maps a label to a registry name, to ``(name, params)``, or to an agent
-    instance. Every agent faces the environment reset with the same ``seed`` — the same
-    problem instances and context streams. Returns ``(frame, summary, results)``: the tidy
-    frame of all agents, the per-agent summary (:func:`summary_table`) and the raw
-    ``SimulationResult`` per label. ``progress`` shows one bar per agent over its rounds.
+    Parameters
+    ----------
+    agents : mapping
+        Label -> a registry name, ``(name, params)``, or an agent instance.
+    env : str or gymnasium.vector.VectorEnv
+        A registered environment id, or a vector environment instance.
+    horizon : int or None, default None
+        Rounds to run, >= 1; None: the environment's.
+    n_reps : int, default 1
+        Replications R >= 1 of every agent.
+    seed : int, default 0
+        Seed of the run, shared by every agent (see :func:`simulate`).
+    env_params : mapping or None, default None
+        Keyword arguments of a registered environment.
+    record_every : int, default 1
+        The frame keeps every k-th round (k >= 1), and the last.
+    track_memory : bool, default False
+        Peak memory from Python-traced allocations instead of the process's resident memory.
+    progress : bool, default False
+        One progress bar per agent over its rounds.
+
+    Returns
+    -------
+    frame : pandas.DataFrame
+        The tidy frame of every agent's recorded rounds.
+    summary : pandas.DataFrame
+        The per-agent summary (:func:`summary_table`).
+    results : dict
+        The raw ``SimulationResult`` per label.
+
+    Raises
+    ------
+    ValueError
+        An unknown name or a parameter out of its range (see :func:`simulate`).
     """
     results = run_agents(agents, env, horizon=horizon, n_reps=n_reps, seed=seed,
                          env_params=env_params, track_memory=track_memory, progress=progress)

@@ -6,6 +6,8 @@ failure inside a built-in agent is left as it is (a bug in dpbandits)."""
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from dpbandits.errors import AgentFault
 
@@ -35,3 +37,15 @@ def blame_agent(agent: object, label: str, method: str, round_: int | None, hori
     detail = f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
     raise AgentFault(f"agent {label!r}, {defined_in(type(agent))}, failed in {method}() {when}: "
                      f"{detail}") from exc
+
+
+@contextmanager
+def blamed(agent: object, label: str, method: str, round_: int | None, horizon: int
+           ) -> Iterator[None]:
+    """Run the block, an agent's ``method`` at ``round_``: an exception it raises goes
+    through :func:`blame_agent` (a user's agent: ``AgentFault``), else is re-raised."""
+    try:
+        yield
+    except Exception as exc:
+        blame_agent(agent, label, method, round_, horizon, exc)
+        raise

@@ -62,8 +62,17 @@ def product(grid: Mapping[str, Sequence] | None) -> list[dict]:
 
 @dataclass(frozen=True)
 class GridCell:
-    """One cell: ``params`` (a dict of parameters) and a ``seed``; stored under ``name`` if
-    given, else under the digest of ``{**params, "seed": seed}``."""
+    """One cell of a grid.
+
+    Parameters
+    ----------
+    params : mapping, default {}
+        The cell's parameters.
+    seed : int, default 0
+        The cell's seed.
+    name : str or None, default None
+        Key the cell is stored under; None means the digest of ``{**params, "seed": seed}``.
+    """
 
     params: Mapping[str, Any] = field(default_factory=dict)
     seed: int = 0
@@ -117,6 +126,13 @@ class CellFiles:
     first, its record if ``compute`` returned one. Every file is written atomically
     (temporary file + rename), so a killed run never leaves a partial file that reads as
     finished; workers on other processes (or machines sharing the directory) write directly.
+
+    Parameters
+    ----------
+    directory : str or Path
+        Folder of the cells' files.
+    suffix : {".parquet", ".csv"}, default ".parquet"
+        Format of the frames.
     """
 
     def __init__(self, directory: str | os.PathLike[str], suffix: str = ".parquet") -> None:
@@ -155,7 +171,15 @@ class CsvTable:
     """The rows of every finished cell in one CSV file (``path``, rewritten atomically after
     each cell). A cell's key is its values of ``key_columns`` joined by ``|``, each as
     ``str`` gives it for the values pandas reads back; a cell is finished when rows with its
-    key exist. Only the process running the grid writes: use it with ``n_jobs=1``."""
+    key exist. Only the process running the grid writes: use it with ``n_jobs=1``.
+
+    Parameters
+    ----------
+    path : str or Path
+        The CSV file (read if it exists).
+    key_columns : sequence of str
+        The columns whose values identify a cell.
+    """
 
     single_writer = True
 
@@ -192,7 +216,8 @@ class CsvTable:
 
 def run_grid(cells: Sequence, compute: Callable[[Any], Any], store: Store, *, n_jobs: int = 1,
              scheduler: str | Client | None = None, setup: Callable[[], None] | None = None,
-             progress: bool = False, desc: str = "cells") -> list[pd.DataFrame | None]:
+             progress: bool = False, desc: str = "cells",
+             on_done: Callable[[str], None] | None = None) -> list[pd.DataFrame | None]:
     """Compute every cell of ``cells`` whose ``key`` is not done in ``store``; return every
     cell's stored frame in grid order (``None`` for a cell ``compute`` skipped).
 
@@ -202,7 +227,8 @@ def run_grid(cells: Sequence, compute: Callable[[Any], Any], store: Store, *, n_
     plugins); ``compute`` and ``setup`` must be picklable to run on workers. A local worker
     dies with its parent process: at once on Linux (the kernel's parent-death signal), within
     half a second elsewhere, and a worker orphaned while it was still starting up exits
-    before it computes anything (see :func:`follow_parent`).
+    before it computes anything (see :func:`follow_parent`). ``on_done(key)``, if given, is
+    called in this process as each cell is stored (e.g. a progress line where no bar shows).
     """
     if getattr(store, "single_writer", False) and (scheduler is not None or n_jobs != 1):
         raise ValueError(f"{type(store).__name__} takes one writer: run with n_jobs=1 and "
@@ -212,12 +238,15 @@ def run_grid(cells: Sequence, compute: Callable[[Any], Any], store: Store, *, n_
         from joblib import effective_n_jobs
 
         if scheduler is not None or effective_n_jobs(n_jobs) != 1:
-            _run_parallel(todo, compute, store, setup, n_jobs, scheduler, progress, desc)
+            _run_parallel(todo, compute, store, setup, n_jobs, scheduler, progress, desc,
+                          on_done)
         else:
             from tqdm.auto import tqdm
 
             for cell in tqdm(todo, disable=not progress, desc=desc):
-                _compute_and_store(cell, compute, store, setup, None)
+                key = _compute_and_store(cell, compute, store, setup, None)
+                if on_done is not None:
+                    on_done(key)
     return [store.load(c.key) if store.done(c.key) else None for c in cells]
 
 
@@ -234,7 +263,8 @@ def _compute_and_store(cell, compute, store, setup, parent_pid: int | None) -> s
     return cell.key
 
 
-def _run_parallel(todo, compute, store, setup, n_jobs, scheduler, progress, desc) -> None:
+def _run_parallel(todo, compute, store, setup, n_jobs, scheduler, progress, desc,
+                  on_done=None) -> None:
     from joblib import Parallel, delayed, parallel_config
     from tqdm.auto import tqdm
 
@@ -244,8 +274,9 @@ def _run_parallel(todo, compute, store, setup, n_jobs, scheduler, progress, desc
     jobs = (delayed(_compute_and_store)(c, compute, store, setup, parent) for c in todo)
 
     def consume(results) -> None:
-        for _ in tqdm(results, total=len(todo), disable=not progress, desc=desc):
-            pass
+        for key in tqdm(results, total=len(todo), disable=not progress, desc=desc):
+            if on_done is not None:
+                on_done(key)
 
     if parent is not None:
         # Each loky worker follows this process from its start (the initializer), not from

@@ -16,17 +16,10 @@ import importlib.util
 import json
 import sys
 from functools import cache
-from pathlib import Path
+
+from dpbandits.harness._rows import CATALOGUE_FILE, short
 
 __all__ = ["CATALOGUE_FILE", "agent_rows", "env_rows", "short"]
-
-#: the built-in rows, written by ``python -m dpbandits.harness.catalogue``
-CATALOGUE_FILE = Path(__file__).with_name("catalogue.json")
-
-
-def short(text: str, width: int = 72) -> str:
-    """``text`` cut to ``width`` characters, with ``...`` when cut."""
-    return text if len(text) <= width else text[: width - 3].rstrip() + "..."
 
 
 @cache

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from dpbandits.envs.replay import ReplayCore
-from dpbandits.harness.faults import blame_agent
+from dpbandits.harness.faults import blame_agent, blamed
 
 
 def replay_rounds(core: ReplayCore, agent: Any, horizon: int, contexts: np.ndarray, *,
@@ -64,11 +64,8 @@ def replay_rounds(core: ReplayCore, agent: Any, horizon: int, contexts: np.ndarr
                 break
             x = core.contexts()
         rewards = core.accept()
-        try:
+        with blamed(agent, label, "update", t, horizon):
             update(x, arms, rewards)
-        except Exception as exc:
-            blame_agent(agent, label, "update", t, horizon, exc)
-            raise
         arms_hist[t] = arms
         rewards_hist[t] = rewards
         events[t] = core.pos

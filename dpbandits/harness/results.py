@@ -73,13 +73,29 @@ _CERTIFY_RTOL = 1e-6
 class SimulationResult:
     """Outcome of ``simulate`` for one agent.
 
-    ``regret``, ``arms``, ``rewards``: arrays ``(R, T)``. ``privacy``: the agent's
-    ``PrivacyGuarantee`` as a dict (or None); ``certified``: the guarantee recomputed by the
-    accountant from the agent's ledger (or None). ``seconds`` is wall time of the run;
-    ``peak_memory_mb`` the peak resident memory of the process during the run (or, with
-    ``track_memory``, the peak of Python-traced allocations). A replay run has
-    ``regret = None``, ``log_events`` (R, T) (logged rounds read up to accepted round t) and
-    ``reference_reward`` (the logged policy's mean reward per round).
+    Parameters
+    ----------
+    agent : str
+        The agent's name.
+    regret : (R, T) array or None
+        Per-round pseudo-regret of every replication; None for a replay run.
+    arms, rewards : (R, T) arrays
+        The arms pulled and the rewards received.
+    seconds : float
+        Wall time of the run.
+    peak_memory_mb : float or None, default None
+        Peak resident memory of the process during the run (or, with ``track_memory``, the
+        peak of Python-traced allocations).
+    privacy : dict or None, default None
+        The agent's ``PrivacyGuarantee`` as a dict (None: not private).
+    certified : dict or None, default None
+        The guarantee recomputed by the accountant from the agent's ledger.
+    config : dict, default {}
+        The run's configuration.
+    log_events : (R, T) array or None, default None
+        Replay: logged rounds read up to accepted round t.
+    reference_reward : float or None, default None
+        Replay: the logged policy's mean reward per round.
     """
 
     agent: str

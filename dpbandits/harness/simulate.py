@@ -23,7 +23,7 @@ from dpbandits._validation import check_int
 from dpbandits.agents.base import Agent, make_agent
 from dpbandits.envs._core import BanditVectorEnvBase
 from dpbandits.envs.replay import ReplayBanditVectorEnv
-from dpbandits.harness.faults import blame_agent
+from dpbandits.harness.faults import blame_agent, blamed
 from dpbandits.harness.memory import PeakRSS
 from dpbandits.harness.replay_loop import replay_rounds
 from dpbandits.harness.results import SimulationResult
@@ -101,29 +101,62 @@ def simulate(env, agent, *, horizon: int | None = None, n_reps: int = 1, seed: i
              progress: bool | Mapping = False) -> SimulationResult:
     """Run ``agent`` on ``env`` for ``horizon`` rounds and ``n_reps`` replications.
 
-    ``env``: registered id or vector env instance; ``agent``: registry name or an object with
-    ``reset(n_reps, rng)``, ``act(contexts) -> arms`` and ``update(contexts, arms, rewards)``.
-    ``horizon`` defaults to the environment's. Returns per-replication arrays of shape
-    ``(n_reps, horizon)`` (instantaneous pseudo-regret, arms, rewards). ``blas_threads``
-    limits BLAS threads during the run (1 by default: the per-step algebra is small, and
-    threaded BLAS on small matrices is far slower when cores are shared); None leaves it.
-    ``env_seeds``: optional list of ``n_reps`` environment seeds, one per replication,
-    replacing the default ``seed + r`` (e.g. one seed per held-out user); the agent's stream
-    is still ``agent_rng(seed)``. ``progress``: a tqdm bar over rounds (True, or a dict of
-    tqdm keyword arguments such as ``desc``); updated in chunks of rounds, so it costs nothing
-    measurable. ``peak_memory_mb`` of the result is the peak resident memory of the process
-    during the run; ``track_memory=True`` replaces it by the peak of Python-traced
-    allocations (tracemalloc, slower).
-
     An agent that declares the reward models it supports (``check_link``) is checked against
     the environment's link before the run: a mismatch warns once or raises, as the agent
-    decides. An agent defined outside dpbandits that raises in ``reset``, ``act`` or
-    ``update`` raises ``dpbandits.errors.AgentFault`` naming it and the round.
+    decides. On a replay environment (``dpbandits/Replay-v0``) a round is an *accepted*
+    logged round (``harness.replay_loop``): ``horizon`` counts accepted rounds, the result
+    has no regret (``regret`` is None) and carries ``log_events`` (logged rounds read) and
+    the logged policy's mean reward ``reference_reward``.
 
-    On a replay environment (``dpbandits/Replay-v0``) a round is an *accepted* logged round
-    (``harness.replay_loop``): ``horizon`` counts accepted rounds, the result has no regret
-    (``regret`` is None) and carries ``log_events`` (logged rounds read) and the logged
-    policy's mean reward ``reference_reward``.
+    Parameters
+    ----------
+    env : str or gymnasium.vector.VectorEnv
+        A registered environment id, or a vector environment instance.
+    agent : str or object
+        A registered agent name, or an object with ``reset(n_reps, rng)``,
+        ``act(contexts) -> arms`` and ``update(contexts, arms, rewards)``.
+    horizon : int or None, default None
+        Rounds to run, >= 1 and at most the environment's; None: the environment's.
+    n_reps : int, default 1
+        Replications R >= 1, run together.
+    seed : int, default 0
+        Seed of the run: replication r's environment is reset with ``seed + r``, the agent
+        draws from ``agent_rng(seed)``.
+    agent_params : mapping or None, default None
+        Keyword arguments of a registered agent (``n_arms``, ``dim`` and ``horizon`` come
+        from the environment).
+    env_params : mapping or None, default None
+        Keyword arguments of a registered environment.
+    label : str or None, default None
+        The result's name; None: the agent's name.
+    track_memory : bool, default False
+        ``peak_memory_mb`` of the result is the peak resident memory of the process during
+        the run; True replaces it by the peak of Python-traced allocations (tracemalloc,
+        slower).
+    blas_threads : int or None, default 1
+        BLAS threads during the run (1: the per-step algebra is small, and threaded BLAS on
+        small matrices is far slower when cores are shared); None leaves it.
+    env_seeds : sequence of int or None, default None
+        ``n_reps`` environment seeds, one per replication, replacing ``seed + r`` (e.g. one
+        seed per held-out user); the agent's stream is still ``agent_rng(seed)``.
+    progress : bool or mapping, default False
+        A tqdm bar over rounds (True, or a dict of tqdm keyword arguments such as ``desc``);
+        updated in chunks of rounds, so it costs nothing measurable.
+
+    Returns
+    -------
+    SimulationResult
+        Per-replication arrays of shape ``(n_reps, horizon)``: instantaneous pseudo-regret,
+        arms, rewards; the agent's guarantee and its certification.
+
+    Raises
+    ------
+    ValueError
+        An unknown name, a parameter out of its range, or ``horizon`` beyond the
+        environment's.
+    dpbandits.errors.AgentFault
+        An agent defined outside dpbandits raised in ``reset``, ``act`` or ``update``; the
+        error names it and the round.
     """
     check_int("n_reps", n_reps, low=1)
     check_int("seed", seed, low=0)
@@ -185,11 +218,8 @@ def simulate(env, agent, *, horizon: int | None = None, n_reps: int = 1, seed: i
                 next_contexts, rewards, _, _, info = venv.step(arms)
                 update = ag.update
                 pseudo_regret = info["pseudo_regret"]
-            try:
+            with blamed(ag, name, "update", t, horizon):
                 update(contexts, arms, rewards)
-            except Exception as exc:
-                blame_agent(ag, name, "update", t, horizon, exc)
-                raise
             regret[t] = pseudo_regret
             arms_hist[t] = arms
             rewards_hist[t] = rewards

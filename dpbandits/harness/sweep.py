@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -65,11 +65,27 @@ def _grid(params: Mapping[str, Sequence] | None) -> list[tuple]:
 
 @dataclass
 class SweepSpec:
-    """What to sweep.
+    """What to sweep: every cell runs ``n_reps`` replications for each seed.
 
-    ``agents`` maps a label to ``{"name": registry name, "params": {fixed params},
-    "grid": {param: [values]}}``; ``env`` is a registered env id with fixed ``env_params``
-    and swept ``env_grid``; every cell runs ``n_reps`` replications for each seed.
+    Parameters
+    ----------
+    agents : mapping
+        Label -> ``{"name": registry name, "params": {fixed params}, "grid": {param:
+        [values]}}``; at least one agent.
+    env : str
+        Registered environment id.
+    horizon : int
+        Rounds of every run, >= 1.
+    seeds : sequence of int, default (0,)
+        Seeds of the runs; each cell is run once per seed.
+    n_reps : int, default 1
+        Replications per cell and seed, >= 1.
+    env_params : mapping, default {}
+        Fixed keyword arguments of the environment.
+    env_grid : mapping, default {}
+        Environment parameter -> list of values swept.
+    record_every : int, default 1
+        Record the curves every k >= 1 rounds.
     """
 
     agents: Mapping[str, Mapping]
@@ -144,14 +160,40 @@ def _load_plugins(plugins: tuple) -> None:
 
 def sweep(spec: SweepSpec, out_dir: str | os.PathLike[str], *, n_jobs: int = 1,
           scheduler: str | Client | None = None, progress: bool = True,
-          plugins: Sequence[str] = (), _fail_on: str | None = None) -> pd.DataFrame:
+          plugins: Sequence[str] = (), _fail_on: str | None = None,
+          on_done: Callable[[Cell], None] | None = None) -> pd.DataFrame:
     """Run every missing cell of ``spec`` and return the frame of all cells.
 
-    ``n_jobs`` local processes (joblib/loky) unless ``scheduler`` is a Dask scheduler address
-    or ``dask.distributed.Client``. Cells already present in ``out_dir/cells`` are skipped,
-    so an interrupted sweep resumes where it stopped. The returned frame is ordered by cell
-    (grid order), so it does not depend on which cells ran in which session. ``plugins``
-    (module names or ``.py`` paths) are imported by every worker before its first cell.
+    Cells already present in ``out_dir/cells`` are skipped, so an interrupted sweep resumes
+    where it stopped.
+
+    Parameters
+    ----------
+    spec : SweepSpec
+        What to sweep.
+    out_dir : str or path
+        Folder of the results; its ``cells`` subfolder holds one file per finished cell.
+    n_jobs : int, default 1
+        Local worker processes (joblib/loky), >= 1; ignored when ``scheduler`` is given.
+    scheduler : str, dask.distributed.Client or None, default None
+        A Dask scheduler address (``tcp://host:port``) or client to run the cells on.
+    progress : bool, default True
+        A progress bar over cells.
+    plugins : sequence of str, default ()
+        Module names or ``.py`` paths every worker imports before its first cell.
+    on_done : callable or None, default None
+        Called with each cell computed now, in this process, as it is stored.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The frame of all cells, in grid order (so it does not depend on which cells ran in
+        which session).
+
+    Raises
+    ------
+    ValueError
+        An invalid ``spec`` (see :meth:`SweepSpec.cells`).
     """
     cells = spec.cells()
     store = CellFiles(Path(out_dir) / "cells")
@@ -161,10 +203,18 @@ def sweep(spec: SweepSpec, out_dir: str | os.PathLike[str], *, n_jobs: int = 1,
     frames = run_grid(cells, partial(_run_cell_stored, fail_on=_fail_on), store,
                       n_jobs=n_jobs, scheduler=scheduler,
                       setup=partial(_load_plugins, tuple(str(p) for p in plugins)),
-                      progress=progress, desc="sweep cells")
+                      progress=progress, desc="sweep cells",
+                      on_done=None if on_done is None else
+                      (lambda key: on_done(next(c for c in cells if c.cell_id == key))))
     import pandas as pd
 
     return pd.concat(frames, ignore_index=True)
+
+
+def cells_done(spec: SweepSpec, out_dir: str | os.PathLike[str]) -> int:
+    """How many cells of ``spec`` are already stored in ``out_dir`` (a re-run skips them)."""
+    store = CellFiles(Path(out_dir) / "cells")
+    return sum(store.done(c.key) for c in spec.cells())
 
 
 def cell_privacy_records(spec: SweepSpec, out_dir: str | os.PathLike[str]) -> list[dict]:

@@ -51,7 +51,9 @@ class AgentTuningObjective(HyperparameterObjective):
     fixed_params : mapping, optional
         Agent keyword arguments held fixed (e.g. ``epsilon``, ``calibration``); must not
         overlap ``space.names``.
-    agent_seed : int
+    env_params : mapping, optional
+        Keyword arguments of the environment, passed to ``gymnasium.make_vec``.
+    agent_seed : int, default 0
         Seed of the agent's own randomness, shared by every evaluation.
     """
 

@@ -9,13 +9,32 @@ __all__ = ["PolicyEstimate"]
 
 @dataclass(frozen=True)
 class PolicyEstimate:
-    """An off-policy value estimate: ``value`` with its ``std_error`` and the two-sided
-    ``level`` interval ``[ci_low, ci_high]`` (``interval`` says how it was built) from ``n``
-    logged rounds. ``estimator`` names the estimator; ``matched`` counts the rounds where the
-    target policy puts mass on the logged action (``w_i > 0``); ``n_clipped`` the rounds whose
-    weight the estimator changed (clipped IPS: ``w_i > max_weight``; Switch-DR: ``w_i >
-    threshold``, correction dropped); ``interval_clipped`` whether the interval was cut to the
-    reward range."""
+    """An off-policy value estimate of a fixed target policy from logged rounds.
+
+    Parameters
+    ----------
+    estimator : str
+        The estimator's name (``"ips"``, ``"snips"``, ``"dr"``, ...).
+    value : float
+        The estimate.
+    std_error : float
+        Its standard error.
+    ci_low, ci_high : float
+        The two-sided ``level`` interval (sampling error).
+    level : float
+        Coverage of the interval, in (0, 1).
+    interval : {"normal", "bootstrap", "bernstein"}
+        How the interval was built.
+    n : int
+        Number of logged rounds.
+    matched : int
+        Rounds where the target policy puts mass on the logged action (``w_i > 0``).
+    n_clipped : int, default 0
+        Rounds whose weight the estimator changed (clipped IPS: ``w_i > max_weight``;
+        Switch-DR: ``w_i > threshold``, correction dropped).
+    interval_clipped : bool, default False
+        Whether the interval was cut to the reward range.
+    """
 
     estimator: str
     value: float

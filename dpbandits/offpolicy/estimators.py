@@ -126,6 +126,14 @@ def clipped_ips(log: LoggedBandit, target: Any, *, max_weight: float,
                    n_clipped=int((w > m).sum()), term_range=term_range)
 
 
+def _require_overlap(name: str, log: LoggedBandit, w: np.ndarray, remedy: str) -> None:
+    """A self-normalized estimator divides by the weights' sum: ``ValueError`` (saying
+    ``remedy``) when no weight is positive (the target never plays a logged action)."""
+    if not w.sum() > 0.0:
+        raise ValueError(f"{name}: the target policy never plays the logged action in any of "
+                         f"the {log.n_rounds} rounds of log {log.name!r}; {remedy}")
+
+
 def snips(log: LoggedBandit, target: Any, *, interval: str = "normal", level: float = 0.95,
           rng: SeedLike | None = None, n_bootstrap: int = 2000,
           reward_range: tuple[float, float] | None = None) -> PolicyEstimate:
@@ -136,10 +144,7 @@ def snips(log: LoggedBandit, target: Any, *, interval: str = "normal", level: fl
     0: the log says nothing about it)."""
     log = check_log(log)
     w = importance_weights(log, target_probabilities(log, target))
-    if not w.sum() > 0.0:
-        raise ValueError(f"snips: the target policy never plays the logged action in any of "
-                         f"the {log.n_rounds} rounds of log {log.name!r}; its value cannot be "
-                         "estimated from this log")
+    _require_overlap("snips", log, w, "its value cannot be estimated from this log")
     opts = dict(interval=interval, level=level, rng=rng, n_bootstrap=n_bootstrap,
                 reward_range=reward_range)
     return _finish("snips", log, Parts(w * log.rewards, b=w), w, opts)
@@ -179,10 +184,7 @@ def self_normalized_dr(log: LoggedBandit, target: Any, *, estimated_rewards: Any
     weight is positive the correction is undefined and ``ValueError`` says so."""
     log = check_log(log)
     w, baseline, residual = _model_parts(log, target, estimated_rewards)
-    if not w.sum() > 0.0:
-        raise ValueError(f"self_normalized_dr: the target policy never plays the logged action "
-                         f"in any of the {log.n_rounds} rounds of log {log.name!r}; use "
-                         "direct_method or doubly_robust")
+    _require_overlap("self_normalized_dr", log, w, "use direct_method or doubly_robust")
     opts = dict(interval=interval, level=level, rng=rng, n_bootstrap=n_bootstrap,
                 reward_range=reward_range)
     return _finish("self_normalized_dr", log, Parts(w * residual, b=w, c=baseline), w, opts)

@@ -27,7 +27,13 @@ __all__ = ["RidgeRegressor", "fit_reward_model"]
 
 class RidgeRegressor:
     """Ridge regression with an unpenalized intercept (module docstring), ``fit(X, y)`` /
-    ``predict(X)`` like a scikit-learn regressor. ``alpha`` > 0 is the penalty."""
+    ``predict(X)`` like a scikit-learn regressor.
+
+    Parameters
+    ----------
+    alpha : float, default 1.0
+        The penalty, > 0.
+    """
 
     def __init__(self, alpha: float = 1.0):
         self.alpha = check_positive("alpha", alpha)

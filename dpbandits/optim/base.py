@@ -17,12 +17,13 @@ import time
 from abc import abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Self, cast
+from typing import Any, Self
 
 import dp_accounting
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dpbandits._docs import raises_parameter_errors
 from dpbandits._params import Parameterized
 from dpbandits._validation import (
     check_delta,
@@ -31,12 +32,18 @@ from dpbandits._validation import (
     check_int,
     check_nonnegative,
 )
-from dpbandits.geometry import clip_to_norm
-from dpbandits.losses import LossLike, make_loss
+from dpbandits.losses import LossLike
+from dpbandits.optim.gradients import (
+    CHUNK_ENTRIES,
+    clipped_gradient_sum,
+    clipped_gradients,
+    resolve_loss,
+)
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 from dpbandits.privacy.plan import NoisePlan
 
 __all__ = [
+    "CHUNK_ENTRIES",
     "BatchOptimizer",
     "BatchResult",
     "IterateHistory",
@@ -50,12 +57,11 @@ __all__ = [
     "resolve_loss",
 ]
 
-# Max float64 entries of a temporary per-sample gradient block (R, chunk, d).
-CHUNK_ENTRIES = 1 << 21
-
-
+@raises_parameter_errors
 class Optimizer(Parameterized):
-    """A private optimizer: parameters (scikit-learn rule), ``privacy`` and ``ledger``."""
+    """A private optimizer: parameters (scikit-learn rule), ``privacy`` and ``ledger``.
+
+    """
 
     def _store_params(self, values: dict[str, Any]) -> None:
         """Store every constructor argument unchanged under its own name (``values`` is the
@@ -100,9 +106,22 @@ class StreamingOptimizer(Optimizer):
 class BatchResult:
     """Outcome of ``BatchOptimizer.fit``.
 
-    ``theta`` is the output, shape ``(R, d)``; ``history`` the iterates, shape
-    ``(R, n_iterates, d)`` (may be thinned — ``history_steps`` says which steps were kept);
-    ``n_clipped`` counts clipped per-sample gradients or inputs per replication.
+    Parameters
+    ----------
+    theta : (R, d) array
+        The output of every replication.
+    history : (R, n_iterates, d) array
+        The iterates (may be thinned: ``history_steps`` says which steps were kept).
+    history_steps : (n_iterates,) array
+        The step of each kept iterate.
+    privacy : PrivacyGuarantee
+        The guarantee of the fit.
+    n_clipped : (R,) array
+        Clipped per-sample gradients or inputs per replication.
+    n_gradient_evals : int
+        Per-sample gradient evaluations per replication.
+    extra : dict, default {}
+        Optimizer-specific diagnostics (e.g. ``"iterates"``, ``"history_samples"``).
     """
 
     theta: np.ndarray
@@ -148,67 +167,28 @@ def check_privacy_target(epsilon: float, delta: float | None, component: str, *,
     return eps, check_delta(delta), private
 
 
-def check_clip(value: float, name: str = "clip_norm") -> float:
-    """A clipping bound (> 0, finite)."""
-    v = check_nonnegative(name, value)
-    if v == 0.0:
-        raise ValueError(f"{name} must be > 0, got {value}")
+#: the range of a scale parameter (clip bound, Lipschitz constant, radius): products and
+#: squares of up to three of them in a noise plan stay normal floats, so no noise scale or
+#: sensitivity underflows to a subnormal or 0 or overflows to inf (issue 34, item 7)
+SCALE_RANGE = (1e-100, 1e100)
+
+
+def check_scale(name: str, value: float) -> float:
+    """A parameter that reaches a noise scale or a sensitivity (a clip bound, a Lipschitz
+    constant, a radius): a real number within :data:`SCALE_RANGE`, else ``ValueError`` naming
+    it (``TypeError`` for a non-number)."""
+    low, high = SCALE_RANGE
+    v = check_nonnegative(name, value, allow_inf=True)
+    if not low <= v <= high:
+        raise ValueError(f"{name} must be between {low:g} and {high:g} (so that the noise "
+                         f"plan neither underflows nor overflows; rescale the data), got "
+                         f"{value!r}")
     return v
 
 
-def resolve_loss(loss: str | LossLike, *, names: bool = True) -> LossLike:
-    """A loss object with ``value`` and ``gradient`` methods (:mod:`dpbandits.losses`); with
-    ``names`` a loss name (``"squared"``, ``"logistic"``, ``"huber"``) is also accepted."""
-    if names and isinstance(loss, str):
-        return make_loss(loss)
-    if callable(getattr(loss, "gradient", None)) and callable(getattr(loss, "value", None)):
-        return cast(LossLike, loss)  # it has both methods (a str has neither)
-    raise TypeError(
-        "loss must " + ("be a loss name ('squared', 'logistic', 'huber') or " if names else "")
-        + "provide value(theta, X, y) and gradient(theta, X, y) methods (see "
-        f"dpbandits.losses), got {type(loss).__name__}"
-    )
-
-
-# --------------------------------------------------------------------------------------------
-# Per-sample gradient clipping
-# --------------------------------------------------------------------------------------------
-
-
-def clipped_gradients(loss: LossLike, theta: np.ndarray, X: np.ndarray, y: np.ndarray, q: float,
-                      bound: float) -> tuple[np.ndarray, np.ndarray]:
-    """Per-sample gradients ``loss.gradient(theta, X, y)`` (broadcast shape ``(..., d)``)
-    clipped to ``||g||_q <= bound`` (:func:`dpbandits.geometry.clip_to_norm`), and the mask
-    of the clipped ones. Every generic per-sample gradient of the batch methods goes through
-    here; :class:`~dpbandits.optim.batch.oracle.GradientOracle` has a fast path for
-    linear-predictor losses."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        g = loss.gradient(theta, X, y)
-    if not np.all(np.isfinite(g)):  # finite data whose gradient overflows (entries ~1e308)
-        bad = tuple(int(i) for i in np.argwhere(~np.isfinite(g).all(axis=-1))[0])
-        raise ValueError(
-            f"X row {bad[-1]} gives a non-finite gradient {g[bad].tolist()!r} (the data's "
-            f"largest entry is {float(np.abs(X).max())!r}): no clipping bound can be "
-            "certified on an overflowed gradient; rescale X (and y)")
-    return clip_to_norm(g, q, bound)
-
-
-def clipped_gradient_sum(loss: LossLike, theta: np.ndarray, X: np.ndarray, y: np.ndarray, q: float,
-                         bound: float) -> tuple[np.ndarray, np.ndarray]:
-    """Sum over the samples (axis -2 of ``X``) of clipped per-sample gradients at ``theta
-    (R, d)``, in blocks of at most ``CHUNK_ENTRIES`` values: ``(R, d)`` and the clip counts
-    ``(R,)``. ``X`` is ``(k, d)`` or ``(Rx, k, d)`` (``Rx`` 1 or ``R``), ``y`` likewise."""
-    R, d = theta.shape
-    k = X.shape[-2]
-    step = max(1, CHUNK_ENTRIES // max(1, R * d))
-    total = np.zeros((R, d))
-    counts = np.zeros(R, dtype=np.int64)
-    for s in range(0, k, step):
-        g, was = clipped_gradients(loss, theta[:, None, :], X[..., s:s + step, :],
-                                   y[..., s:s + step], q, bound)
-        total += g.sum(axis=1)
-        counts += was.sum(axis=1)
-    return total, counts
+def check_clip(value: float, name: str = "clip_norm") -> float:
+    """A clipping bound: :func:`check_scale`."""
+    return check_scale(name, value)
 
 
 # --------------------------------------------------------------------------------------------
@@ -259,14 +239,8 @@ class PrivateBatchOptimizer(BatchOptimizer):
         if plan is None:
             plan = self._make_plan_for(*key)
             change = self.__dict__.get("_plan_change")
-            if change is not None:
-                changed = change(plan)
-                if not isinstance(changed, NoisePlan) or set(changed.scales) != set(
-                        plan.scales):
-                    raise ValueError(
-                        f"{type(self).__name__}.with_plan: the change must return a "
-                        f"NoisePlan with the scales {list(plan.scales)}, got {changed!r}")
-                plan = changed
+            if change is not None:  # a plan the optimizer did not derive is flagged
+                plan = plan.adopt(change(plan), type(self).__name__)
             plans[key] = plan
         return plan
 
@@ -284,7 +258,8 @@ class PrivateBatchOptimizer(BatchOptimizer):
         changed version with the same scale names (:meth:`NoisePlan.scaled` /
         :meth:`NoisePlan.replaced`, e.g. ``lambda plan: plan.scaled(10)``): an audit's
         broken variant, whose guarantee says it is not certified. Everything else (step
-        sizes, batch sizes) is the optimizer's own."""
+        sizes, batch sizes) is the optimizer's own. A returned plan the optimizer did not
+        derive is flagged (:meth:`NoisePlan.adopt`: not certified, no ledger)."""
         if not callable(change):
             raise TypeError(f"{type(self).__name__}.with_plan: change must be a function "
                             f"NoisePlan -> NoisePlan, got {change!r}")

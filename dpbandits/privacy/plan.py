@@ -33,6 +33,7 @@ from __future__ import annotations
 import copy
 import functools
 import math
+import sys
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -172,6 +173,25 @@ class NoisePlan:
             value = getattr(self, name)
             if not isinstance(value, Scales):
                 object.__setattr__(self, name, Scales(value))
+        bad = self._degenerate()
+        if bad and self.is_private and self.guarantee.certified:
+            caveat = (f"{bad}: the noise does not match its calibration in floating point"
+                      + (f"; {self.guarantee.caveat}" if self.guarantee.caveat else ""))
+            object.__setattr__(self, "guarantee",
+                               replace(self.guarantee, certified=False, caveat=caveat))
+
+    def _degenerate(self) -> str:
+        """A sensitivity that is 0, subnormal or not finite, or a scale that is subnormal
+        ('' when none is): a plan holding one is never certified (a bound or a noise that
+        underflowed or overflowed while it was computed certifies nothing). Scales may be 0
+        or inf (some name budget shares or unused releases)."""
+        for k, v in self.sensitivities.items():
+            if not (math.isfinite(v) and v >= sys.float_info.min):
+                return f"sensitivity {k!r} is {v!r}"
+        for k, v in self.scales.items():
+            if 0.0 < v < sys.float_info.min:
+                return f"scale {k!r} is subnormal ({v!r})"
+        return ""
 
     @classmethod
     def non_private(cls, basis: str, scales: Mapping[str, float] | None = None,
@@ -206,6 +226,34 @@ class NoisePlan:
             self.scales[n]  # KeyError naming the plan's scales
         new = {k: v / factor if k in chosen else v for k, v in self.scales.items()}
         return self._changed(Scales(new), f"{', '.join(chosen)} divided by {factor:g}")
+
+    @property
+    def is_flagged(self) -> bool:
+        """True for a changed plan that claims nothing it cannot show: altered (says how), no
+        ledger, and a guarantee marked not certified (or no privacy claim at all)."""
+        g = self.guarantee
+        return bool(self.altered) and self.events is None and (
+            not g.certified or g.notion == "none")
+
+    def adopt(self, given: NoisePlan, component: str = "") -> NoisePlan:
+        """The plan a component whose own plan is ``self`` draws with when handed ``given``
+        (``with_plan``): ``self`` itself when ``given`` equals it, ``given`` when it is
+        flagged (:attr:`is_flagged`: :meth:`scaled`, :meth:`replaced`), and otherwise --
+        a plan the component did not derive (a hand-built ``NoisePlan`` keeping the original
+        guarantee and ledger beside other scales, or another instance's plan) -- ``given``'s
+        scales under this plan's guarantee marked not certified, without a ledger. So no
+        plan handed in can keep a certificate for noise the component did not calibrate.
+        The scale names must be this plan's (``ValueError`` otherwise)."""
+        if not isinstance(given, NoisePlan) or set(given.scales) != set(self.scales):
+            where = f"{component}.with_plan: " if component else ""
+            raise ValueError(f"{where}plan must be a NoisePlan with the scales "
+                             f"{list(self.scales)}, got {given!r}")
+        if given is self or given == self:
+            return self
+        if given.is_flagged:
+            return given
+        return self._changed(given.scales, "a plan the component did not derive itself: "
+                             f"scales {dict(given.scales)}")
 
     def replaced(self, **values: float) -> NoisePlan:
         """The plan with the named scales set to ``values`` (e.g. fewer Wishart degrees of
@@ -290,11 +338,10 @@ class Planned:
         """A copy of this component that draws its noise from ``plan``: a changed version of
         its own (:meth:`NoisePlan.scaled` / :meth:`NoisePlan.replaced`, the same scale
         names). For audits' broken variants; call it before ``reset``. Everything the
-        component derived from its own calibration (confidence radii, shifts) is kept."""
-        own = self.plan
-        if not isinstance(plan, NoisePlan) or set(plan.scales) != set(own.scales):
-            raise ValueError(f"{type(self).__name__}.with_plan: plan must be a NoisePlan with "
-                             f"the scales {list(own.scales)}, got {plan!r}")
+        component derived from its own calibration (confidence radii, shifts) is kept. A plan
+        the component did not derive is flagged (:meth:`NoisePlan.adopt`): its guarantee is
+        marked not certified and it has no ledger."""
+        adopted = self.plan.adopt(plan, type(self).__name__)
         twin = copy.deepcopy(self)
-        object.__setattr__(twin, "_plan", plan)
+        object.__setattr__(twin, "_plan", adopted)
         return twin

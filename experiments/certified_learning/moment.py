@@ -45,6 +45,7 @@ from experiments.certified_learning.instances import (
     EVALUATION_MORE,
     problem_size,
 )
+from experiments.certified_learning.sls import table_sections
 
 HERE = Path(__file__).resolve().parent
 #: version of the stored cells: 1 = before the shared row normalization (issue 25) in
@@ -182,14 +183,10 @@ def report(reps: int = REPS) -> str:
     descs.update({k: f"{k} (real data, one pass)" for k in REAL})
     descs.update({f"{k} T=1e5": f"{INSTANCES[k][2]}; T = 1e5, delta = 1e-5"
                   for k in LONG_INSTANCES})
-    for inst, desc in descs.items():
-        sub = table[table.instance == inst]
-        if sub.empty:
-            continue
-        lines += [f"## {inst}: {desc}", "",
-                  "| agent | epsilon | certified eps | reps | R(T) mean +- se "
-                  "| / random [95% CI] |",
-                  "|---|---|---|---|---|---|"]
+    columns = ("agent", "epsilon", "certified eps", "reps", "R(T) mean +- se",
+               "/ random [95% CI]")
+    for sub, heading in table_sections(table, descs, columns):
+        lines += heading
         for _, r in sub.iterrows():
             lines.append(f"| {r.agent} | {_fmt(r.epsilon)} | {_fmt(r.certified_epsilon, 6)} | "
                          f"{r.reps} | {r.regret_mean:.1f} +- {r.regret_se:.1f} | "

@@ -26,6 +26,7 @@ import numpy as np
 from dpbandits.harness.compare import compare
 from experiments.certified_learning.instances import TUNE_SEED
 from experiments.certified_learning.tune_moment import INSTANCES
+from experiments.certified_learning.variants import build
 
 
 def main(argv=None) -> None:
@@ -36,7 +37,8 @@ def main(argv=None) -> None:
     diffs: dict[str, list] = {k: [] for k in agents if k != "base"}
     for inst in insts:
         env_id, params, _ = INSTANCES[inst]
-        specs = {"random": ("random", {}), **{k: tuple(v) for k, v in agents.items()}}
+        specs = {"random": ("random", {}),
+                 **{k: build(name, kw, params) for k, (name, kw) in agents.items()}}
         _, _, res = compare(specs, env_id, n_reps=reps, seed=TUNE_SEED, env_params=params)
         final = {k: v.cum_regret[:, -1] for k, v in res.items()}
         rate = final["random"].mean()

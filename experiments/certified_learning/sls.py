@@ -69,6 +69,17 @@ def run_cell(cell: GridCell) -> pd.DataFrame:
     return frame
 
 
+def table_sections(table, descs: dict, columns: tuple[str, ...]):
+    """For each instance of ``descs`` with rows in ``table`` (a summary with an ``instance``
+    column), ``(its rows, its markdown heading)``: ``## instance: description``, a blank line,
+    the header of ``columns`` and its rule."""
+    for inst, desc in descs.items():
+        sub = table[table.instance == inst]
+        if not sub.empty:
+            yield sub, [f"## {inst}: {desc}", "", "| " + " | ".join(columns) + " |",
+                        "|" + "---|" * len(columns)]
+
+
 def ratio_ci(agent: np.ndarray, random: np.ndarray, n_boot: int = 10_000, seed: int = 0
              ) -> tuple[float, float, float]:
     """``mean(agent) / mean(random)`` and a 95% paired-bootstrap interval over replications

@@ -39,7 +39,7 @@ from dpbandits.agents import make_agent
 from dpbandits.harness.grid import CellFiles, run_grid
 from dpbandits.harness.simulate import simulate
 from experiments.certified_learning.instances import EVAL_SEED, EVALUATION, problem_size
-from experiments.certified_learning.sls import AGENT, ratio_ci, run_cell, sls_cell
+from experiments.certified_learning.sls import AGENT, ratio_ci, run_cell, sls_cell, table_sections
 
 HERE = Path(__file__).resolve().parent
 STORE = CellFiles(HERE / "runs" / "target_sls")
@@ -139,13 +139,10 @@ def report(reps: int) -> None:
              "agent's own ledger.", ""]
     sections = {inst: desc for inst, (_, _, desc) in EVALUATION.items()}
     sections["figure5.1 T=1e5"] = "the Figure 5.1 instance at T = 1e5, delta = 1e-5"
-    for inst, desc in sections.items():
-        sub = table[table.instance == inst]
-        if sub.empty:
-            continue
-        lines += [f"## {inst}: {desc}", "",
-                  "| agent | epsilon | certified eps | R(T) mean +- se | / random [95% CI] "
-                  "| rewards clipped |", "|---|---|---|---|---|---|"]
+    columns = ("agent", "epsilon", "certified eps", "R(T) mean +- se", "/ random [95% CI]",
+               "rewards clipped")
+    for sub, heading in table_sections(table, sections, columns):
+        lines += heading
         for _, r in sub.sort_values(["agent", "epsilon"]).iterrows():
             lines.append(f"| {r.agent} | {_fmt(r.epsilon)} | {_fmt(r.certified_epsilon, 4)} | "
                          f"{r.regret_mean:.0f} +- {r.regret_se:.0f} | **{r.ratio_to_random:.3f}** "

@@ -6,9 +6,11 @@ prints, per tuning instance (:data:`instances.TUNING` and :data:`instances.TUNIN
 environment seeds 5000 + r), every agent's ratio to uniform-random overall and per segment of
 rounds (0-500, 500-1500, 1500-3500, 3500-7500, 7500-1e4: the episodes at T = 1e4), then the
 mean log ratio over the instances (the objective of ``tune.py``). ``<json agents>`` maps a
-label to ``[registry name, params]``; the registry name ``noise-ablation`` is a diagnostic
-twin of ``dp-moment-ls`` (**not private**) whose noise scales named in ``zero`` are set to 0,
-to see which release's noise costs regret. The runs of the README used 6 replications::
+label to ``[registry name, params]``, resolved by :func:`variants.build`: the name
+``noise-ablation`` is a diagnostic twin of ``dp-moment-ls`` (**not private**) whose noise
+scales named in ``zero`` are set to 0, to see which release's noise costs regret, and
+``dp-moment-ls`` with one of the research options of the third to fifth rounds is
+:class:`variants.MomentLSVariants`. The runs of the README used 6 replications::
 
     python -m experiments.certified_learning.tune_moment \
         '{"base": ["dp-moment-ls", {}], "rs3": ["dp-moment-ls", {"ridge_screen": 3}]}'
@@ -22,15 +24,16 @@ import sys
 
 import numpy as np
 
-from dpbandits.agents.moment_ls import MomentLS
 from dpbandits.harness.compare import compare
 from experiments.certified_learning.instances import (
     TUNE_SEED,
     TUNING,
     TUNING_K,
     TUNING_MORE,
-    problem_size,
 )
+from experiments.certified_learning.variants import NoiseAblation, build
+
+__all__ = ["NoiseAblation", "build", "run"]
 
 SEGMENTS = (0, 500, 1500, 3500, 7500, 10_000)
 #: the six instances of the mean log ratio (the default list)
@@ -39,40 +42,11 @@ DEFAULT = [*TUNING, *TUNING_MORE]
 INSTANCES = {**TUNING, **TUNING_MORE, **TUNING_K}
 
 
-class NoiseAblation(MomentLS):
-    """dp-moment-ls with the noise scales named in ``zero`` set to 0 (a diagnostic): a changed
-    noise plan (:meth:`~dpbandits.privacy.plan.NoisePlan.replaced`), whose guarantee says it
-    is not certified and which has no ledger."""
-
-    def __init__(self, *, zero: tuple = (), keep_ridge: bool = False, **kw):
-        self.zero = tuple(zero)
-        self.keep_ridge = keep_ridge
-        super().__init__(**kw)
-        self._sigma_ridge = self._plan.scales["gram"]
-        if self.zero:
-            self._plan = self._plan.replaced(**dict.fromkeys(self.zero, 0.0))
-
-    def _release_fit(self) -> None:
-        """As the agent's, but with ``keep_ridge`` the fit's ridge stays the private agent's
-        (from its Gram noise scale) when that scale is zeroed: the third round's bound on
-        what a less noisy Gram (route 1) could gain, without an unregularized fit."""
-        super()._release_fit()
-        if self.keep_ridge:
-            p = self._p
-            lam = self._ridge * 2.0 * self._sigma_ridge * math.sqrt(self._n_fits * p)
-            w, v = np.linalg.eigh(self._gram_released)
-            w = np.maximum(w, 0.0) + max(lam, 1e-12)
-            proj = np.einsum("rkji,rkj->rki", v, self._b_released)
-            self._theta = np.einsum("rkij,rkj->rki", v, proj / w)
-
-
 def run(agents: dict, instances: list[str], reps: int) -> dict:
     out = {}
     for inst in instances:
         env_id, env_params, _ = INSTANCES[inst]
-        K, d = problem_size(env_params)
-        specs = {label: (NoiseAblation(n_arms=K, dim=d, horizon=env_params["horizon"], **params)
-                         if name == "noise-ablation" else (name, params))
+        specs = {label: build(name, params, env_params)
                  for label, (name, params) in agents.items()}
         _, _, res = compare({"random": ("random", {}), **specs}, env_id, n_reps=reps,
                             seed=TUNE_SEED, env_params=env_params)

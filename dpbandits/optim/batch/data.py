@@ -10,7 +10,7 @@ from numpy.typing import ArrayLike
 
 from dpbandits._validation import check_array, check_int, check_rng
 from dpbandits.losses import LossLike
-from dpbandits.optim.base import resolve_loss
+from dpbandits.optim.gradients import resolve_loss
 
 __all__ = ["Data", "check_theta0", "prepare_data", "start_fit"]
 

@@ -41,10 +41,11 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpbandits._validation import check_array, check_choice, check_positive
+from dpbandits._docs import privacy_target_parameters
+from dpbandits._validation import check_array, check_choice
 from dpbandits.geometry import project_l1_ball, project_l2_ball
 from dpbandits.losses import LossLike
-from dpbandits.optim.base import BatchResult, IterateHistory
+from dpbandits.optim.base import BatchResult, IterateHistory, check_scale
 from dpbandits.optim.batch.data import start_fit
 from dpbandits.optim.batch.dp_gd import FullGradientGaussian
 from dpbandits.optim.batch.oracle import GradientOracle
@@ -131,23 +132,31 @@ def l1_squared_prox(x: ArrayLike, g: ArrayLike, beta: float, radius: float) -> n
     return out
 
 
+@privacy_target_parameters
 class DPAccMD(FullGradientGaussian):
     """DP-AccMD (Algorithm 3, Wang, Ye & Xu 2017), private reading (noisy gradient in both steps).
 
-    Parameters
-    ----------
-    epsilon, delta : target guarantee (``epsilon = inf``: no noise); ``delta > 0``.
-    n_iters : ``T``.
-    geometry : ``"l1"`` (default, l_1 ball) or ``"l2"`` (l_2 ball).
-    radius : ``r`` of the ball ``C``.
-    clip_norm : ``G`` enforced on every per-sample gradient (l_2).
-    smoothness : ``L`` of ``f`` in l_2; default ``loss.smoothness(2, x_bound=clip_norm)``.
-    noise_std : per-step std instead of calibrating (guarantee then re-accounted).
-    theta0 : ``x_0`` in ``C`` (``(d,)`` or ``(R, d)``); default 0 (the centre).
-    record_every : keep every k-th ``y_k`` in the history.
-
     The noise plan is DP-GD's (:class:`~dpbandits.optim.batch.dp_gd.DPGD`): one scale,
     ``sigma``.
+
+    Parameters
+    ----------
+    n_iters : int, default 50
+        Number of steps ``T`` >= 1.
+    geometry : {"l1", "l2"}, default "l1"
+        The constraint set ``C``: the l_1 or the l_2 ball.
+    radius : float, default 1.0
+        Radius ``r`` > 0 of the ball ``C``.
+    clip_norm : float, default 1.0
+        Bound ``G`` > 0 enforced on every per-sample gradient (l_2).
+    smoothness : float or None, default None
+        ``L`` > 0 of ``f`` in l_2; None means ``loss.smoothness(2, x_bound=clip_norm)``.
+    noise_std : float or None, default None
+        Per-step noise std instead of calibrating (the guarantee is then re-accounted).
+    theta0 : array-like or None, default None
+        ``x_0`` in ``C`` (``(d,)`` or ``(R, d)``); None means 0 (the centre).
+    record_every : int, default 1
+        Keep every k-th ``y_k`` (k >= 1) in the history.
     """
 
     #: small settings and the problem of the contract checks (dpbandits.testing)
@@ -163,7 +172,7 @@ class DPAccMD(FullGradientGaussian):
                  theta0: ArrayLike | None = None, record_every: int = 1) -> None:
         self._store_params(locals())
         check_choice("geometry", geometry, {"l1", "l2"})
-        check_positive("radius", radius)
+        check_scale("radius", radius)
         self._check_schedule()
 
     def _L(self, loss) -> float:

@@ -27,6 +27,7 @@ import dp_accounting
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dpbandits._docs import privacy_target_parameters
 from dpbandits._validation import check_choice, check_int, check_positive
 from dpbandits.losses import LossLike
 from dpbandits.optim.base import (
@@ -115,27 +116,38 @@ class FullGradientGaussian(PrivateBatchOptimizer):
         return self.plan_for(n).scales["sigma"]
 
 
+@privacy_target_parameters
 class DPGD(FullGradientGaussian):
     """DP-GD (Algorithm 4, Wang, Ye & Xu 2017).
-
-    Parameters
-    ----------
-    epsilon, delta : target guarantee (``epsilon = inf``: no noise); ``delta > 0``.
-    n_iters : ``T``.
-    step_size : ``eta``; default ``1/L`` (Theorems 6.2/6.3) with ``L = smoothness``.
-    output : ``"last"`` (Section 6.1) or ``"random"`` (Section 6.2: ``x_m``, ``m`` uniform in
-        ``{0, ..., T-1}``, drawn per replication).
-    clip_norm : ``G`` enforced on every per-sample gradient (l_2).
-    reg, reg_strength : optional ``r`` applied by its prox (``None``, ``"l2"``, ``"l1"``).
-    smoothness : ``L`` of ``f``; default ``loss.smoothness(2, x_bound=clip_norm)`` plus
-        ``reg_strength`` for ``"l2"`` (only the default step size uses it).
-    noise_std : per-step std instead of calibrating; the guarantee is then re-accounted.
-    theta0 : initial point ``(d,)`` or ``(R, d)``; zeros by default.
-    record_every : keep every k-th iterate in the history (plus the first and the last).
 
     The noise plan (:meth:`plan_for`; calibration ``"accountant"``: exact GDP composition,
     re-accounted by PLD) has one scale, ``sigma``, the per-coordinate std of the noise on
     every full gradient (sensitivity ``2 clip_norm / n``).
+
+    Parameters
+    ----------
+    n_iters : int, default 100
+        Number of gradient steps ``T`` >= 1.
+    step_size : float or None, default None
+        Step ``eta`` > 0; None means ``1/L`` (Theorems 6.2/6.3) with ``L = smoothness``.
+    output : {"last", "random"}, default "last"
+        ``"last"``: the last iterate (Section 6.1); ``"random"``: ``x_m`` with ``m`` uniform in
+        ``{0, ..., T-1}``, drawn per replication (Section 6.2).
+    clip_norm : float, default 1.0
+        Bound ``G`` > 0 enforced on every per-sample gradient (l_2).
+    reg : {None, "l2", "l1"}, default None
+        Optional regularizer ``r``, applied by its prox.
+    reg_strength : float, default 0.0
+        Its strength, >= 0.
+    smoothness : float or None, default None
+        ``L`` > 0 of ``f``; None means ``loss.smoothness(2, x_bound=clip_norm)`` plus
+        ``reg_strength`` for ``"l2"`` (only the default step size uses it).
+    noise_std : float or None, default None
+        Per-step noise std instead of calibrating; the guarantee is then re-accounted.
+    theta0 : array-like or None, default None
+        Initial point ``(d,)`` or ``(R, d)``; None means zeros.
+    record_every : int, default 1
+        Keep every k-th iterate (k >= 1) in the history (plus the first and the last).
     """
 
     #: small settings and the problem of the contract checks (dpbandits.testing)

@@ -42,6 +42,7 @@ import dp_accounting
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dpbandits._docs import privacy_target_parameters
 from dpbandits._validation import check_int, check_positive
 from dpbandits.losses import LossLike
 from dpbandits.optim.base import (
@@ -101,8 +102,29 @@ def svrg_theory_parameters(smoothness: float, strong_convexity: float,
     return eta, m, svrg_contraction(eta, m, L, mu)
 
 
+@privacy_target_parameters
 class _VarianceReduced(PrivateBatchOptimizer):
-    """Shared implementation of DP-SVRG / DP-SVRG++."""
+    """Shared implementation of DP-SVRG / DP-SVRG++.
+
+    Parameters
+    ----------
+    n_epochs : int, default 10
+        Number of epochs ``T`` >= 1.
+    clip_norm : float, default 1.0
+        Bound ``G`` > 0 enforced on every per-sample gradient (l_2).
+    reg : {None, "l2", "l1"}, default None
+        Regularizer ``r``: ``"l2"`` is ``strength/2 ||x||^2``.
+    reg_strength : float, default 0.0
+        Its strength, >= 0.
+    smoothness : float or None, default None
+        ``L`` > 0 of ``f`` in l_2; None means ``loss.smoothness(2, x_bound=clip_norm)`` (i.e.
+        features of norm ``<= clip_norm``). Only step sizes depend on it, not privacy.
+    noise_std : float or None, default None
+        Per-step noise std instead of calibrating (the guarantee is then what the accountant
+        certifies for it, e.g. the paper's eq. (3) with a chosen ``c``).
+    theta0 : array-like or None, default None
+        Initial point, ``(d,)`` or ``(R, d)``; None means zeros.
+    """
 
     def _gradient_clip(self, d: int) -> tuple[float, float]:
         """Per-sample gradients clipped to ``||g||_2 <= clip_norm``."""
@@ -279,22 +301,18 @@ class DPSVRG(_VarianceReduced):
     """DP-SVRG (Wang, Ye & Xu 2017, Algorithm 1): private proximal SVRG for strongly convex
     ``F^r``.
 
+    The noise plan (:meth:`plan_for`; calibration ``"accountant"``) has one scale, ``sigma``,
+    the per-coordinate std of every step's noise.
+
     Parameters
     ----------
-    epsilon, delta : target guarantee (``epsilon = inf``: no noise). ``delta > 0``.
-    n_epochs : ``T`` (default 10).
-    inner_steps : ``m``. Default: the smallest ``m`` with ``A <= 1/2`` in eq. (4), which
-        needs ``reg="l2"`` (``mu = reg_strength``), see :func:`svrg_theory_parameters`.
-    step_size : ``eta``; default ``1/(48 L)`` (eq. 4 cannot hold at the printed ``1/(12 L)``).
-    clip_norm : ``G``, the l_2 bound enforced on every per-sample gradient.
-    reg, reg_strength : ``r`` = ``None``, ``"l2"`` (``strength/2 ||x||^2``) or ``"l1"``.
-    smoothness : ``L`` of ``f`` in l_2; default ``loss.smoothness(2, x_bound=clip_norm)``
-        (i.e. features of norm ``<= clip_norm``). Only step sizes depend on it, not privacy.
-    noise_std : use this per-step std instead of calibrating (the guarantee is then what the
-        accountant certifies for it, e.g. the paper's eq. (3) with a chosen ``c``).
-        The noise plan (:meth:`plan_for`; calibration ``"accountant"``) has one scale,
-        ``sigma``, the per-coordinate std of every step's noise.
-    theta0 : initial point, ``(d,)`` or ``(R, d)``; zeros by default.
+    inner_steps : int or None, default None
+        Inner steps ``m`` >= 1 per epoch; None means the smallest ``m`` with ``A <= 1/2`` in
+        eq. (4), which needs ``reg="l2"`` (``mu = reg_strength``), see
+        :func:`svrg_theory_parameters`.
+    step_size : float or None, default None
+        Step ``eta`` > 0; None means ``1/(48 L)`` (eq. 4 cannot hold at the printed
+        ``1/(12 L)``).
     """
 
     #: small settings and the problem of the contract checks (dpbandits.testing)
@@ -319,9 +337,15 @@ class DPSVRGPlusPlus(_VarianceReduced):
     """DP-SVRG++ (Wang, Ye & Xu 2017, Algorithm 2): doubling epochs ``m_s = 2^s m``, each
     epoch starts from the previous epoch's last iterate; for non-strongly convex ``F^r``.
 
-    Parameters as :class:`DPSVRG`, except: ``inner_steps`` (``m``, default 10 as in the
-    paper's Figure 2) and ``step_size`` (default ``1/(13 L)``, Theorem 4.4). The noise is
-    calibrated for the ``m (2^{T+1} - 2)`` inner steps.
+    Parameters as :class:`DPSVRG`, except the two below. The noise is calibrated for the
+    ``m (2^{T+1} - 2)`` inner steps.
+
+    Parameters
+    ----------
+    inner_steps : int or None, default 10
+        Inner steps ``m`` >= 1 of the first epoch (10 as in the paper's Figure 2).
+    step_size : float or None, default None
+        Step ``eta`` > 0; None means ``1/(13 L)`` (Theorem 4.4).
     """
 
     #: small settings and the problem of the contract checks (dpbandits.testing)

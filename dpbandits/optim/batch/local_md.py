@@ -158,10 +158,10 @@ class LocalMD(LpBallOptimizer):
 
     Parameters
     ----------
-    p : float in (1, 2]
-    radius, epsilon, delta, lipschitz, lr_scale : as for :class:`NoisySFW`
-    noise_constant : float > 0
-        ``c`` in ``sigma_i`` (Han et al. 2022's comparison: 100). The noise plan
+    p : float, default 1.5
+        Exponent in (1, 2] of the l_p-ball constraint.
+    noise_constant : float, default 100.0
+        ``c`` > 0 in ``sigma_i`` (Han et al. 2022's comparison: 100). The noise plan
         (:meth:`plan_for`, per ``(n, d)``; calibration ``"theorem"``, the paper's formula)
         has one scale, ``noise_constant``: every phase's ``sigma_i`` and noise multiplier
         are proportional to it, and :meth:`phases` reports the noise of the plan.

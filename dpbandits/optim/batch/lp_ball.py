@@ -29,7 +29,7 @@ import numpy as np
 
 from dpbandits._validation import check_int, check_p, check_positive
 from dpbandits.geometry import dual_exponent
-from dpbandits.optim.base import PrivateBatchOptimizer
+from dpbandits.optim.base import PrivateBatchOptimizer, check_scale
 from dpbandits.privacy import accounting
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 
@@ -38,7 +38,21 @@ __all__ = ["LpBallOptimizer"]
 
 class LpBallOptimizer(PrivateBatchOptimizer):
     """Validation of ``p`` (within ``p_range``), ``radius``, the privacy target, ``lipschitz``
-    and ``lr_scale``; the replace-one RDP guarantee of a ledger."""
+    and ``lr_scale``; the replace-one RDP guarantee of a ledger.
+
+    Parameters
+    ----------
+    radius : float, default 1.0
+        Radius > 0 of the constraint ``||theta||_p <= radius``; ``M = 2 radius``.
+    epsilon : float, default 1.0
+        Target epsilon > 0 of the whole run; ``inf`` turns the noise off.
+    delta : float or None, default None
+        Target delta in (0, 1); None only with ``epsilon = inf``.
+    lipschitz : float, default 1.0
+        ``L0`` > 0: per-sample gradients are clipped to ``||g||_q <= L0`` (``q`` dual to ``p``).
+    lr_scale : float, default 1.0
+        Multiplies (> 0) the paper's step size.
+    """
 
     def _gradient_clip(self, d: int) -> tuple[float, float]:
         """Per-sample gradients clipped to ``||g||_q <= lipschitz`` (``q`` dual to ``p``)."""
@@ -46,8 +60,8 @@ class LpBallOptimizer(PrivateBatchOptimizer):
 
     def _contributions(self, loss, X, y, theta):
         """Each sample's gradient at ``theta`` clipped by
-        :func:`~dpbandits.optim.base.clipped_gradients` (the path of these fits; NoisySGD's
-        kernel refuses rows it cannot clip with one factor), sensitivity ``2 lipschitz`` in
+        :func:`~dpbandits.optim.base.clipped_gradients` (the path of LocalMD's and NoisySFW's
+        fits; NoisySGD has its own), sensitivity ``2 lipschitz`` in
         ``l_q`` (:mod:`dpbandits.privacy.contributions`)."""
         from dpbandits.optim.base import clipped_gradients, resolve_loss
         from dpbandits.privacy.contributions import Contribution
@@ -67,9 +81,9 @@ class LpBallOptimizer(PrivateBatchOptimizer):
         if self._p > high:
             raise ValueError(f"p must be <= {high} for {type(self).__name__}, got {self._p}")
         self._q = dual_exponent(self._p)
-        self._radius = check_positive("radius", self.radius)
+        self._radius = check_scale("radius", self.radius)
         self._check_target()
-        self._L0 = check_positive("lipschitz", self.lipschitz)
+        self._L0 = check_scale("lipschitz", self.lipschitz)
         self._lr = check_positive("lr_scale", self.lr_scale)
 
     @staticmethod

@@ -37,7 +37,7 @@ from dp_accounting import dp_event as _ev
 from numpy.typing import ArrayLike
 
 from dpbandits._validation import check_epsilon, check_int, check_positive
-from dpbandits.geometry import dual_exponent, lmo_lp_ball, lp_norm, noise_geometry
+from dpbandits.geometry import clip_rows, dual_exponent, lmo_lp_ball, lp_norm, noise_geometry
 from dpbandits.losses import LossLike
 from dpbandits.optim.base import (
     BatchResult,
@@ -57,6 +57,20 @@ from dpbandits.privacy.mechanisms import (
 from dpbandits.privacy.plan import NoisePlan, PlanMethod
 
 __all__ = ["NoisySFW", "NoisySFWSchedule", "noisy_sfw_schedule"]
+
+
+def clip_differences(diff: np.ndarray, q: float, bound: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """Each replication's ``(b, d)`` gradient differences ``diff[r]`` clipped to
+    ``||.||_q <= bound[r]`` by :func:`dpbandits.geometry.clip_rows` (exact norm within the
+    bound after rounding); returns ``(clipped, n_clipped per replication)``."""
+    out = np.empty_like(diff)
+    n = np.zeros(diff.shape[0], dtype=np.int64)
+    for r in range(diff.shape[0]):
+        c, norms = clip_rows(diff[r], q, float(bound[r]))
+        out[r] = c
+        n[r] = int(np.count_nonzero(norms > bound[r]))
+    return out, n
 
 
 @dataclass(frozen=True)
@@ -150,16 +164,12 @@ class NoisySFW(LpBallOptimizer):
 
     Parameters
     ----------
-    p : float in (1, 2]
-    radius : float > 0
-        Constraint ``||theta||_p <= radius``; ``M = 2 radius``.
-    epsilon, delta : target guarantee; ``epsilon = inf`` turns the noise off.
-    lipschitz : float > 0
-        ``L0``: per-sample gradients are clipped to ``||g||_q <= L0``.
-    smoothness : float > 0
-        ``L1``: per-sample differences are clipped to ``L1 ||theta_t - theta_{t-1}||_p``.
-    lr_scale : float > 0
-        Multiplies the paper's ``eta = log(n) / (2 sqrt(n))`` (must keep ``eta <= 1``).
+    p : float, default 1.5
+        Exponent in (1, 2] of the l_p-ball constraint.
+    smoothness : float, default 1.0
+        ``L1`` > 0: per-sample differences are clipped to ``L1 ||theta_t - theta_{t-1}||_p``.
+    lr_scale : float, default 1.0
+        Multiplies (> 0) the paper's ``eta = log(n) / (2 sqrt(n))`` (must keep ``eta <= 1``).
 
     The noise plan (:meth:`plan_for`, per ``(n, d)``) has one scale, ``multiplier``: each
     aggregate's generalized-Gaussian ``sigma`` over its l_q sensitivity (``sigma0 =
@@ -291,12 +301,8 @@ class NoisySFW(LpBallOptimizer):
             n_clipped += w1.sum(axis=1) + w0.sum(axis=1)
             diff = g1 - g0
             bound = L1 * lp_norm(theta - theta_prev, p)  # (R,)
-            dn = lp_norm(diff, q)  # (R, b)
-            over = dn > bound[:, None]
-            if np.any(over):
-                fac = np.where(over, bound[:, None] / np.where(over, dn, 1.0), 1.0)
-                diff = diff * fac[..., None]
-                n_diff += over.sum(axis=1)
+            diff, over = clip_differences(diff, q, bound)
+            n_diff += over
             grad = grad + diff.mean(axis=1) + round_noise[t - 1]
             theta_prev, theta = theta, (1.0 - eta) * theta + eta * lmo_lp_ball(grad, p, r)
             hist[:, t + 1] = theta

@@ -32,23 +32,13 @@ from dpbandits._validation import (
     check_epsilon,
     check_int,
 )
-from dpbandits.geometry import (
-    check_factor_range,
-    clip_limits,
-    lp_norm,
-    project_l2_ball,
-    project_lp_ball,
-)
+from dpbandits.geometry import gradient_rows, project_l2_ball, project_lp_ball
 from dpbandits.losses import GLMLoss, HuberLoss, LogisticLoss, LossLike, SquaredLoss
-from dpbandits.optim.base import (
-    CHUNK_ENTRIES,
-    BatchResult,
-    clipped_gradients,
-    elapsed,
-)
+from dpbandits.optim.base import CHUNK_ENTRIES, BatchResult, elapsed
 from dpbandits.optim.batch import _noisy_sgd_kernel as _kernel
 from dpbandits.optim.batch.data import start_fit
 from dpbandits.optim.batch.lp_ball import LpBallOptimizer
+from dpbandits.optim.batch.oracle import GradientOracle
 from dpbandits.privacy import accounting
 from dpbandits.privacy.accounting import SCO_BASELINE_ORDERS
 from dpbandits.privacy.mechanisms import gaussian_noise
@@ -117,21 +107,23 @@ class NoisySGD(LpBallOptimizer):
 
     Parameters
     ----------
-    p : float in [2, inf]
-        (``q <= 2``, so the l_2 sensitivity of a clipped gradient is at most ``2 L0``.)
-    radius, epsilon, delta, lipschitz, lr_scale : as for :class:`NoisySFW`
-    calibration : ``"theorem"`` (the paper's sigma; alias ``"paper"``) or ``"accountant"``
-        (smallest sigma the replace-one RDP accountant certifies for the target; alias
-        ``"pld"``); see the module docstring. The plan (:meth:`plan_for`) has one scale,
-        ``multiplier`` (``sigma / (2 L0)``, relative to the sensitivity ``2 L0``).
-    n_steps : int or None
+    p : float, default inf
+        Exponent in [2, inf] of the l_p-ball constraint (``q <= 2``, so the l_2 sensitivity of
+        a clipped gradient is at most ``2 L0``).
+    calibration : {"theorem", "accountant"}, default "theorem"
+        ``"theorem"``: the paper's sigma (alias ``"paper"``); ``"accountant"``: the smallest
+        sigma the replace-one RDP accountant certifies for the target (alias ``"pld"``); see
+        the module docstring. The plan (:meth:`plan_for`) has one scale, ``multiplier``
+        (``sigma / (2 L0)``, relative to the sensitivity ``2 L0``).
+    n_steps : int or None, default None
         Number of steps ``T``; ``None`` means the paper's ``n^2``. The ledger counts the
         steps actually taken.
-    n_history : int >= 1
-        Number of evenly spaced checkpoints kept in the history (running averages;
+    n_history : int, default 100
+        Number (>= 1) of evenly spaced checkpoints kept in the history (running averages;
         ``extra["iterates"]`` holds the raw iterates at the same steps).
-    backend : ``"auto"`` (numba kernel when the loss and constraint allow it), ``"numba"``
-        or ``"numpy"`` (vectorized over replications, a Python loop over steps). Both consume
+    backend : {"auto", "numba", "numpy"}, default "auto"
+        ``"auto"``: the numba kernel when the loss and constraint allow it; ``"numpy"``: numpy
+        (vectorized over replications, a Python loop over steps). Both consume
         the same random stream and agree to rounding.
     """
 
@@ -246,9 +238,9 @@ class NoisySGD(LpBallOptimizer):
         if backend == "numba":
             code, hdelta = _loss_code(loss)
             proj = _kernel.PROJ_LINF if math.isinf(self._p) else _kernel.PROJ_L2
-            xnorm = np.ascontiguousarray(lp_norm(data.Xs, q))
-            limits = clip_limits(L0, q, d)
-            check_factor_range("X", xnorm, L0)
+            rows = gradient_rows(data.Xs, q, L0)
+            grid = [np.ascontiguousarray(a) for a in
+                    (rows.rows, rows.norms, rows.unclipped, rows.clipped)]
             dummy = np.zeros((1, 1, 1))
 
         # One reusable buffer for the standard normals (filled in place: no page faults);
@@ -264,9 +256,9 @@ class NoisySGD(LpBallOptimizer):
                     noise = buf[: R * c * d].reshape(R, c, d)
                     gaussian_noise(rng, 1.0, noise.shape, out=noise)
                 if backend == "numba":
-                    _kernel.sgd_chunk(theta, acc, data.Xs, data.ys, xnorm, idx,
+                    _kernel.sgd_chunk(theta, acc, data.Xs, grid[0], data.ys, *grid[1:], idx,
                                       dummy if noise is None else noise, use_noise, sigma, eta,
-                                      L0, *limits, self._radius, proj, code, hdelta,
+                                      L0, rows.limit, self._radius, proj, code, hdelta,
                                       n_clipped)
                 else:
                     theta = self._numpy_chunk(loss, data, theta, acc, idx, noise, sigma, eta,
@@ -295,13 +287,40 @@ class NoisySGD(LpBallOptimizer):
             },
         )
 
+    def _contributions(self, loss, X, y, theta):
+        """Each sample's clipped gradient at ``theta`` by the path a fit of ``loss`` takes:
+        the compiled kernel's own clipping (:func:`_noisy_sgd_kernel.clipped_gradients`)
+        when the fit would run it, else the
+        :class:`~dpbandits.optim.batch.oracle.GradientOracle` of the numpy steps;
+        sensitivity ``2 lipschitz`` in ``l_q`` (:mod:`dpbandits.privacy.contributions`)."""
+        from dpbandits.optim.base import resolve_loss
+        from dpbandits.optim.batch.data import prepare_data
+        from dpbandits.privacy.contributions import Contribution
+
+        loss = resolve_loss(loss)
+        data = prepare_data(X, y, None)
+        theta = np.ascontiguousarray(np.broadcast_to(
+            np.asarray(theta, dtype=np.float64), (data.n, data.d)))
+        if self._resolve_backend(loss) == "numba":
+            code, hdelta = _loss_code(loss)
+            rows = gradient_rows(np.asarray(data.X, dtype=np.float64), self._q, self._L0)
+            g = np.empty((data.n, data.d))
+            _kernel.clipped_gradients(theta, np.ascontiguousarray(data.X),
+                                      np.ascontiguousarray(rows.rows), data.y, rows.norms,
+                                      rows.unclipped, rows.clipped, rows.limit, code, hdelta,
+                                      g)
+        else:
+            g, _ = GradientOracle(loss, data, self._L0, self._q).at_index(
+                theta, np.arange(data.n))
+        return [Contribution("gradient", g, 2.0 * self._L0, self._q)]
+
     def _numpy_chunk(self, loss, data, theta, acc, idx, noise, sigma, eta, n_clipped
                      ) -> np.ndarray:
-        """Plain-numpy steps (vectorized over replications); same maths as the kernel."""
+        """Plain-numpy steps (vectorized over replications); same maths as the kernel (the
+        clipped gradients of :class:`~dpbandits.optim.batch.oracle.GradientOracle`)."""
+        oracle = GradientOracle(loss, data, self._L0, self._q)
         for k in range(idx.shape[1]):
-            i = idx[:, k]
-            xr, yr = data.rows(i)
-            g, was = clipped_gradients(loss, theta, xr, yr, self._q, self._L0)
+            g, was = oracle.at_index(theta, idx[:, k])
             n_clipped += was
             if noise is not None:
                 g = g + sigma * noise[:, k]

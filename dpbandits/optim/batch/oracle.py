@@ -20,10 +20,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpbandits._validation import check_array, check_choice, check_nonnegative
-from dpbandits.geometry import check_factor_range, clip_factors, clip_limits, lp_norm
+from dpbandits.geometry import clipped_coefficients, gradient_rows
 from dpbandits.losses import Loss, LossLike
-from dpbandits.optim.base import clipped_gradient_sum, clipped_gradients
 from dpbandits.optim.batch.data import Data
+from dpbandits.optim.gradients import clipped_gradient_sum, clipped_gradients
 
 __all__ = ["GradientOracle", "Regularizer", "Snapshot", "objective"]
 
@@ -45,11 +45,10 @@ class GradientOracle:
         self.clip = float(clip)
         self.q = float(q)
         self.linear = isinstance(loss, Loss)
-        self._limits = clip_limits(self.clip, self.q, np.shape(data.X)[-1])
         self._hook = None
         if self.linear:
-            self._xnorm = lp_norm(data.X, self.q)  # (n,) or (R, n)
-            check_factor_range("X", self._xnorm, self.clip)
+            # rows, norms and clip coefficients (n,) or (R, n): geometry.gradient_rows
+            self._rows = gradient_rows(np.asarray(data.X, dtype=np.float64), self.q, self.clip)
             hook = getattr(loss, "_psi", None)
             self._hook = hook if callable(hook) else None
             # The hook skips the loss's own input checks (e.g. hinge labels in {-1, +1}):
@@ -62,15 +61,29 @@ class GradientOracle:
         """Derivative ``d phi / d z``: the ``Loss`` subclass hook ``_psi`` (inputs were
         validated once by the constructor), else the public gradient with a 1-d unit
         feature (``grad_theta phi(theta * 1, y) = psi``)."""
-        if self._hook is not None:
-            return self._hook(z, y if np.shape(y) == z.shape else np.broadcast_to(y, z.shape))
-        return self.loss.gradient(z[..., None], np.ones(z.shape + (1,)), y)[..., 0]
+        with np.errstate(over="ignore", invalid="ignore"):  # extreme rows: see _coef
+            if self._hook is not None:
+                return self._hook(z, y if np.shape(y) == z.shape
+                                  else np.broadcast_to(y, z.shape))
+            return self.loss.gradient(z[..., None], np.ones(z.shape + (1,)), y)[..., 0]
 
-    def _scale(self, norms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Factors for per-sample gradients ``psi x`` of computed norms ``|psi| ||x||_q``
-        (:func:`dpbandits.geometry.clip_factors`: exact norm ``<= clip`` after scaling) and
-        the mask of the clipped ones (``norm > clip``)."""
-        return clip_factors(norms, *self._limits), norms > self.clip
+    def _coef(self, psi: np.ndarray, index: tuple | None = None
+              ) -> tuple[np.ndarray, np.ndarray]:
+        """Coefficients of the clipped gradients ``psi x`` on the prepared rows (all rows, or
+        those at ``index``) and the mask of the clipped ones
+        (:func:`dpbandits.geometry.clipped_coefficients`: exact norm ``<= clip``)."""
+        g = self._rows
+        parts = (g.norms, g.unclipped, g.clipped)
+        if index is not None:
+            parts = tuple(a[index] for a in parts)
+        return clipped_coefficients(psi, *parts, g.limit, g.bound)
+
+    def _linear_z(self, theta: np.ndarray) -> np.ndarray:
+        """Predictors ``<theta_r, x_i>`` ``(R, n)`` (they may overflow on extreme rows:
+        :meth:`_coef` gives those a bounded coefficient)."""
+        D = self.data
+        with np.errstate(over="ignore", invalid="ignore"):
+            return theta @ D.X.T if D.shared else np.einsum("rnd,rd->rn", D.X, theta)
 
     # ------------------------------------------------------------------ full gradient
     def mean(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -78,16 +91,11 @@ class GradientOracle:
         number of clipped per-sample gradients per replication ``(R,)``."""
         D = self.data
         if self.linear:
-            if D.shared:
-                z = theta @ D.X.T  # (R, n)
-                psi = self._psi(z, np.broadcast_to(D.y, z.shape))
-                scale, was = self._scale(np.abs(psi) * self._xnorm)
-                g = (psi * scale) @ D.X / D.n
-            else:
-                z = np.einsum("rnd,rd->rn", D.X, theta)
-                psi = self._psi(z, D.y)
-                scale, was = self._scale(np.abs(psi) * self._xnorm)
-                g = np.einsum("rn,rnd->rd", psi * scale, D.X) / D.n
+            z = self._linear_z(theta)
+            psi = self._psi(z, np.broadcast_to(D.y, z.shape))
+            coef, was = self._coef(psi)
+            rows = self._rows.rows
+            g = (coef @ rows if D.shared else np.einsum("rn,rnd->rd", coef, rows)) / D.n
             return g, was.sum(axis=-1)
         total, count = clipped_gradient_sum(self.loss, theta, D.X, D.y, self.q, self.clip)
         return total / D.n, count
@@ -104,11 +112,12 @@ class GradientOracle:
         x, y = self.data.rows(idx)
         if not self.linear:
             return self.at(theta, x, y)
-        z = np.einsum("rd,rd->r", theta, x)
+        with np.errstate(over="ignore", invalid="ignore"):
+            z = np.einsum("rd,rd->r", theta, x)
         psi = self._psi(z, y)
-        xn = self._xnorm[idx] if self.data.shared else self._xnorm[np.arange(len(idx)), idx]
-        scale, was = self._scale(np.abs(psi) * xn)
-        return (psi * scale)[:, None] * x, was
+        index = idx if self.data.shared else (np.arange(len(idx)), idx)
+        coef, was = self._coef(psi, index)
+        return coef[:, None] * self._rows.rows[index], was
 
     def snapshot(self, theta: np.ndarray) -> Snapshot:
         """Full clipped gradient at ``theta`` plus what is needed to re-evaluate single
@@ -117,11 +126,11 @@ class GradientOracle:
             mean, count = self.mean(theta)
             return Snapshot(self, theta.copy(), mean, count, None, None)
         D = self.data
-        z = theta @ D.X.T if D.shared else np.einsum("rnd,rd->rn", D.X, theta)
+        z = self._linear_z(theta)
         psi = self._psi(z, np.broadcast_to(D.y, z.shape))
-        scale, was = self._scale(np.abs(psi) * self._xnorm)
-        coef = psi * scale
-        mean = (coef @ D.X if D.shared else np.einsum("rn,rnd->rd", coef, D.X)) / D.n
+        coef, was = self._coef(psi)
+        rows = self._rows.rows
+        mean = (coef @ rows if D.shared else np.einsum("rn,rnd->rd", coef, rows)) / D.n
         return Snapshot(self, theta.copy(), mean, was.sum(axis=-1), coef, was)
 
 
@@ -141,7 +150,8 @@ class Snapshot:
         if self.coef is None:
             return self.oracle.at_index(self.theta, idx)
         r = np.arange(len(idx))
-        x, _ = self.oracle.data.rows(idx)
+        rows = self.oracle._rows.rows
+        x = rows[idx] if self.oracle.data.shared else rows[r, idx]
         return self.coef[r, idx][:, None] * x, self.was[r, idx]
 
 

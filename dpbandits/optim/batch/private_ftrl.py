@@ -62,6 +62,7 @@ from dpbandits.optim.base import (
     IterateHistory,
     PrivateBatchOptimizer,
     check_clip,
+    check_scale,
 )
 from dpbandits.optim.batch.data import start_fit
 from dpbandits.optim.batch.oracle import GradientOracle
@@ -107,17 +108,26 @@ class PrivateFTRL(PrivateBatchOptimizer):
 
     Parameters
     ----------
-    epsilon, delta : target of the **claimed** guarantee (``epsilon = inf``: no noise).
-    lipschitz : ``L``, enforced on every subgradient in the dual norm ``l_q`` (clipping).
-    radius : ``W`` is the l_p ball of this radius.
-    p : primal norm, ``1 < p <= 2`` (``2``: Gaussian noise; else generalized Gaussian).
-    step_schedule : ``"fixed"`` (``eta = D / (G sqrt(T))``) or ``"anytime"``
-        (``eta_t = D / (G sqrt(t))``), with ``D^2 = max Psi - min Psi = radius^2/(2(p-1))``
-        and ``G^2`` the second-moment bound ``E||g_t - xi_t||_q^2`` of Theorem 5.1
-        (``L^2 + d sigma^2`` for ``p = 2``).
-    noise : ``"all"`` (every step) or ``"first"`` (Theorem 4.4: only ``xi_1``).
-    step_size : replaces ``D/G`` (``eta = step_size / sqrt(T)`` or ``/ sqrt(t)``).
-    noise_std : use this ``sigma`` instead of calibrating the claim.
+    epsilon : float
+        Target epsilon > 0 of the **claimed** guarantee; ``inf``: no noise.
+    delta : float or None
+        Target delta in (0, 1) of the claim (None only with ``epsilon = inf``).
+    lipschitz : float, default 1.0
+        ``L`` > 0, enforced on every subgradient in the dual norm ``l_q`` (clipping).
+    radius : float, default 1.0
+        ``W`` is the l_p ball of this radius (> 0).
+    p : float, default 2.0
+        Primal norm, ``1 < p <= 2`` (``2``: Gaussian noise; else generalized Gaussian).
+    step_schedule : {"fixed", "anytime"}, default "fixed"
+        ``"fixed"``: ``eta = D / (G sqrt(T))``; ``"anytime"``: ``eta_t = D / (G sqrt(t))``;
+        with ``D^2 = max Psi - min Psi = radius^2/(2(p-1))`` and ``G^2`` the second-moment
+        bound ``E||g_t - xi_t||_q^2`` of Theorem 5.1 (``L^2 + d sigma^2`` for ``p = 2``).
+    noise : {"all", "first"}, default "all"
+        Noise on every step, or only ``xi_1`` (Theorem 4.4).
+    step_size : float or None, default None
+        Replaces ``D/G`` (``eta = step_size / sqrt(T)`` or ``/ sqrt(t)``); None: ``D/G``.
+    noise_std : float or None, default None
+        Use this ``sigma`` instead of calibrating the claim.
 
     The noise plan (:meth:`plan_for`; calibration ``"theorem"``, the paper's claim) has one
     scale, ``sigma``; :meth:`certified_privacy_for` is computed for the plan's noise.
@@ -138,7 +148,7 @@ class PrivateFTRL(PrivateBatchOptimizer):
                  noise_std: float | None = None) -> None:
         self._store_params(locals())
         check_clip(lipschitz, "lipschitz")
-        check_positive("radius", radius)
+        check_scale("radius", radius)
         pv = check_p("p", p, low=1.0, low_open=True)
         if pv > 2.0:
             raise ValueError(f"p must be in (1, 2] (the paper reduces p > 2 to p = 2), got {p}")

@@ -47,7 +47,7 @@ from numpy.typing import ArrayLike
 from dpbandits._validation import check_positive
 from dpbandits.geometry import project_l2_ball
 from dpbandits.losses import LossLike
-from dpbandits.optim.base import BatchResult, PrivateBatchOptimizer, check_clip
+from dpbandits.optim.base import BatchResult, PrivateBatchOptimizer, check_clip, check_scale
 from dpbandits.optim.batch.data import start_fit
 from dpbandits.optim.batch.oracle import GradientOracle
 from dpbandits.privacy import accounting as acc
@@ -80,17 +80,25 @@ class PrivateSGD(PrivateBatchOptimizer):
 
     Parameters
     ----------
-    epsilon, delta : target ``(eps_bar, delta_bar)`` (``epsilon = inf``: no noise).
-    lipschitz : ``L``, the l_2 bound enforced on every subgradient (clipping).
-    radius : ``W`` is the l_2 ball of this radius (its diameter ``D = 2 radius`` enters the
-        step size and the utility bound, Theorem 6).
-    calibration : ``"theorem"`` (Remark 1; alias ``"paper"``) or ``"accountant"`` (smallest
-        noise the RDP accountant certifies for the ledger; alias ``"pld"``). The plan
-        (:meth:`plan_for`) has one scale, ``sigma``, the per-coordinate std of every step's
-        noise (sensitivity ``2 lipschitz``).
-    step_size : ``eta``; default ``D / (sqrt(n) (L + sigma sqrt(d)))`` (Theorem 6).
-    noise_std : use this ``sigma`` instead of calibrating; ``privacy`` is then the
-        accountant's figure at ``delta``.
+    epsilon : float
+        Target ``eps_bar`` > 0; ``inf``: no noise.
+    delta : float or None
+        Target ``delta_bar`` in (0, 1) (None only with ``epsilon = inf``).
+    lipschitz : float, default 1.0
+        ``L`` > 0, the l_2 bound enforced on every subgradient (clipping).
+    radius : float, default 1.0
+        ``W`` is the l_2 ball of this radius (> 0); its diameter ``D = 2 radius`` enters the
+        step size and the utility bound (Theorem 6).
+    calibration : {"theorem", "accountant"}, default "theorem"
+        ``"theorem"``: Remark 1 (alias ``"paper"``); ``"accountant"``: the smallest noise the
+        RDP accountant certifies for the ledger (alias ``"pld"``). The plan (:meth:`plan_for`)
+        has one scale, ``sigma``, the per-coordinate std of every step's noise (sensitivity
+        ``2 lipschitz``).
+    step_size : float or None, default None
+        Step ``eta`` > 0; None means ``D / (sqrt(n) (L + sigma sqrt(d)))`` (Theorem 6).
+    noise_std : float or None, default None
+        Use this ``sigma`` instead of calibrating; ``privacy`` is then the accountant's figure
+        at ``delta``.
     """
 
     #: small settings and the problem of the contract checks (dpbandits.testing)
@@ -106,7 +114,7 @@ class PrivateSGD(PrivateBatchOptimizer):
                  step_size: float | None = None, noise_std: float | None = None) -> None:
         self._store_params(locals())
         check_clip(lipschitz, "lipschitz")
-        check_positive("radius", radius)
+        check_scale("radius", radius)
         self._calibration = check_calibration(calibration, CALIBRATIONS, "PrivateSGD")
         if step_size is not None:
             check_positive("step_size", step_size)

@@ -226,15 +226,20 @@ class DPPOFW(StreamingFrankWolfe):
 
     Parameters are those of :class:`dpbandits.optim.streaming.frank_wolfe.StreamingFrankWolfe`
     (``loss, dim, radius, horizon, epsilon, delta, calibration, x_bound, y_bound,
-    lr_scale``; ``p`` must be 1 and defaults to it) plus
+    lr_scale``) and:
 
-    selection : ``"laplace"`` (Algorithm 2, default) or ``"gumbel"`` (exponential mechanism).
-
-    backend : ``"auto"``/``"numba"`` (a private Laplace step of a GLM loss — identity or
-    logistic link — runs as the compiled kernel of
-    :mod:`dpbandits.optim.streaming._pofw_kernels`; anything else runs in numpy) or
-    ``"numpy"`` (always numpy). Both draw the same words and give the same numbers up to the
-    rounding of dot products.
+    Parameters
+    ----------
+    p : float, default 1
+        Must be 1: the constraint set is the l_1 ball (a polytope).
+    selection : {"laplace", "gumbel"}, default "laplace"
+        ``"laplace"``: report-noisy-max with Laplace noise (Algorithm 2); ``"gumbel"``: the
+        exponential mechanism.
+    backend : {"auto", "numba", "numpy"}, default "auto"
+        ``"auto"``/``"numba"``: a private Laplace step of a GLM loss (identity or logistic
+        link) runs as the compiled kernel of :mod:`dpbandits.optim.streaming._pofw_kernels`,
+        anything else in numpy; ``"numpy"``: always numpy. Both draw the same words and give
+        the same numbers up to the rounding of dot products.
 
     Inputs are clipped to ``||x||_inf <= x_bound`` and ``|y| <= y_bound``. See the module
     docstring for the per-step privacy, the two calibrations and their noise scales. The

@@ -67,6 +67,7 @@ The privacy guarantee (``privacy``) is per row: it holds for each row's own stre
 
 from __future__ import annotations
 
+import functools
 import math
 from abc import abstractmethod
 from collections.abc import Callable
@@ -75,15 +76,17 @@ from typing import Any, cast
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dpbandits._backends import HAVE_NUMBA, kernels
 from dpbandits._validation import (
     SeedLike,
     as_rng,
     check_array,
+    check_bound,
     check_int,
     check_nonnegative,
     check_positive,
 )
-from dpbandits.geometry import clip_rows, dual_exponent
+from dpbandits.geometry import clip_limits, clip_rows, dual_exponent, norm_error_bound
 from dpbandits.losses import Loss, LossLike
 from dpbandits.optim.base import StreamingOptimizer, check_privacy_target, resolve_loss
 from dpbandits.privacy.plan import Planned, check_calibration
@@ -175,10 +178,33 @@ def _clip_rows(x: np.ndarray, q: float, bound: float) -> tuple[np.ndarray, np.nd
     """Rows of ``x`` scaled to ``||row||_q <= bound`` by :func:`dpbandits.geometry.clip_rows`
     (the rule of ``clip_to_norm``); returns the clipped array and the rows counted as clipped
     (norm > bound (1 + 1e-9)), or ``None`` when no row is over the bound."""
-    clipped, norms = clip_rows(x, q, bound)
+    if _compiled_clip(x, q, bound):
+        kernel, limit, target, shrink = _clip_constants(q, bound, x.shape[-1])
+        out = np.empty_like(x)
+        norms = np.empty(x.shape[0])
+        moved = kernel(x, q, limit, target, shrink, out, norms)
+        clipped = x if moved == 0 else out
+    else:
+        clipped, norms = clip_rows(x, q, bound)
     if clipped is x:
         return x, None
     return clipped, norms > bound * (1.0 + _COUNT_RTOL)
+
+
+@functools.lru_cache(maxsize=32)
+def _clip_constants(q: float, bound: float, d: int) -> tuple[Callable, float, float, float]:
+    """The compiled clip and its ``(limit, target, shrink)`` (:func:`clip_limits`, the
+    shrink factor of ``geometry._onto``) for rows of length ``d``."""
+    limit, target = clip_limits(bound, q, d)
+    shrink = 1.0 - 2.0 * norm_error_bound(q, d) - 12.0 * 2.0**-53
+    return kernels("optim.streaming._clip_kernels").clip_rows_lq, limit, target, shrink
+
+
+def _compiled_clip(x: np.ndarray, q: float, bound: float) -> bool:
+    """Whether the compiled twin of ``clip_rows`` takes these rows (bit for bit the same)."""
+    return (HAVE_NUMBA and x.ndim == 2 and 1.0 < q < math.inf and q != 2.0
+            and 2.0**-800 <= bound < math.inf and x.shape[-1] <= 128
+            and x.dtype == np.float64 and x.flags.c_contiguous)
 
 
 def _chunk_steps(values_per_step: int, remaining: int) -> int:
@@ -223,8 +249,8 @@ class _ChunkedDraws:
 class StreamingFrankWolfe(Planned, StreamingOptimizer):
     """Common part of DP-TOFW and DP-POFW (see the module docstring).
 
-    Parameters (shared by both)
-    ---------------------------
+    Parameters
+    ----------
     loss : :class:`dpbandits.losses.Loss` or str
         A loss of a linear predictor (``"squared"``, ``"logistic"``, ``"huber"`` or an
         instance); its ``lipschitz``/``smoothness`` give ``L`` and ``beta``.
@@ -237,21 +263,22 @@ class StreamingFrankWolfe(Planned, StreamingOptimizer):
     horizon : int >= 1
         Number of samples ``n``; the noise is calibrated for (and ``step`` refuses more than)
         ``n`` steps.
-    epsilon : float > 0 or inf
-        Target epsilon of the whole released sequence; ``inf`` turns the noise off.
-    delta : float in (0, 1)
-        Target delta (ignored, and may be 0, when ``epsilon = inf``).
-    calibration : ``"theorem"`` or ``"accountant"``
+    epsilon : float
+        Target epsilon > 0 (or inf) of the whole released sequence; ``inf`` turns the noise off.
+    delta : float or None
+        Target delta in (0, 1) (ignored, and may be 0, when ``epsilon = inf``).
+    calibration : {"theorem", "accountant"}, default "theorem"
         How the noise is calibrated for ``(epsilon, delta)`` (see each optimizer).
-    x_bound : float > 0
-        Inputs are clipped to ``||x||_q <= x_bound`` (``q`` dual to ``p``). May be ``inf``
-        only when ``epsilon = inf``.
-    y_bound : float >= 0
-        Responses are clipped to ``|y| <= y_bound``. May be ``inf`` only when
+    x_bound : float, default 1.0
+        Bound > 0: inputs are clipped to ``||x||_q <= x_bound`` (``q`` dual to ``p``). May
+        be ``inf`` only when ``epsilon = inf``.
+    y_bound : float, default 1.0
+        Bound >= 0: responses are clipped to ``|y| <= y_bound``. May be ``inf`` only when
         ``epsilon = inf``.
-    lr_scale : float > 0
-        Step ``eta_t = min(1, lr_scale / (t + 1))``; the paper's steps for 1. Steps larger
-        than the paper's raise the sensitivity (module docstring) and hence the noise.
+    lr_scale : float, default 1.0
+        Scale > 0 of the step ``eta_t = min(1, lr_scale / (t + 1))`` (1: the paper's steps).
+        Steps larger than the paper's raise the sensitivity (module docstring) and hence the
+        noise.
 
     After ``reset(n_reps, rng)``, ``step(x, y)`` with ``x`` of shape ``(n_reps, dim)`` and
     ``y`` of shape ``(n_reps,)`` returns ``theta_{t+1}``, shape ``(n_reps, dim)`` (a copy).
@@ -286,6 +313,13 @@ class StreamingFrankWolfe(Planned, StreamingOptimizer):
         allow_inf = not self._private
         self._x_bound = check_positive("x_bound", x_bound, allow_inf=allow_inf)
         self._y_bound = check_nonnegative("y_bound", y_bound, allow_inf=allow_inf)
+        if self._private:
+            # the sensitivity multiplies up to three of these: in BOUND_RANGE none of its
+            # terms (e.g. smoothness = x_bound**2) underflows or overflows
+            check_bound("radius", self._radius)
+            check_bound("x_bound", self._x_bound)
+            if self._y_bound:
+                check_bound("y_bound", self._y_bound)
         self._lr = check_positive("lr_scale", lr_scale)
 
         self._D = 2.0 * self._radius

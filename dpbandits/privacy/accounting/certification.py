@@ -39,8 +39,13 @@ class Certificate:
         return {"epsilon": self.epsilon, "delta": self.delta, "basis": self.basis}
 
 
-def certify(ledger: Any, delta: float) -> Certificate:
-    """The epsilon the accountant certifies for ``ledger`` (a ``DpEvent``) at ``delta``."""
+def certify(ledger: Any, delta: float, neighbouring: str | None = None) -> Certificate:
+    """The epsilon the accountant certifies for ``ledger`` (a ``DpEvent``) at ``delta``.
+
+    A ledger with sampling without replacement is certified by the RDP accountant under
+    replace-one neighbours (the only relation dp_accounting supports for it), when
+    ``neighbouring`` is ``"replace-one"`` (the relation the component claims); under any
+    other relation it is reported not recomputable."""
     text = None
 
     def digest_of(obj: Any) -> str:
@@ -50,17 +55,51 @@ def certify(ledger: Any, delta: float) -> Certificate:
 
     # a ledger object seen before (components of the same sizes share theirs) is found by
     # identity, without the repr of ten thousand events (~0.1 s)
-    key = (_DIGESTS.get(ledger, digest_of), float(delta))
+    wor = neighbouring == "replace-one" and _has_wor_events(ledger)
+    key = (_DIGESTS.get(ledger, digest_of), float(delta), wor)
     if key not in _CACHE:  # long ledgers take seconds; runs repeat them
         text = repr(ledger) if text is None else text
+        text = f"replace-one\n{text}" if wor else text
         stored = _certificate_store.load(text, float(delta))
         if stored is not None:
             _CACHE[key] = Certificate(**stored)
         else:
-            cert = _recompute(ledger, float(delta))
+            cert = _recompute_wor(ledger, float(delta)) if wor else _recompute(ledger,
+                                                                               float(delta))
             _certificate_store.save(text, cert.delta, cert.epsilon, cert.basis)
             _CACHE[key] = cert
     return _CACHE[key]
+
+
+def _has_wor_events(event: Any) -> bool:
+    """Whether ``event`` holds a ``SampledWithoutReplacementDpEvent`` anywhere."""
+    import dp_accounting
+
+    if isinstance(event, dp_accounting.SampledWithoutReplacementDpEvent):
+        return True
+    inner = getattr(event, "event", None)
+    if inner is not None and _has_wor_events(inner):
+        return True
+    return any(_has_wor_events(e) for e in getattr(event, "events", ()) or ())
+
+
+def _recompute_wor(ledger: Any, delta: float) -> Certificate:
+    """Replace-one RDP over every order the calibrations search (so a claim computed on any
+    of their grids is never above the certificate by the choice of orders)."""
+    from dpbandits.privacy.accounting.rdp import (
+        RDP_ORDERS,
+        SCO_BASELINE_ORDERS,
+        WOR_SEARCH_ORDERS,
+        replace_one_rdp_epsilon,
+    )
+
+    orders = tuple(sorted(set(RDP_ORDERS) | set(SCO_BASELINE_ORDERS) | set(WOR_SEARCH_ORDERS)))
+    try:
+        eps = float(replace_one_rdp_epsilon(ledger, delta, orders))
+    except (ValueError, TypeError, NotImplementedError) as exc:
+        return Certificate(None, delta, f"not recomputable: rdp (replace-one): {exc}")
+    return Certificate(eps, delta, "dp_accounting RDP (replace-one neighbours, sampling "
+                       "without replacement), recomputed from the component's ledger")
 
 
 def certified_guarantee(component: Any) -> dict[str, Any] | None:
@@ -70,7 +109,7 @@ def certified_guarantee(component: Any) -> dict[str, Any] | None:
     privacy = getattr(component, "privacy", None)
     if ledger is None or privacy is None or not math.isfinite(privacy.epsilon):
         return None
-    return certify(ledger, privacy.delta).to_dict()
+    return certify(ledger, privacy.delta, getattr(privacy, "neighbouring", None)).to_dict()
 
 
 def _recompute(ledger: Any, delta: float) -> Certificate:

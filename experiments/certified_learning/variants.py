@@ -1,0 +1,219 @@
+"""The variants of ``dp-moment-ls`` measured in the study's third to fifth rounds and not kept
+(README, "Third round" to "Fifth round"): subclasses of the agent, so that the package ships
+only what its defaults use or a user should tune.
+
+:class:`MomentLSVariants` takes the agent's parameters plus the seven research options, each
+off by default (then it is the agent, stream for stream). Each option post-processes the same
+releases, moves the fixed episode ends, or removes screening releases: none adds a release
+or changes the noise plan or the ledger.
+
+The study's commands name agents as ``[registry name, params]``; :func:`build` resolves them:
+``"dp-moment-ls"`` with any of :data:`OPTIONS` is this subclass, ``"noise-ablation"`` the
+diagnostic twin of ``tune_moment``, anything else the package's registry. These names are
+registered here only, never in the package's registry.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+from dpbandits._validation import check_int, check_real
+from dpbandits.agents.moment_ls import MomentLS, _largest
+from dpbandits.agents.screened_ls import episode_ends
+from experiments.certified_learning.instances import problem_size
+
+#: the seven research options and their "off" values
+OPTIONS = {"thompson": 0.0, "fit_first": 4.0, "lasso": 0.0, "marginal_below": 0.0,
+           "no_screen_below": 0.0, "no_screen_episodes": 0, "play_top": 0}
+
+
+def lasso_path(a: np.ndarray, c: np.ndarray, alpha: float, top: np.ndarray,
+               iters: int = 300) -> np.ndarray:
+    """``argmin_t 1/2 t^T a t - c_k^T t + alpha ||t||_1`` per replication and arm (FISTA,
+    step ``1/top``, ``top`` >= the largest eigenvalue of ``a`` (R, D, D)); ``c`` (R, K, D)."""
+    step = 1.0 / top[:, None, None]
+    t = np.zeros_like(c)
+    z, q = t, 1.0
+    for _ in range(iters):
+        g = np.einsum("rij,rkj->rki", a, z) - c
+        x = z - step * g
+        t_new = np.sign(x) * np.maximum(np.abs(x) - step * alpha, 0.0)
+        q_new = (1.0 + math.sqrt(1.0 + 4.0 * q * q)) / 2.0
+        z = t_new + ((q - 1.0) / q_new) * (t_new - t)
+        t, q = t_new, q_new
+    return t
+
+
+def schedule(horizon: int, n0: int, n_screen: int, fit_first: float) -> list[int]:
+    """Episode ends (exclusive): the agent's (``n0``, ``2 n0``, ``4 n0``, ...) when
+    ``fit_first == 4``; otherwise the screening episodes ``n0, 2 n0, ...`` (``n_screen`` of
+    them), then fitting episodes of ``ceil(fit_first n0)``, twice that, ... A function of the
+    public parameters only (fixed in advance), so the episodes hold disjoint users."""
+    if fit_first == 4.0:
+        return episode_ends(horizon, n0)[0]
+    ends: list[int] = []
+    lengths = [n0 * 2**i for i in range(n_screen)]
+    length = max(1, math.ceil(fit_first * n0))
+    while not ends or ends[-1] < horizon:
+        step = lengths.pop(0) if lengths else length
+        if not lengths and len(ends) >= n_screen:
+            length *= 2
+        ends.append(min(horizon, (ends[-1] if ends else 0) + step))
+    return ends
+
+
+class MomentLSVariants(MomentLS):
+    """``dp-moment-ls`` with the study's research options (all off by default).
+
+    thompson : third round, route 2: each fitting round draws every arm's coefficients from
+        ``N(beta_k, thompson^2 Sigma_k)``, ``Sigma_k = n_fits sigma_b^2 (G_k + lam I)^{-2}
+        + y_max^2 (G_k + lam I)^{-1}`` (post-processing), from a third child of the agent's
+        stream (spawned after the agent's two, so those are unchanged).
+    fit_first : third round, route 3: the first fitting episode is ``ceil(fit_first n0)``
+        rounds (4: the agent's schedule).
+    lasso : third round, route 5: FISTA lasso on the released ``(M^, c^)`` at ``lasso``
+        contrast noise sds; ``S`` = its nonzeros, then the ridge's largest.
+    marginal_below : third round, route 4: when the released moment looks isotropic (top
+        eigenvalue above ``trace/D`` by less than this many moment-noise norms), play and
+        screen on the 2-sd hard-thresholded marginal contrasts.
+    no_screen_below : fourth round, ``c``: when ``dim <= c |S|``, ``S`` is every coordinate
+        and only ``no_screen_episodes`` screening releases are made (for play).
+    no_screen_episodes : fourth round: screening releases kept when the rule applies.
+    play_top : fifth round: the screening estimate is played on its ``play_top`` largest
+        ``max_k |theta_kj|`` coordinates until the first fit (``S`` from the whole estimate).
+    """
+
+    def __init__(self, *, thompson: float = 0.0, fit_first: float = 4.0, lasso: float = 0.0,
+                 marginal_below: float = 0.0, no_screen_below: float = 0.0,
+                 no_screen_episodes: int = 0, play_top: int = 0, **params):
+        self.thompson, self.fit_first, self.lasso = thompson, fit_first, lasso
+        self.marginal_below, self.play_top = marginal_below, play_top
+        self.no_screen_below, self.no_screen_episodes = no_screen_below, no_screen_episodes
+        self._ts = check_real("thompson", thompson, low=0.0, high=1e6)
+        self._lasso = check_real("lasso", lasso, low=0.0, high=1e6)
+        self._marg = check_real("marginal_below", marginal_below, low=0.0)
+        c = check_real("no_screen_below", no_screen_below, low=0.0, high=1e6)
+        small = check_int("no_screen_episodes", no_screen_episodes, low=0)
+        fit_first = check_real("fit_first", fit_first, low=0.0, high=1e6, low_open=True)
+        super().__init__(**params)
+        self._no_screen = self.dim <= c * self._s  # |S| as the agent chooses it
+        if self._no_screen:  # no screening release when d <= c |S|: S = every coordinate,
+            # every release a fit (a rule on public parameters, fixed in advance)
+            super().__init__(**{**params, "screen_size": self.dim})
+            self.screen_size = params.get("screen_size")
+        self._play_top = check_int("play_top", play_top, low=0, high=self.dim)
+        self._ends = schedule(self.horizon, self._n0, self.screen_episodes, fit_first)
+        if self._no_screen:  # screening releases only for play (S is every coordinate)
+            self._n_screen = min(self.screen_episodes, small)
+        self._n_screen = min(self._n_screen, len(self._ends))
+
+    @classmethod
+    def _init_param_names(cls) -> list[str]:
+        return [*MomentLS._init_param_names(), *OPTIONS]
+
+    def _reset(self, n_reps: int, rng: np.random.Generator) -> None:
+        super()._reset(n_reps, rng)
+        if self._ts > 0.0:  # a third child: the agent's two (and its stream) unchanged
+            self._ts_rng = rng.spawn(1)[0]
+        if self._n_screen == 0:  # S = every coordinate, no factor (no moment is released)
+            self._support = np.broadcast_to(np.arange(self.dim), (n_reps, self.dim)).copy()
+            self._factors = np.zeros((n_reps, self._D, self._r))
+            self._start_fit(n_reps)
+
+    def _fit_played(self) -> np.ndarray:
+        theta = self._theta
+        if self._ts > 0.0 and self._support is not None:  # not while playing on the screen
+            z = self._ts_rng.standard_normal(theta.shape)
+            theta = theta + np.einsum("rkij,rkj->rki", self._post_v, self._post_sd * z)
+        return theta
+
+    def _release_fit(self) -> None:
+        super()._release_fit()
+        if self._ts > 0.0:  # the ridge posterior of the released sums (post-processing)
+            w, v = np.linalg.eigh(self._gram_released)
+            lam = self._ridge * 2.0 * self._plan.scales["gram"] * math.sqrt(
+                self._n_fits * self._p)
+            w = np.maximum(w, 0.0) + max(lam, 1e-12)
+            var = (self._n_fits * self._plan.scales["target"] ** 2 / w ** 2
+                   + self._y_fit ** 2 / w)
+            self._post_v, self._post_sd = v, self._ts * np.sqrt(var)
+
+    def _after_screen_release(self, v: np.ndarray, w: np.ndarray, m_noise_norm: float
+                              ) -> None:
+        K, D = self.n_arms, self._D
+        ridge = self._theta
+        if self._lasso > 0.0:  # post-processing of the same released (M^, c^)
+            a = np.einsum("rij,rj,rlj->ril", v, w, v)  # M^/K floored at 0, plus lam
+            alpha = self._lasso * self._plan.scales["contrast"] * math.sqrt(self._n_screens)
+            self._theta = lasso_path(a, self._c_released, alpha, w.max(axis=1))
+        if self._marg > 0.0:  # post-processing: looks isotropic -> marginal contrasts
+            w_top = np.linalg.eigvalsh(self._M_released)[:, -1]
+            tr = np.trace(self._M_released, axis1=1, axis2=2)
+            flat = (w_top - tr / D) < self._marg * m_noise_norm  # (R,)
+            sd = self._plan.scales["contrast"] * math.sqrt(self._n_screens * (K - 1) / K)
+            c = self._c_released
+            marg = c * (np.abs(c).max(axis=1) > 2.0 * sd)[:, None, :]
+            self._theta = np.where(flat[:, None, None], marg, self._theta)
+            ridge = np.where(flat[:, None, None], c, ridge)
+            self.flat_ = flat
+        played = self._top_coordinates(self._theta) if self._play_top else None
+        if self._episode + 1 == self._n_screen:  # S from the whole estimate
+            stat = self._strength(ridge if self._marg > 0.0 else self._theta)
+            if self._lasso > 0.0:  # the lasso's nonzeros first, then the ridge's largest
+                order = np.lexsort((-self._strength(ridge), -stat), axis=-1)
+            else:
+                order = _largest(stat, self._s)
+            self._screen(m_noise_norm, order)
+            if played is not None:
+                self._theta_screen = played
+        elif played is not None:
+            self._theta = played
+
+    def _top_coordinates(self, theta: np.ndarray) -> np.ndarray:
+        """``theta`` (R, K, D) with every coordinate of ``x`` but the ``play_top`` largest
+        ``max_k |theta_kj|`` set to 0 (ties: lowest index; the intercept is kept)."""
+        top = _largest(self._strength(theta), self._play_top)
+        keep = np.zeros(theta.shape[::2], dtype=bool)
+        np.put_along_axis(keep, top, True, axis=1)
+        keep[:, self.dim:] = True
+        return theta * keep[:, None, :]
+
+
+class NoiseAblation(MomentLS):
+    """dp-moment-ls with the noise scales named in ``zero`` set to 0 (a diagnostic): a changed
+    noise plan (:meth:`~dpbandits.privacy.plan.NoisePlan.replaced`), whose guarantee says it
+    is not certified and which has no ledger."""
+
+    def __init__(self, *, zero: tuple = (), keep_ridge: bool = False, **kw):
+        self.zero = tuple(zero)
+        self.keep_ridge = keep_ridge
+        super().__init__(**kw)
+        self._sigma_ridge = self._plan.scales["gram"]
+        if self.zero:
+            self._plan = self._plan.replaced(**dict.fromkeys(self.zero, 0.0))
+
+    def _release_fit(self) -> None:
+        """As the agent's, but with ``keep_ridge`` the fit's ridge stays the private agent's
+        (from its Gram noise scale) when that scale is zeroed: the third round's bound on
+        what a less noisy Gram (route 1) could gain, without an unregularized fit."""
+        super()._release_fit()
+        if self.keep_ridge:
+            p = self._p
+            lam = self._ridge * 2.0 * self._sigma_ridge * math.sqrt(self._n_fits * p)
+            w, v = np.linalg.eigh(self._gram_released)
+            w = np.maximum(w, 0.0) + max(lam, 1e-12)
+            proj = np.einsum("rkji,rkj->rki", v, self._b_released)
+            self._theta = np.einsum("rkij,rkj->rki", v, proj / w)
+
+
+def build(name: str, params: Mapping, env_params: Mapping):
+    """The agent a study command names: ``(name, params)`` for the package's registry, or an
+    instance of the experiment's subclasses (module doc) sized for ``env_params``."""
+    if name == "noise-ablation" or (name == "dp-moment-ls" and OPTIONS.keys() & params):
+        K, d = problem_size(env_params)
+        cls = NoiseAblation if name == "noise-ablation" else MomentLSVariants
+        return cls(n_arms=K, dim=d, horizon=env_params["horizon"], **params)
+    return name, dict(params)

@@ -1,0 +1,77 @@
+"""The property-based adversary (:mod:`dpbandits.fuzzing`, issue 34 item 6): it runs on every
+registered private component in the heavy tier, and it finds the faults it was built for
+(the subnormal clip factor of issue 34 item 1, plans whose noise underflows to 0)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dpbandits  # noqa: F401  (registers the environments)
+from dpbandits.agents import agent_class, available_agents
+from dpbandits.bo import DPGIBO
+from dpbandits.fuzzing import fuzz_adversarial_inputs, fuzz_bo_method
+from dpbandits.optim import OPTIMIZERS
+from dpbandits.optim.batch import oracle as oracle_module
+from dpbandits.optim.batch.dp_gd import DPGD
+from dpbandits.testing import ContractError, _is_private, instance_for_checks
+
+pytest.importorskip("hypothesis")
+
+
+def _private_components():
+    out = []
+    for name in available_agents():
+        out.append(pytest.param(agent_class(name), id=name))
+    for name in sorted(OPTIMIZERS):
+        out.append(pytest.param(OPTIMIZERS[name], id=name))
+    return out
+
+
+@pytest.mark.heavy
+@pytest.mark.parametrize("cls", _private_components())
+def test_no_component_breaks_a_bound_anywhere_in_the_float_range(cls):
+    component = instance_for_checks(cls)
+    if not _is_private(component):
+        pytest.skip("not private")
+    reason = dict(getattr(cls, "_xfail_checks", {})).get("check_adversarial_inputs")
+    if reason:
+        pytest.skip(f"no adversarial contract: {reason}")
+    fuzz_adversarial_inputs(component, max_examples=25)
+
+
+@pytest.mark.heavy
+def test_dp_gibo_runs_to_the_end_whatever_one_individual_loses():
+    fuzz_bo_method(DPGIBO(mu=1.0, n_iters=3, clip_bound=1.0, batch_size=2), max_examples=25)
+
+
+def _old_coefficients(psi, norms, unclipped, clipped, limit, bound):
+    """The clip of main 84eca81: ``psi * target / (|psi| ||x||)``, a factor that is
+    subnormal for a residual near the float maximum."""
+    target = limit * (1.0 - 1e-14)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        size = np.abs(psi) * norms
+        factor = np.where(size > limit, target / np.where(size > limit, size, 1.0), 1.0)
+        return psi * factor * unclipped, ~(size <= bound)
+
+
+def test_the_fuzzer_finds_the_subnormal_clip_factor(monkeypatch):
+    monkeypatch.setattr(oracle_module, "clipped_coefficients", _old_coefficients)
+    with pytest.raises(ContractError, match=r"in l_2 \(exactly\), above the declared"):
+        fuzz_adversarial_inputs(DPGD(1.0, 1e-5, n_iters=2), max_examples=1)
+
+
+def test_the_fuzzer_finds_a_plan_whose_noise_underflows(monkeypatch):
+    """With the range check of the scale parameters removed, the extreme clip bounds DP-GD
+    then accepts break its plan or its fit (noise underflowing to 0, an overflow or a
+    division by zero raised on the data: the class of issue 34 item 7), and the search
+    reports it with the bound."""
+    from dpbandits.optim import base
+
+    monkeypatch.setattr(base, "SCALE_RANGE", (5e-324, 1.8e308))
+    with pytest.raises(ContractError, match=r"'clip_norm': (1e\+160|1e-200|3e-162|1.55e-162)"):
+        fuzz_adversarial_inputs(DPGD(1.0, 1e-5, n_iters=2), max_examples=1)
+
+
+def test_the_fuzzer_passes_the_fixed_clip():
+    fuzz_adversarial_inputs(DPGD(1.0, 1e-5, n_iters=2), max_examples=3)
