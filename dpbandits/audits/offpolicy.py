@@ -5,8 +5,13 @@ The canary round is the worst case of the sensitivity bound: a matched round wit
 above the clip ``M = 10`` and the top reward against an unmatched round with reward 0 (IPS,
 SNIPS: the bound is attained), and for DR a clipped weight with the residual flipped from
 ``+1`` to ``-1`` (20 of the bound's 21). The statistic is the release projected on the
-difference of the two worlds' queries (Neyman-Pearson optimal for Gaussian noise). The broken
-variant patches the instance's sensitivity to forget the weight clip (noise M times too small).
+difference of the two worlds' queries (Neyman-Pearson optimal for Gaussian noise), read from
+what :meth:`~dpbandits.offpolicy.private.PrivateEstimator.estimate` -- the entry point a user
+calls -- returns (its ``released`` query), one call per run, so a change of the noise anywhere
+on the path of an estimate is audited. A SNIPS estimate whose noisy sum of weights is not
+positive raises; that run's statistic is :data:`REFUSED` (below every projection: the refusal
+is a function of the release, so the statistic stays post-processing). The broken variant
+patches the instance's sensitivity to forget the weight clip (noise M times too small).
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from dpbandits.offpolicy.private import PrivateEstimator
 from dpbandits.privacy.audit import AuditResult
 
 EPS, DELTA, M, N = 1.0, 1e-5, 10.0, 10
+#: the statistic of a SNIPS run whose estimate was refused (noisy sum of weights <= 0)
+REFUSED = -1e300
 
 
 def canary(world: int, estimator: str) -> tuple[LoggedBandit, np.ndarray, np.ndarray | None]:
@@ -54,11 +61,22 @@ def _audit_private_ope(ctx: AuditContext) -> AuditResult:
     probe = PrivateEstimator(estimator, epsilon=EPS, delta=DELTA, max_weight=M, **model)
     if ctx.broken:
         shrink_output(probe, "sensitivity", M)
-    stats = [probe.statistic(*canary(w, estimator))[0] for w in (0, 1)]
+    logs = [canary(w, estimator) for w in (0, 1)]
+    stats = [probe.statistic(*c)[0] for c in logs]
     direction = (stats[1] - stats[0]) / np.linalg.norm(stats[1] - stats[0])
 
+    def one(log, target, rewards, rng) -> float:
+        try:
+            released = probe.estimate(log, target, rng=rng, estimated_rewards=rewards).released
+        except ValueError as err:  # SNIPS refuses a non-positive noisy sum of weights
+            if estimator != "snips" or "noisy sum of weights" not in str(err):
+                raise
+            return REFUSED
+        return float(np.asarray(released) @ direction)
+
     def sampler(world, n, rng):
-        return probe.release(stats[world], N, rng, size=n) @ direction
+        log, target, rewards = logs[world]
+        return np.array([one(log, target, rewards, rng) for _ in range(n)])
 
     attained = float(np.linalg.norm(stats[1] - stats[0])) / PrivateEstimator(
         estimator, epsilon=EPS, delta=DELTA, max_weight=M, **model).sensitivity(N)
@@ -71,7 +89,7 @@ def _audit_private_ope(ctx: AuditContext) -> AuditResult:
 
 
 _add = register_variants(
-    _audit_private_ope, fast_runs=20_000, thorough_runs=200_000,
+    _audit_private_ope, fast_runs=4_000, thorough_runs=200_000,
     label="sensitivity without the weight clip (noise / M)",
     broken_variant="the sensitivity forgets the weight clip M = 10 (noise M times too small)",
     shows="the Gaussian noise hides one replaced logged round within the ledger's Gaussian "
