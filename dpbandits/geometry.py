@@ -51,6 +51,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpbandits._validation import (
+    as_float64,
     check_array,
     check_int,
     check_nonnegative,
@@ -684,8 +685,11 @@ def clip_rows(x: np.ndarray, q: float, bound: float) -> tuple[np.ndarray, np.nda
     Rows whose computed norm is at most ``limit`` (:func:`clip_limits`) are returned
     unchanged, bit for bit. ``q = inf``: over-bound rows are ``x * (bound / max|x|)``,
     clipped coordinate-wise at ``bound`` (exact, no margin). Other ``q``: rows are scaled
-    to ``target`` from ``x / max|x|`` and certified (:func:`_onto`).
+    to ``target`` from ``x / max|x|`` and certified (:func:`_onto`). A ``x`` of another
+    dtype is converted exactly or refused (:func:`dpbandits._validation.as_float64`).
     """
+    if x.dtype != np.float64:
+        x = as_float64("x", x)
     norms = _lp_norm_lastaxis(x, q)
     if math.isinf(bound):
         return x, norms
@@ -718,7 +722,10 @@ def normalize_rows(x: np.ndarray, q: float = 2.0, bound: float = 1.0
     ``norms`` the computed norms of ``x`` (``inf`` when a norm exceeds the largest float;
     ``u`` is still the right direction). Every row of ``u`` has exact norm ``<= bound``,
     for every finite input: tiny rows (squares that underflow) and huge ones (squares that
-    overflow) included. ``0 < bound < inf``."""
+    overflow) included. ``0 < bound < inf``; ``x`` of another dtype than float64 is converted
+    exactly or refused (:func:`dpbandits._validation.as_float64`)."""
+    if x.dtype != np.float64:
+        x = as_float64("x", x)
     norms = _lp_norm_lastaxis(x, q)
     flat = x.reshape(-1, x.shape[-1])
     return _onto(flat, q, bound).reshape(x.shape), norms

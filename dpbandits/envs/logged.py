@@ -18,7 +18,7 @@ from dataclasses import InitVar, dataclass, field
 
 import numpy as np
 
-from dpbandits._validation import check_choice, check_int, check_positive
+from dpbandits._validation import as_float64, check_choice, check_int, check_positive
 
 __all__ = ["LoggedBandit", "synthetic_log"]
 
@@ -84,7 +84,7 @@ class LoggedBandit:
         n = x.shape[0]
         if x.dtype.kind not in "biuf":
             raise TypeError(f"{where}: contexts must be numeric, got dtype {x.dtype}")
-        x = np.array(x, dtype=np.float64, order="C")
+        x = np.array(as_float64(f"{where}: contexts", x), order="C")  # exact or refused
         if not np.isfinite(x).all():
             i, j = np.argwhere(~np.isfinite(x))[0]
             names = cols.get("contexts")
@@ -113,12 +113,14 @@ class LoggedBandit:
             i = _first_bad((a < 0) | (a >= n_arms))
             raise ValueError(f"{where}: {what} row {i} is {int(a[i])}; actions must be arms in "
                              f"the declared set {{0, ..., {n_arms - 1}}} (n_arms={n_arms})")
-        r = arrays["rewards"].astype(np.float64)
+        r = as_float64(f"{where}: {_where(cols, 'rewards', 'rewards')}",
+                       arrays["rewards"]).astype(np.float64)
         if not np.isfinite(r).all():
             i = _first_bad(~np.isfinite(r))
             raise ValueError(f"{where}: {_where(cols, 'rewards', 'rewards')} row {i} is {r[i]}; "
                              "rewards must be finite")
-        p = arrays["propensities"].astype(np.float64)
+        p = as_float64(f"{where}: {_where(cols, 'propensities', 'propensities')}",
+                       arrays["propensities"]).astype(np.float64)
         bad = ~(np.isfinite(p) & (p > 0.0) & (p <= 1.0))
         if bad.any():
             i = _first_bad(bad)

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from dpbandits._validation import check_real
+from dpbandits._validation import as_float64, check_real
 from dpbandits.envs.logged import LoggedBandit
 
 
@@ -50,7 +50,7 @@ def target_probabilities(log: LoggedBandit, target: Any) -> np.ndarray:
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(f"target probabilities must sum to 1 in every row; row {i} sums "
                          f"to {sums[i]}")
-    return pi.astype(np.float64)
+    return as_float64("target", pi).astype(np.float64)
 
 
 def importance_weights(log: LoggedBandit, pi: np.ndarray) -> np.ndarray:
@@ -66,7 +66,7 @@ def check_estimated_rewards(log: LoggedBandit, q: Any) -> np.ndarray:
         raise ValueError(f"estimated_rewards must be numeric of shape ({n}, {K}) (one "
                          f"prediction per logged round and arm), got shape {arr.shape} dtype "
                          f"{arr.dtype}; see fit_reward_model")
-    arr = arr.astype(np.float64)
+    arr = as_float64("estimated_rewards", arr).astype(np.float64)
     if not np.isfinite(arr).all():
         i, k = np.argwhere(~np.isfinite(arr))[0]
         raise ValueError(f"estimated_rewards[{i}, {k}] is {arr[i, k]}; predictions must be "

@@ -32,7 +32,36 @@ Given ``B``, memorylessness makes the noisy scores of ``B``'s members ``tau - be
 
 Exponentials are ``-log(U)`` and uniforms ``U`` from the top 53 bits of a word (the 2^-53 grid
 of numpy's own uniforms); ``E`` and the uniforms of steps 2-4 come in order from the words
-after the sign words. A row's words: ``words`` (a fixed number per round, drawn ahead), then
+after the sign words.
+
+Exact up to the grid (a caveat every guarantee built on it states). The law above is exact
+over the reals; the uniforms live on a 2^-53 grid (so every exponential is at most
+``53 log 2 = 36.7``: an outcome that needs a larger one, e.g. a vertex winning against a
+score gap above ``36.7 beta``, has probability exactly 0 instead of about 1e-16) and the
+thresholds are computed in floating point. :func:`tv_slack` bounds the total-variation
+distance between the sampled index and the exact one by coupling each grid uniform with the
+continuous uniform in its cell (``m = 2d``, ``Delta = 2M / beta``; ``log``, ``log1p`` and
+``expm1`` within 1 ulp, as glibc's are):
+
+* step 2, each of at most ``m + 1`` gaps: the computed and exact gaps differ only when one
+  of the ``m`` thresholds ``exp(-k Delta)`` lies in the uniform's cell (``2^-53``) or in the
+  rounding window of ``q`` (relative error ``<= 2^-50``, a window ``<= 2^-50 sup x e^-x``
+  wide in ``U``): ``9 m 2^-53`` per gap;
+* step 2, each of at most ``m`` exclusions: the cell plus the threshold's absolute error
+  (relative ``<= 8 * 2^-53`` of a number in ``[0, 1]``): ``9 * 2^-53``;
+* step 3 is exact (uniform fields of raw bits, rejection);
+* step 4: the argmin of the values drawn from the grid differs from the exact one only when
+  a value's cell straddles the minimum of the others (``2^-53`` per index: the shifts are
+  monotone) or when two values are closer than their rounding errors (``<= 2^-48 (M + 37
+  beta)`` each; a noisy score has density ``<= 1/(2 beta)``): ``2^-53 (32 Delta + 2369)``
+  per index.
+
+Summed: ``eta = 2^-53 m (9 m + 32 Delta + 2387)`` (loose: the union over thresholds
+counts cells many times). A step that is ``eps``-DP in exact arithmetic is therefore
+``(eps, (1 + e^eps) eta)``-DP as sampled, and a run of ``n`` steps whose exact law is
+``(eps, delta)``-DP is ``(eps, delta + (1 + e^eps) n eta_max)``-DP (the couplings of the
+steps compose: the runs differ with probability at most ``n eta_max``). ``beta`` must be
+positive and finite: a zero noise scale is no private selection and is refused. A row's words: ``words`` (a fixed number per round, drawn ahead), then
 ``spill[s0:]`` (drawn on demand); the sampler returns ``-1`` when it would need more.
 
 :func:`select_row` is the scalar reference (compiled by
@@ -49,7 +78,8 @@ from typing import no_type_check
 
 import numpy as np
 
-__all__ = ["EMPTY", "Spill", "fixed_words", "select_row", "select_rows", "sign_words"]
+__all__ = ["EMPTY", "Spill", "check_beta", "fixed_words", "select_row", "select_rows",
+           "sign_words", "tv_slack"]
 
 _U53 = 2.0**-53
 _SH = np.uint64(11)
@@ -71,6 +101,25 @@ def fixed_words(d: int) -> int:
     """Words per row and round drawn ahead: the signs plus 8 (the first exponential gap, the
     pick and three hits; more come from the spill)."""
     return sign_words(d) + 8
+
+
+def tv_slack(d: int, dmax: float) -> float:
+    """Bound on the total-variation distance between this module's sampled index and exact
+    report-noisy-min over ``2d`` vertices, ``dmax = 2 max|dir| / beta`` (module docstring:
+    ``2^-53 m (9 m + 32 dmax + 2387)``, ``m = 2d``)."""
+    m = 2.0 * d
+    return 2.0**-53 * m * (9.0 * m + 32.0 * dmax + 2387.0)
+
+
+def check_beta(beta: float) -> float:
+    """``beta`` as a positive finite float, else ``ValueError``: with a zero noise scale the
+    thresholds are ``0/0`` (NaN) and the selection is neither private nor the argmin."""
+    b = float(beta)
+    if not (math.isfinite(b) and b > 0.0):
+        raise ValueError(f"beta (the Laplace scale of report-noisy-min, relative to the "
+                         f"radius) must be positive and finite, got {b}; a zero or "
+                         "non-finite noise scale is no private selection")
+    return b
 
 
 def _popcount_swar(x):
@@ -219,11 +268,15 @@ def select_rows(direction: np.ndarray, beta: float, words: np.ndarray, spill: Sp
                 ) -> np.ndarray:
     """:func:`select_row` for every row of ``direction`` (R, d), with the row's ``words``
     (R, F) and the shared ``spill`` (a :class:`Spill`, rows served in order); returns the
-    indices (R,). Vectorized over rows; rows that need step 4 or more than ``F`` words run
+    indices (R,); ``beta`` positive and finite (:func:`check_beta`). Vectorized over rows; rows that need step 4 or more than ``F`` words run
     through the scalar :func:`select_row` (plain Python), as the kernels do."""
     R, d = direction.shape
     m, nw, F = 2 * d, sign_words(d), words.shape[1]
+    beta = check_beta(beta)
     M = np.abs(direction).max(axis=1)
+    if not np.all(np.isfinite(M)):
+        r = int(np.flatnonzero(~np.isfinite(M))[0])
+        raise ValueError(f"direction must be finite, got a NaN or inf in row {r}")
     dmax = (2.0 * M) / beta
     cand = words[:, :nw].copy()
     rem = m - 64 * (nw - 1)

@@ -110,13 +110,21 @@ from dpbandits.privacy.guarantee import PrivacyGuarantee
 from dpbandits.privacy.mechanisms import exponential_mechanism_from_uniforms
 from dpbandits.privacy.plan import NoisePlan
 from dpbandits.privacy.streams import ChunkedDraws
-from dpbandits.privacy.vertex_rnm import Spill, fixed_words, select_rows, sign_words
+from dpbandits.privacy.vertex_rnm import (
+    Spill,
+    check_beta,
+    fixed_words,
+    select_rows,
+    sign_words,
+    tv_slack,
+)
 
 __all__ = [
     "DPPOFW",
     "ArmSteps",
     "SELECTIONS",
     "azuma_epsilon",
+    "grid_caveat",
     "per_step_epsilons",
     "theorem_kappa",
     "accountant_kappa",
@@ -133,6 +141,22 @@ def per_step_epsilons(horizon: int, kappa: float) -> np.ndarray:
     with ``b_t = kappa D C / sqrt(t)`` (module docstring)."""
     t = np.arange(1, horizon + 1, dtype=np.float64)
     return 2.0 * np.sqrt(t) / ((t + 1.0) * kappa)
+
+
+def grid_caveat(d: int, horizon: int, epsilon: float, kappa: float) -> str:
+    """The additive slack of report-noisy-min sampled on the 2^-53 grid
+    (:mod:`dpbandits.privacy.vertex_rnm`): per step the index is within total variation
+    ``eta_t = tv_slack(d, Delta_t)`` of the exact law, ``Delta_t = 2 max|d_t| r / b_t <=
+    sqrt(t) / kappa`` (``|d_t|_inf <= C``; doubled here for rounding), so the run holds its
+    claim up to an additive ``(1 + e^eps) n eta_n``; a step (``eps_t <= 1/kappa``) up to
+    ``(1 + e^{1/kappa}) eta_n``."""
+    eta = tv_slack(d, 2.0 * math.sqrt(horizon) / kappa)
+    slack = (1.0 + math.exp(epsilon)) * horizon * eta
+    return (f"report-noisy-min sampled on a 2^-53 grid (exponentials capped at 36.7): "
+            f"each step is eps_t-DP up to an additive delta of at most "
+            f"{(1.0 + math.exp(1.0 / kappa)) * eta:.2g} "
+            f"(total variation {eta:.2g} from the exact law); the run's delta holds up to "
+            f"an additive {slack:.2g}")
 
 
 def azuma_epsilon(per_step: ArrayLike, delta: float) -> float:
@@ -326,8 +350,10 @@ class DPPOFW(StreamingFrankWolfe):
                           "less noise could be certified)")
         assert chosen is not None  # horizon 1 with the theorem raised in __init__
         used, kappa, constant, basis = chosen
+        caveat = grid_caveat(self._d, n, eps, kappa) if self._selection == "laplace" else ""
         return NoisePlan(used, {"kappa": kappa, "constant": constant},
-                         PrivacyGuarantee(eps, delta, basis=basis), ledger_of(n, kappa))
+                         PrivacyGuarantee(eps, delta, basis=basis, caveat=caveat),
+                         ledger_of(n, kappa))
 
     # ------------------------------------------------------------------ reporting
     @property
@@ -430,7 +456,8 @@ class DPPOFW(StreamingFrankWolfe):
     def _schedule(self, st) -> tuple[int, float, float]:
         """The next step's ``t``, ``eta_t`` and selection scale ``b_t / r``."""
         t = st["t"] + 1
-        return t, frank_wolfe_step_size(t, self._lr), st["c"] / math.sqrt(t) / self._radius
+        return t, frank_wolfe_step_size(t, self._lr), check_beta(
+            st["c"] / math.sqrt(t) / self._radius)
 
     def _finish_step(self, st, t, eta, beta, words, missing, out) -> None:
         """Serve the rows the kernel left for the spill (in order; their new iterates also
