@@ -48,8 +48,9 @@ def test_guarantee_states_the_grid_slack():
     eta = tv_slack(d, 2.0 * math.sqrt(n) / opt.kappa)
     run = float(re.search(r"holds up to an additive ([0-9.e+-]+)$", g.caveat).group(1))
     assert run == pytest.approx((1.0 + math.exp(eps)) * n * eta, rel=0.05)  # 2 digits shown
-    # 2^-53 m (9 m + 32 Delta + 2387), m = 2d: the bound derived in the module docstring
-    assert tv_slack(1, 0.0) == 2.0**-53 * 2 * (18 + 2387)
+    # 2^-53 m (9 m + 2 Delta + 1018), m = 2d: the bound derived in the module docstring
+    assert tv_slack(1, 0.0) == 2.0**-53 * 2 * (18 + 1018)
+    assert tv_slack(2, 3.0) == 2.0**-53 * 4 * (36 + 6 + 1018)
     gumbel = DPPOFW("squared", dim=d, radius=1.0, horizon=n, epsilon=eps, delta=1e-4,
                     selection="gumbel")
     assert gumbel.privacy.caveat == ""  # inverse-CDF sampling: not this sampler

@@ -32,7 +32,8 @@ Given ``B``, memorylessness makes the noisy scores of ``B``'s members ``tau - be
 
 Exponentials are ``-log(U)`` and uniforms ``U`` from the top 53 bits of a word (the 2^-53 grid
 of numpy's own uniforms); ``E`` and the uniforms of steps 2-4 come in order from the words
-after the sign words.
+after the sign words. A row's words: ``words`` (a fixed number per round, drawn ahead), then
+``spill[s0:]`` (drawn on demand); the sampler returns ``-1`` when it would need more.
 
 Exact up to the grid (a caveat every guarantee built on it states). The law above is exact
 over the reals; the uniforms live on a 2^-53 grid (so every exponential is at most
@@ -50,19 +51,25 @@ continuous uniform in its cell (``m = 2d``, ``Delta = 2M / beta``; ``log``, ``lo
 * step 2, each of at most ``m`` exclusions: the cell plus the threshold's absolute error
   (relative ``<= 8 * 2^-53`` of a number in ``[0, 1]``): ``9 * 2^-53``;
 * step 3 is exact (uniform fields of raw bits, rejection);
-* step 4: the argmin of the values drawn from the grid differs from the exact one only when
-  a value's cell straddles the minimum of the others (``2^-53`` per index: the shifts are
-  monotone) or when two values are closer than their rounding errors (``<= 2^-48 (M + 37
-  beta)`` each; a noisy score has density ``<= 1/(2 beta)``): ``2^-53 (32 Delta + 2369)``
-  per index.
+* step 4: write each drawn value as ``s_i + beta l_i`` (``l_i`` the Laplace variate, ``|l_i|
+  = e``). Its error against the exact value of the continuous uniform, in units of ``beta``,
+  is at most ``2^-48 e^e + 2^-50 e + 2^-54 Delta`` (the cell: ``2^-53 e^e``; ``log``,
+  ``log1p`` of ``1 + t`` near 0 and ``expm1``: ``2^-49 e^e`` and ``2^-51 e``; the sum with
+  ``|s_i| <= M``: ``2^-54 Delta``), plus the cut at ``2^-53`` (mass ``2^-53``). The computed
+  argmin differs from the exact one only if some value lies within twice its own error of
+  the minimum of the others (the larger of the two errors of the swapped pair), which is
+  independent of it; ``l_i`` has density ``e^-|l| / 2``, so this has probability at most
+  ``2^-53 (2 Delta + 1000)`` per index (the ``e^e`` growth of the error against the
+  ``e^-e`` decay of the density leaves a constant, ``<= 2^-47 e^2`` where the window is
+  narrow, ``<= 2^-48`` where it is wide).
 
-Summed: ``eta = 2^-53 m (9 m + 32 Delta + 2387)`` (loose: the union over thresholds
-counts cells many times). A step that is ``eps``-DP in exact arithmetic is therefore
-``(eps, (1 + e^eps) eta)``-DP as sampled, and a run of ``n`` steps whose exact law is
-``(eps, delta)``-DP is ``(eps, delta + (1 + e^eps) n eta_max)``-DP (the couplings of the
-steps compose: the runs differ with probability at most ``n eta_max``). ``beta`` must be
-positive and finite: a zero noise scale is no private selection and is refused. A row's words: ``words`` (a fixed number per round, drawn ahead), then
-``spill[s0:]`` (drawn on demand); the sampler returns ``-1`` when it would need more.
+Summed, with generous constants (a bound, not an estimate; the union over thresholds counts
+cells many times): ``eta = 2^-53 m (9 m + 2 Delta + 1018)``. A step that is ``eps``-DP in
+exact arithmetic is therefore ``(eps, (1 + e^eps) eta)``-DP as sampled, and a run of ``n``
+steps whose exact law is ``(eps, delta)``-DP is ``(eps, delta + (1 + e^eps) n eta_max)``-DP
+(the couplings of the steps compose: the runs differ with probability at most ``n
+eta_max``). ``beta`` must be positive and finite: a zero noise scale is no private
+selection and is refused.
 
 :func:`select_row` is the scalar reference (compiled by
 :mod:`dpbandits.optim.streaming._pofw_kernels`, which alone imports numba); :func:`select_rows`
@@ -106,9 +113,9 @@ def fixed_words(d: int) -> int:
 def tv_slack(d: int, dmax: float) -> float:
     """Bound on the total-variation distance between this module's sampled index and exact
     report-noisy-min over ``2d`` vertices, ``dmax = 2 max|dir| / beta`` (module docstring:
-    ``2^-53 m (9 m + 32 dmax + 2387)``, ``m = 2d``)."""
+    ``2^-53 m (9 m + 2 dmax + 1018)``, ``m = 2d``)."""
     m = 2.0 * d
-    return 2.0**-53 * m * (9.0 * m + 32.0 * dmax + 2387.0)
+    return 2.0**-53 * m * (9.0 * m + 2.0 * dmax + 1018.0)
 
 
 def check_beta(beta: float) -> float:

@@ -28,6 +28,7 @@ import math
 import numba
 import numpy as np
 
+from dpbandits import geometry
 from dpbandits._numba import KernelSet, prange, rebound
 from dpbandits.privacy import vertex_rnm as _vertex_rnm
 from dpbandits.privacy.vertex_rnm import EMPTY
@@ -37,15 +38,6 @@ __all__ = ["KERNELS", "dot2", "finish", "select_row_compiled"]
 _EPS = float(np.finfo(np.float64).eps)
 _COUNT_RTOL = 1e-9
 _TINY_NORMAL = 2.0**-1022
-
-
-def _absmax(a):
-    m = 0.0
-    for j in range(a.shape[0]):
-        v = abs(a[j])
-        if v > m:
-            m = v
-    return m
 
 
 def _clip_into(xr, nrm, x_bound, out):
@@ -118,7 +110,7 @@ def _row_sample(x, y, x_bound, y_bound, scratch):
     ``y`` truncated to ``[-y_bound, y_bound]``; returns ``(x, y, clipped)``, ``clipped`` as
     :func:`dpbandits.geometry.clip_rows` counts it."""
     clipped = False
-    nrm = _absmax(x)
+    nrm = _row_max(x)
     if nrm > x_bound:
         x = _clip_into(x, nrm, x_bound, scratch)
         clipped = nrm > x_bound * (1.0 + _COUNT_RTOL)
@@ -239,9 +231,10 @@ select_row_compiled = numba.njit(cache=True, nogil=True)(rebound(
     _vertex_rnm.select_row, _popcount=_jit(_vertex_rnm._popcount_swar),
     _lowest_bit=_jit(_vertex_rnm._lowest_bit), _uniform_field=_jit(rebound(
         _vertex_rnm._uniform_field, _bit_length=_jit(_vertex_rnm._bit_length)))))
-_dot2, _absmax, _clip_into, _psi, _vertex_step, _row_sample, _row_step = (
-    _jit(f) for f in (_dot2, _absmax, _clip_into, _psi, _vertex_step, _row_sample,
-                      _row_step))
+#: ``max_j |x_j|``: the geometry primitive (the numpy path's ``np.abs(x).max()``, bit for bit)
+_row_max = _jit(geometry.row_max)
+_dot2, _clip_into, _psi, _vertex_step, _row_sample, _row_step = (
+    _jit(f) for f in (_dot2, _clip_into, _psi, _vertex_step, _row_sample, _row_step))
 #: ``(<a, x>, <b, x>)`` of float vectors in one pass, for other kernel modules
 dot2 = _dot2
 KERNELS = KernelSet({"step": _step, "step_arms": _step_arms})
