@@ -150,7 +150,7 @@ def as_float64(name: str, value: ArrayLike) -> np.ndarray:
     if dt.kind == "b" or (dt.kind == "f" and dt.itemsize <= 8):
         return arr.astype(np.float64)
     if dt.kind not in "iuf":
-        raise TypeError(f"{name} must hold real numbers, got dtype {dt}; {allowed}")
+        raise TypeError(f"{name} must be array-like of real numbers, got dtype {dt}; {allowed}")
     out = arr.astype(np.float64)
     if dt.kind == "f":  # long double: exact when it comes back unchanged
         bad = (out.astype(dt) != arr) & ~np.isnan(arr)

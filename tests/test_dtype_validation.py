@@ -111,3 +111,14 @@ def test_optimizer_fit_and_log_refuse(kind):
             LoggedBandit(np.vstack([value, value]), **ok)
         with pytest.raises(ValueError, match="rewards.*no exact float64"):
             LoggedBandit(np.zeros((2, 2)), **{**ok, "rewards": value[0]})
+
+
+@pytest.mark.parametrize("kind", sorted(BAD))
+def test_reward_model_refuses(kind):
+    from dpbandits.offpolicy.reward_model import RidgeRegressor
+
+    value, err, msg = BAD[kind]
+    X = np.zeros((3, 2), dtype=value.dtype)
+    X[0, 0] = value[0, 0]
+    with pytest.raises(err, match=msg.replace("contexts", "X")):
+        RidgeRegressor().fit(X, np.zeros(3))

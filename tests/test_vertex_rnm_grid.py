@@ -54,3 +54,10 @@ def test_guarantee_states_the_grid_slack():
     gumbel = DPPOFW("squared", dim=d, radius=1.0, horizon=n, epsilon=eps, delta=1e-4,
                     selection="gumbel")
     assert gumbel.privacy.caveat == ""  # inverse-CDF sampling: not this sampler
+
+
+def test_dp_hdb_carries_its_arms_grid_slack():
+    from dpbandits.agents import make_agent
+
+    g = make_agent("dp-hdb", n_arms=2, dim=4, horizon=200, epsilon=1.0, delta=1e-3).privacy
+    assert g.certified and "2^-53 grid" in g.caveat and "twice that" in g.caveat

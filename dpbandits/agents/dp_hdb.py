@@ -121,19 +121,23 @@ def dp_hdb_plan(epsilon: float, delta: float, privacy_split: str,
         return NoisePlan.non_private("DP-HDB with epsilon=inf: exact LMO, no noise",
                                      dict(arm.scales))
     g = arm.guarantee
+    # the arms' report-noisy-min is exact up to its grid (privacy.vertex_rnm); a changed user
+    # reaches two arms, so each arm's additive slack counts twice
+    grid = (f"; per arm's optimizer: {g.caveat} (two arms per changed user: twice that)"
+            if g.caveat else "")
     if privacy_split == "paper":
         guarantee = PrivacyGuarantee(
             epsilon, delta, notion="JDP", certified=False,
             basis=f"Theorem 4.1 of Han et al. 2022, per-arm optimizer: {g.basis}",
             caveat="each arm's optimizer is calibrated to (epsilon, delta) as in the paper, "
                    "but a changed user can alter two arms' streams (proof B.1): only "
-                   "(2 epsilon, 2 delta) follows")
+                   "(2 epsilon, 2 delta) follows" + grid)
     else:
         guarantee = PrivacyGuarantee(
             epsilon, delta, notion="JDP",
             basis=("Theorem 4.1 of Han et al. 2022 (JDP by post-processing of the per-arm "
                    "iterates), two arms per changed user, each arm's optimizer at (epsilon/2, "
-                   f"delta/2): {g.basis}"))
+                   f"delta/2): {g.basis}"), caveat=grid[2:])
     return NoisePlan(arm.calibration, arm.scales, guarantee, partial(_two_arms, arm),
                      arm.sensitivities)
 

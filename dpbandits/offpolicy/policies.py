@@ -8,11 +8,13 @@ from typing import Any
 
 import numpy as np
 
+from dpbandits._validation import as_float64
+
 __all__ = ["policy_actions", "policy_probabilities"]
 
 
 def _contexts(agent: Any, contexts: np.ndarray, who: str) -> tuple[np.ndarray, int]:
-    x = np.asarray(contexts, dtype=np.float64)
+    x = as_float64("contexts", contexts)  # exact or refused
     R = getattr(agent, "n_reps_", None)
     if R is None:
         raise ValueError(f"{who}: reset (or run) the agent first: its replications are the "

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from dpbandits._validation import SeedLike, as_rng, check_int, check_positive
+from dpbandits._validation import SeedLike, as_float64, as_rng, check_int, check_positive
 from dpbandits.envs.logged import LoggedBandit
 from dpbandits.offpolicy._inputs import check_log
 
@@ -40,8 +40,7 @@ class RidgeRegressor:
 
     def fit(self, X: np.ndarray, y: np.ndarray) -> RidgeRegressor:
         """Fit on ``X`` (m, d) and ``y`` (m,)."""
-        X = np.asarray(X, dtype=np.float64)
-        y = np.asarray(y, dtype=np.float64)
+        X, y = as_float64("X", X), as_float64("y", y)  # exact or refused
         x_mean, y_mean = X.mean(axis=0), float(y.mean())
         Xc = X - x_mean
         gram = Xc.T @ Xc + self.alpha * np.eye(X.shape[1])
@@ -51,7 +50,7 @@ class RidgeRegressor:
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Predictions (m,) for ``X`` (m, d)."""
-        return np.asarray(X, dtype=np.float64) @ self.coef_ + self.intercept_
+        return as_float64("X", X) @ self.coef_ + self.intercept_
 
     def __repr__(self) -> str:
         return f"RidgeRegressor(alpha={self.alpha})"

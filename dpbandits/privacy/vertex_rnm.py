@@ -275,15 +275,16 @@ def select_rows(direction: np.ndarray, beta: float, words: np.ndarray, spill: Sp
                 ) -> np.ndarray:
     """:func:`select_row` for every row of ``direction`` (R, d), with the row's ``words``
     (R, F) and the shared ``spill`` (a :class:`Spill`, rows served in order); returns the
-    indices (R,); ``beta`` positive and finite (:func:`check_beta`). Vectorized over rows; rows that need step 4 or more than ``F`` words run
-    through the scalar :func:`select_row` (plain Python), as the kernels do."""
+    indices (R,); ``beta`` positive and finite (:func:`check_beta`). Vectorized over rows;
+    rows that need step 4 or more than ``F`` words run through the scalar :func:`select_row`
+    (plain Python), as the kernels do."""
     R, d = direction.shape
     m, nw, F = 2 * d, sign_words(d), words.shape[1]
     beta = check_beta(beta)
     M = np.abs(direction).max(axis=1)
     if not np.all(np.isfinite(M)):
-        r = int(np.flatnonzero(~np.isfinite(M))[0])
-        raise ValueError(f"direction must be finite, got a NaN or inf in row {r}")
+        bad = int(np.flatnonzero(~np.isfinite(M))[0])
+        raise ValueError(f"direction must be finite, got a NaN or inf in row {bad}")
     dmax = (2.0 * M) / beta
     cand = words[:, :nw].copy()
     rem = m - 64 * (nw - 1)

@@ -73,11 +73,13 @@ Sampling the selection. Report-noisy-min releases only the index, so its Laplace
 not drawn value by value: :mod:`dpbandits.privacy.vertex_rnm` samples the index's
 exact law from about four random 64-bit words per row and step when the noise dominates the
 score spread (instead of ``2d`` Laplace variates; more words, up to about ``3 * 2d``, when it
-does not). The words of every step are drawn a chunk of rounds at a time in the calling
-thread (:mod:`dpbandits.privacy.streams`; cheap enough that handing them to the background
-thread only made them wait behind the environment's draws), the rare extra words from a
-generator of their own, so the numbers depend only on the seed (not on chunking or
-threads).
+does not). Exact up to the 2^-53 grid of its uniforms: the guarantee's caveat states the
+additive delta this costs (:func:`grid_caveat`, derived in
+:mod:`dpbandits.privacy.vertex_rnm`). The words of every step are drawn a chunk of rounds at
+a time in the calling thread (:mod:`dpbandits.privacy.streams`; cheap enough that handing
+them to the background thread only made them wait behind the environment's draws), the rare
+extra words from a generator of their own, so the numbers depend only on the seed (not on
+chunking or threads).
 
 Batching: any number of rows (``n_reps``), e.g. ``R * K`` for K arms of a bandit agent (see
 :mod:`dpbandits.optim.streaming.frank_wolfe`). Per step, numpy path: the increment, the
