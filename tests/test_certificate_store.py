@@ -254,11 +254,17 @@ def test_a_record_that_would_end_a_noise_search_early_is_caught(fresh, monkeypat
     # answer is checked by the accountant, ignored and the search recomputed
     from dpbandits.privacy.accounting import calibration
 
+    seen = []
+
+    def event(x):
+        seen.append(x)
+        return gaussian_event(x)
+
     def search():
-        return calibrate(gaussian_event, 1.0, 1e-5, lower=4.0, growth=1.02, rtol=math.inf)
+        return calibrate(event, 1.0, 1e-5, lower=3.0, growth=1.05, rtol=math.inf)
 
     k = search()
-    bad = k / 1.02  # the last candidate that failed
+    bad = max(x for x in seen if x < k)  # the last candidate that failed
     query = calibration._query(gaussian_event(bad), "pld", None)
     assert epsilon_of(gaussian_event(bad), 1e-5) > 1.0
     _plant(fresh, query, 1e-5, 0.5)
