@@ -31,7 +31,7 @@ def _new_process(monkeypatch):
                    calibration.wor_gaussian_multiplier, calibration.svrg_multipliers):
         cached.cache_clear()
     monkeypatch.setattr(certification, "_CACHE", {})
-    monkeypatch.setattr(store, "_WARNED", set())
+    monkeypatch.setattr(store, "_WARNED", set(), raising=False)
     store._warn_once.cache_clear()
 
 
