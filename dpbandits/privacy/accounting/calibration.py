@@ -151,12 +151,12 @@ def calibrate(
     except ValueError:
         if not read[0]:
             raise
-        answer, bad = None, None
+        answer, bad = None, None  # maybe the store's doing: see what the accountant says
     if read[0] and not _confirmed(event_of_noise, answer, bad, epsilon, delta, cast(str, name),
                                   discretization):
+        answer, _ = search(use_store=False)  # raises if the target cannot be met
         _certificate_store.warn_ignored(
             f"a noise search for {target} read numbers the accountant does not confirm")
-        answer, _ = search(use_store=False)
     assert answer is not None  # a search that cannot meet the target raises
     return answer
 
