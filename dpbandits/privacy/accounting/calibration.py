@@ -101,6 +101,13 @@ def calibrate(
     search probes ``start`` (default: 1 when no end is given, otherwise the given end) and
     then moves by the factor ``growth`` toward more noise (until the target is met) or less
     noise (until it fails).
+
+    The accountant's numbers are kept in the store (docs/store.md) and read back by later
+    searches. A search that read any number from the store returns its answer only when
+    accountant queries made now confirm it (the answer meets the target; the other end of
+    the final bracket, if any, does not); otherwise, or when it raised, it searches again
+    without the store (one warning): no stored number can lower the noise below what the
+    accountant certifies for the target.
     """
     if not callable(event_of_noise):
         raise TypeError(
