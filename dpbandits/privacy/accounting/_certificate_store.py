@@ -35,7 +35,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import math
 import os
 import stat
 import tempfile
@@ -43,6 +42,7 @@ import warnings
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
+from typing import TypeGuard
 
 __all__ = ["keep", "lookup", "remember", "store_dir", "warn_ignored"]
 
@@ -120,10 +120,10 @@ def _path(folder: Path, query: str, delta: float) -> Path:
     return folder / f"{digest.hexdigest()[:32]}.json"
 
 
-def _valid_number(value: object) -> bool:
+def _valid_number(value: object) -> TypeGuard[float]:
     """A number a query can give: a float >= 0, finite or inf (never NaN, null, a string, a
-    bool or a negative number)."""
-    return type(value) is float and value >= 0.0  # NaN compares False
+    bool, an int or a negative number)."""
+    return isinstance(value, float) and value >= 0.0  # NaN compares False
 
 
 def lookup(query: str, delta: float) -> float | None:
@@ -154,7 +154,7 @@ def lookup(query: str, delta: float) -> float | None:
     if not _valid_number(value):
         warn_ignored(f"{path.name} holds {value!r}, not a number >= 0")
         return None
-    return float(value)  # type: ignore[arg-type]  # checked just above
+    return value
 
 
 def keep(query: str, delta: float, value: float) -> None:
