@@ -70,6 +70,15 @@ class BudgetLS(MomentLS):
     """``dp-moment-ls`` with the screening episodes set by the budget rule (module doc): the
     recommended certified learner.
 
+    Which agent to pick: this one by default. Where its rule keeps two screening episodes (at
+    epsilon >= 1 on most synthetic sizes) it is ``dp-moment-ls`` bit for bit; at small
+    epsilon, or with few users per arm and coordinate, it keeps screening and gains (Figure
+    5.1 at epsilon 0.3: 0.376 of random's regret against 0.490). Pick ``dp-screened-ls``
+    when the contexts are known to be isotropic and centred (Figure 5.1 at epsilon 1 and 3:
+    0.145 and 0.080 against 0.160 and 0.095): the released moment has nothing to debias
+    there and costs 30% of the screening budget. Measurements:
+    ``experiments/certified_learning/README.md`` ("Issue 36").
+
     Parameters
     ----------
     fit_snr : float, default 0.75
