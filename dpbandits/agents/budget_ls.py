@@ -67,8 +67,8 @@ def fit_episode(lengths: list[int], *, n_arms: int, p: int, sigma_gram: float,
 
 @register_agent("dp-budget-ls")
 class BudgetLS(MomentLS):
-    """``dp-moment-ls`` with the screening episodes set by the budget rule (module doc): the
-    recommended certified learner.
+    """The recommended certified learner: dp-moment-ls with its screening episodes set by a
+    budget rule on public parameters (module doc).
 
     Which agent to pick: this one by default. Where its rule keeps two screening episodes (at
     epsilon >= 1 on most synthetic sizes) it is ``dp-moment-ls`` bit for bit; at small
