@@ -255,6 +255,8 @@ def plot(table: pd.DataFrame) -> None:
         if len(lin):
             ax.axhline(lin.ratio_to_random.iloc[0], color="k", ls="--", lw=1, label="LinUCB")
         ax.set_xscale("log")
+        ax.set_xticks(EPSILONS, [f"{e:g}" for e in EPSILONS])
+        ax.minorticks_off()
         ax.set_ylim(0, 1.1)
         ax.set_title(inst, fontsize=9)
         ax.set_xlabel("epsilon")
