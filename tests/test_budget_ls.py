@@ -15,7 +15,7 @@ from dpbandits.agents import agent_class, make_agent
 from dpbandits.agents.budget_ls import fit_episode
 from dpbandits.harness.compare import compare
 from dpbandits.privacy.accounting import epsilon_of
-from dpbandits.testing import check_adversarial_inputs, instance_for_checks
+from dpbandits.testing import check_adversarial_inputs, check_agent, instance_for_checks
 
 NAME = "dp-budget-ls"
 ENV = {"n_arms": 3, "dim": 12, "horizon": 600}
@@ -91,6 +91,7 @@ def test_screening_to_the_end_passes_the_adversarial_floats_contract():
     a = instance_for_checks(agent_class(NAME)).clone(fit_snr=1e6)
     assert a.screen_episodes_ == len(a.episode_ends_)  # the late screening releases run
     check_adversarial_inputs(a)
+    check_agent(a)  # every named agent check (fit/predict, clone, seeds...) on that schedule
 
 
 def test_bad_parameters_name_themselves():
