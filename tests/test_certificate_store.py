@@ -229,14 +229,17 @@ def _flip_a_digit(value: float) -> float:
     return float(text[:i] + str(int(text[i]) % 9 + 1) + text[i + 1:])
 
 
-@pytest.mark.parametrize("bad", [-1.0, None, math.nan, "0.5", True, 1, [0.1], "flip"])
+@pytest.mark.parametrize("bad", [-1.0, None, math.nan, "0.5", True, 1, [0.1], "flip",
+                                 "slightly lower"])
 def test_a_bad_record_is_ignored_and_recomputed_with_one_warning(fresh, monkeypatch, bad):
     from dpbandits.privacy.accounting import conversions
 
     honest = (conversions.gdp_mu(1.0, 1e-5), conversions.zcdp_rho(1.0, 1e-5))
     for query, value in (("gdp_mu(epsilon=1.0)", honest[0]),
                          ("zcdp_rho(epsilon=1.0)", honest[1])):
-        _plant(fresh, query, 1e-5, _flip_a_digit(value) if bad == "flip" else bad)
+        # "slightly lower": a mu or rho a millionth below the root (more noise than needed)
+        _plant(fresh, query, 1e-5, _flip_a_digit(value) if bad == "flip"
+               else value * (1 - 1e-6) if bad == "slightly lower" else bad)
     _new_process(monkeypatch)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -248,9 +251,11 @@ def test_a_bad_record_is_ignored_and_recomputed_with_one_warning(fresh, monkeypa
         assert (conversions.gdp_mu(1.0, 1e-5), conversions.zcdp_rho(1.0, 1e-5)) == honest
 
 
-def test_a_record_that_would_end_a_noise_search_early_is_caught(fresh, monkeypatch):
-    # a flipped digit in the record of one candidate of a search (the last one that fails)
-    # makes it pass: the search would stop there, at less noise than the target needs; its
+@pytest.mark.parametrize("lie", ["less noise", "more noise"])
+def test_a_record_that_moves_a_noise_search_is_caught(fresh, monkeypatch, lie):
+    # one candidate's record is changed (a flipped digit would do): the last candidate that
+    # fails now passes, so the search would stop there, at less noise than the target needs;
+    # or the answer now fails, so the search would go on to more noise than it needs. The
     # answer is checked by the accountant, ignored and the search recomputed
     from dpbandits.privacy.accounting import calibration
 
@@ -265,9 +270,9 @@ def test_a_record_that_would_end_a_noise_search_early_is_caught(fresh, monkeypat
 
     k = search()
     bad = max(x for x in seen if x < k)  # the last candidate that failed
-    query = calibration._query(gaussian_event(bad), "pld", None)
-    assert epsilon_of(gaussian_event(bad), 1e-5) > 1.0
-    _plant(fresh, query, 1e-5, 0.5)
+    assert epsilon_of(gaussian_event(bad), 1e-5) > 1.0 >= epsilon_of(gaussian_event(k), 1e-5)
+    x, value = (bad, 0.5) if lie == "less noise" else (k, 1.5)
+    _plant(fresh, calibration._query(gaussian_event(x), "pld", None), 1e-5, value)
     _new_process(monkeypatch)
     with pytest.warns(RuntimeWarning, match="dpbandits store"):
         assert search() == k
