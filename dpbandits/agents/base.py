@@ -22,6 +22,7 @@ The base class enforces the contract for every subclass, built-in or user-writte
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import difflib
 import functools
@@ -63,6 +64,16 @@ class LinkMismatchWarning(UserWarning):
 
 
 _WARNED_LINKS: set[tuple] = set()
+
+
+class ClippingWarning(UserWarning):
+    """``fit``/``partial_fit`` clipped most of the logged rows to the agent's bounds."""
+
+
+#: the counters of clipped rows an agent may keep (per replication, or per replication and
+#: arm); ``fit`` reads the largest of them for replication 0
+_CLIP_COUNTERS = ("n_clipped_contexts_", "n_clipped_", "n_clipped_rewards_",
+                  "n_truncated_rewards_")
 
 
 def _checked_act(act):
@@ -218,9 +229,10 @@ class Agent(Parameterized):
         """
         x, a, r, labels = self._check_log("fit", contexts, arms, rewards, seen=0,
                                           arm_labels=arm_labels, labels=None)
-        self.reset(1, _fresh_or(rng))
-        self.arm_labels_ = labels
-        self._feed(x, a, r)
+        with self._all_or_nothing():
+            self.reset(1, _fresh_or(rng))
+            self.arm_labels_ = labels
+            self._feed_counting_clips("fit", x, a, r)
         return self
 
     def partial_fit(self, contexts: np.ndarray, arms: np.ndarray, rewards: np.ndarray, *,
@@ -246,10 +258,11 @@ class Agent(Parameterized):
         x, a, r, labels = self._check_log("partial_fit", contexts, arms, rewards,
                                           seen=self.t_ if started else 0,
                                           arm_labels=arm_labels, labels=kept)
-        if not started:
-            self.reset(1, _fresh_or(rng))
-        self.arm_labels_ = labels
-        self._feed(x, a, r)
+        with self._all_or_nothing():
+            if not started:
+                self.reset(1, _fresh_or(rng))
+            self.arm_labels_ = labels
+            self._feed_counting_clips("partial_fit", x, a, r)
         return self
 
     def predict(self, contexts: np.ndarray) -> np.ndarray:
@@ -365,7 +378,59 @@ class Agent(Parameterized):
                 f"horizon={self.horizon}, the number of rounds its noise and guarantee are "
                 f"calibrated for (at most {self.horizon - seen} more); build the agent with "
                 f"horizon >= {seen + n}")
-        return x.copy(), a.astype(np.int64), r.copy(), labels  # no views kept
+        a = a.astype(np.int64)
+        self._check_logged_arms(where, a, seen)
+        return x.copy(), a, r.copy(), labels  # no views kept
+
+    def _check_logged_arms(self, where: str, arms: np.ndarray, seen: int) -> None:
+        """Hook of ``fit``/``partial_fit``, called before any state changes: raise
+        ``ValueError`` when the algorithm cannot learn logged ``arms`` (n,) played at rounds
+        ``seen + 1 .. seen + n`` (DP-HDB's forced sampling fixes some). Default: any arms."""
+
+    @contextlib.contextmanager
+    def _all_or_nothing(self):
+        """``fit``/``partial_fit`` either complete or leave the agent exactly as it was
+        (estimates, counters, generators, labels): the logged rows are checked first, and
+        anything raised while learning them (an interrupt included) restores a copy taken
+        before."""
+        saved = copy.deepcopy(self.__dict__)
+        try:
+            yield
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+
+    def _clip_count(self) -> int | None:
+        """Rows of replication 0 clipped so far (contexts or rewards; the agent's
+        ``n_clipped_contexts_``, ``n_clipped_`` or ``n_clipped_rewards_`` counters,
+        whichever it keeps), or None for an agent that counts none."""
+        total, found = 0, False
+        for name in _CLIP_COUNTERS:
+            value = getattr(self, name, None)
+            if value is None:
+                continue
+            found = True
+            total = max(total, int(np.asarray(value)[0].sum()))
+        return total if found else None
+
+    def _feed_counting_clips(self, where: str, x: np.ndarray, a: np.ndarray,
+                             r: np.ndarray) -> None:
+        """``_feed`` the rows, then warn once (one line) when clipping changed more than
+        half of them: the data are not on the scale the agent's bounds assume."""
+        before = self._clip_count()
+        self._feed(x, a, r)
+        after = self._clip_count()
+        if before is None or after is None:
+            return
+        clipped, n = after - before, x.shape[0]
+        if 2 * clipped > n:
+            bounds = ", ".join(f"{k}={v!r}" for k, v in self.get_params(deep=False).items()
+                               if "bound" in k or k.startswith("clip")) or "its bounds"
+            warnings.warn(ClippingWarning(
+                f"{type(self).__name__}.{where}: clipping changed {clipped} of {n} rows to the "
+                f"bounds the agent is calibrated for ({bounds}); rescale the data to them, or "
+                "raise them"), stacklevel=3)
 
 
     def _arm_indices(self, where: str, a: np.ndarray, n: int, arm_labels: Any,
