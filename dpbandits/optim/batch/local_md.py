@@ -207,8 +207,8 @@ class LocalMD(LpBallOptimizer):
         _, phases = self._phases(n, d, self._c)  # type: ignore[arg-type]  # d checked there
         if not phases:
             return NoisePlan("theorem", {"noise_constant": self._c}, PrivacyGuarantee(
-                epsilon=self._eps, delta=self.delta_for(n), basis="LocalMD ran no phase: the output "
-                "(the zero vector) does not depend on the data"), _ev.NoOpDpEvent())
+                epsilon=self._eps, delta=self.delta_for(n), basis="LocalMD ran no phase: the "
+                "output (the zero vector) does not depend on the data"), _ev.NoOpDpEvent())
         ledger = _ev.ComposedDpEvent(events=[
             accounting.wor_gaussian_event(ph.n_samples, ph.batch_size, ph.noise_multiplier,
                                           ph.n_steps)
