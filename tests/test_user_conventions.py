@@ -167,6 +167,10 @@ def test_a_fit_failing_part_way_leaves_the_agent_as_it_was(name, method, monkeyp
 
 # -- clipping warning ------------------------------------------------------------------------
 
+def test_the_agents_that_clip_data_declare_their_counters():
+    assert [n for n in available_agents() if agent_class(n).clip_counters] == CLIPPING
+
+
 @pytest.mark.parametrize("name", CLIPPING)
 def test_fit_warns_once_in_one_line_when_clipping_changes_most_rows(name):
     agent = _agent(name)

@@ -70,10 +70,6 @@ class ClippingWarning(UserWarning):
     """``fit``/``partial_fit`` clipped most of the logged rows to the agent's bounds."""
 
 
-#: the counters of clipped rows an agent may keep (per replication, or per replication and
-#: arm); ``fit`` reads the largest of them for replication 0
-_CLIP_COUNTERS = ("n_clipped_contexts_", "n_clipped_", "n_clipped_rewards_",
-                  "n_truncated_rewards_")
 
 
 def _checked_act(act):
@@ -121,6 +117,11 @@ class Agent(Parameterized):
     #: True when ``act`` is a function of the state and the context alone (no draw, ties to
     #: a fixed arm): its action probabilities are then the one-hot rows of ``act``
     deterministic_policy: bool = False
+    #: counters of rows clipped to the bounds the agent is calibrated for (attributes of
+    #: shape (R,) or (R, K), e.g. ``n_clipped_contexts_``): ``fit`` warns when they grow by
+    #: more than half the rows. Empty: the agent's clipping is part of its design, not a
+    #: sign of badly scaled data (dp-moment-ls clips most targets by intent)
+    clip_counters: tuple[str, ...] = ()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -402,17 +403,12 @@ class Agent(Parameterized):
             raise
 
     def _clip_count(self) -> int | None:
-        """Rows of replication 0 clipped so far (contexts or rewards; the agent's
-        ``n_clipped_contexts_``, ``n_clipped_`` or ``n_clipped_rewards_`` counters,
-        whichever it keeps), or None for an agent that counts none."""
-        total, found = 0, False
-        for name in _CLIP_COUNTERS:
-            value = getattr(self, name, None)
-            if value is None:
-                continue
-            found = True
-            total = max(total, int(np.asarray(value)[0].sum()))
-        return total if found else None
+        """Rows of replication 0 clipped so far: the largest of the agent's
+        ``clip_counters`` (a row may count in several), or None when it declares none."""
+        if not self.clip_counters:
+            return None
+        return max(int(np.asarray(getattr(self, name))[0].sum())
+                   for name in self.clip_counters)
 
     def _feed_counting_clips(self, where: str, x: np.ndarray, a: np.ndarray,
                              r: np.ndarray) -> None:

@@ -175,6 +175,7 @@ class DPHDB(PrivateAgent):
         products.
     """
     deterministic_policy = True  # forced arm, else pre-selected argmax (ties to the lowest)
+    clip_counters = ("n_clipped_",)  # (R, K): each row reaches one arm's optimizer
 
     @property
     def supported_links(self) -> tuple[str, ...]:
