@@ -214,3 +214,24 @@ def test_set_params_without_a_change_keeps_the_fitted_state(name):
     np.testing.assert_array_equal(agent.predict(x), answer)
     agent.set_params(horizon=T + 1)  # a real change re-builds: the fitted state is gone
     assert agent.n_reps_ is None and agent.horizon == T + 1
+
+
+@pytest.mark.parametrize("name", ["dp-tofw", "noisy-sfw", "dp-gd", "private-sgd"])
+def test_sklearn_clone_works_on_optimizers(name):
+    """Optimizers share the parameter rule (``Parameterized``), so ``clone`` works there
+    too."""
+    base = pytest.importorskip("sklearn.base")
+    from dpbandits.optim import OPTIMIZERS
+
+    opt = OPTIMIZERS[name](**OPTIMIZERS[name]._test_params)
+    twin = base.clone(opt)
+    assert type(twin) is type(opt) and twin.get_params(deep=False) == opt.get_params(deep=False)
+
+
+def test_sklearn_clone_works_on_a_private_estimator():
+    base = pytest.importorskip("sklearn.base")
+    from dpbandits.offpolicy import PrivateEstimator
+
+    est = PrivateEstimator("ips", epsilon=1.0, delta=1e-5, max_weight=5.0,
+                           reward_range=(0.0, 1.0))
+    assert base.clone(est).get_params(deep=False) == est.get_params(deep=False)
