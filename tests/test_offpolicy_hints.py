@@ -1,6 +1,8 @@
 """Errors of the off-policy estimators say what to do (issue 35): obp-shaped arrays
 ``(n, K, 1)`` get the reshape, and a Bernstein interval IPS cannot give says why."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -61,3 +63,39 @@ def test_bernstein_ips_without_a_reward_range_asks_for_it():
         ope.ips(log, np.full((N, K), 1.0 / K), interval="bernstein")
     est = ope.ips(log, np.full((N, K), 1.0 / K), interval="bernstein", reward_range=(0, 1))
     assert "Bernstein" in est.interval
+
+
+def _private(estimator="ips", **kw):
+    return ope.PrivateEstimator(estimator, epsilon=1.0, delta=1e-5, max_weight=5.0, **kw)
+
+
+def test_a_private_estimate_warns_once_when_most_rewards_are_clipped():
+    from dpbandits.envs import LoggedBandit
+    from dpbandits.errors import ClippingWarning
+
+    log, _ = _log()
+    pi = np.full((N, K), 1.0 / K)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ClippingWarning)
+        _private().estimate(log, pi, rng=0)  # Bernoulli rewards inside (0, 1): silent
+    shifted = LoggedBandit(log.contexts, log.actions, log.rewards + 5.0, log.propensities, K)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _private().estimate(shifted, pi, rng=0)
+    found = [w for w in caught if issubclass(w.category, ClippingWarning)]
+    assert len(found) == 1
+    assert f"{N} of {N} rewards" in str(found[0].message) and "\n" not in str(found[0].message)
+
+
+def test_private_dr_warns_when_most_contexts_exceed_the_context_bound():
+    from dpbandits.envs import LoggedBandit
+    from dpbandits.errors import ClippingWarning
+
+    log, _ = _log()  # contexts on the unit sphere: inside the default bound sqrt(d)
+    pi = np.full((N, K), 1.0 / K)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ClippingWarning)
+        _private("dr", reward_model="private").estimate(log, pi, rng=0)
+    big = LoggedBandit(10.0 * log.contexts, log.actions, log.rewards, log.propensities, K)
+    with pytest.warns(ClippingWarning, match=f"{N} of {N} contexts"):
+        _private("dr", reward_model="private").estimate(big, pi, rng=0)

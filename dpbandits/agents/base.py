@@ -50,6 +50,7 @@ from dpbandits._validation import (
     check_int,
     check_rng,
 )
+from dpbandits.errors import ClippingWarning
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 from dpbandits.privacy.plan import Planned
 
@@ -64,10 +65,6 @@ class LinkMismatchWarning(UserWarning):
 
 
 _WARNED_LINKS: set[tuple] = set()
-
-
-class ClippingWarning(UserWarning):
-    """``fit``/``partial_fit`` clipped most of the logged rows to the agent's bounds."""
 
 
 
@@ -227,6 +224,11 @@ class Agent(Parameterized):
         noise included; omitted, it is drawn from fresh operating-system entropy (the secure
         default for a private release: nobody, you included, can reproduce the noise). Give a
         seed to reproduce a run, and keep it secret. Returns ``self``.
+
+        All or nothing: a ``fit`` that raises (an invalid log, an interrupt, a numerical
+        failure) leaves the agent exactly as it was. When clipping to the agent's bounds
+        changes more than half of the rows (``clip_counters``), one ``ClippingWarning``
+        says so: the data are not on the scale the bounds assume.
         """
         x, a, r, labels = self._check_log("fit", contexts, arms, rewards, seen=0,
                                           arm_labels=arm_labels, labels=None)
@@ -244,7 +246,8 @@ class Agent(Parameterized):
         calls continue it where ``fit``, ``partial_fit`` or ``reset(1, rng)`` left it (``rng``
         must then be omitted; arms are mapped through the labels of the first call).
         ``partial_fit`` on two halves equals ``fit`` on the whole. Refuses, before learning
-        anything, rows beyond the ``horizon`` the noise is calibrated for.
+        anything, rows beyond the ``horizon`` the noise is calibrated for; all or nothing,
+        and warns of clipping, as ``fit``.
         """
         started = self.n_reps_ is not None
         if started and self.n_reps_ != 1:
