@@ -8,7 +8,14 @@ The message names the culprit (file, parameter, agent, round), the value and the
 
 from __future__ import annotations
 
-__all__ = ["AgentFault", "MissingExtraError", "UserError", "missing_dataset_extra"]
+__all__ = ["AgentFault", "ClippingWarning", "MissingExtraError", "UserError",
+           "missing_dataset_extra"]
+
+
+class ClippingWarning(UserWarning):
+    """Most rows given to ``fit`` (an agent) or ``estimate`` (a private estimator) were
+    clipped to the bounds it is calibrated for: the data are not on the scale those bounds
+    assume (a warning, not an error: the result is still private, only biased)."""
 
 
 class UserError(Exception):

@@ -78,7 +78,7 @@ def test_sweep_records_privacy_per_cell(swept):
     assert sorted(e["params"]["agent.epsilon"] for e in ucb) == [1.0, 1.0, 5.0, 5.0]
     assert all(e["certified"] and e["certified_epsilon"] <= e["epsilon"] for e in ucb)
     rand = [e for e in entries if e["agent"] == "random"]
-    assert all(not e["private"] and e["epsilon"] is None for e in rand)
+    assert all(not e["private"] and e["epsilon"] == "inf" for e in rand)  # the frame's inf
 
 
 def test_compare_outputs_are_strict_json_measured_and_readable(tmp_path):
@@ -87,6 +87,10 @@ def test_compare_outputs_are_strict_json_measured_and_readable(tmp_path):
                  "--out", str(out), "--quiet"]) == 0
     record = _strict_json(out / "results.json")
     assert [e["agent"] for e in record["privacy"]] == ["random", "dp-hdb"]
+    frame = pd.read_parquet(out / "results.parquet")
+    for e in record["privacy"]:  # the record's epsilon is the frame's (inf when not private)
+        assert (frame.loc[frame["agent"] == e["agent"], "epsilon"] == float(e["epsilon"])).all()
+    assert record["privacy"][0]["epsilon"] == "inf"
     assert record["config"]["n_reps"] == 3
     summary = pd.read_csv(out / "summary.csv")
     assert summary["peak_memory_mb"].notna().all() and (summary["peak_memory_mb"] > 10).all()

@@ -455,3 +455,24 @@ def test_invalid_data_raises_naming_the_parameter():
         NoisySGD(p=4.0, radius=1.0, delta=0.1, backend="numba").fit(LOSS, X, y, rng)
     with pytest.raises(RuntimeError, match="fit"):
         _ = NoisySGD(delta=0.1).privacy
+
+
+@pytest.mark.parametrize("cls", [NoisySFW, LocalMD, NoisySGD])
+def test_the_default_delta_is_one_over_n_squared_per_fit(cls):
+    """``cls(epsilon=1)`` (delta left at its default None) fits: the target delta is
+    ``1/n^2`` of the fit's size, the noise and the guarantee are those of that explicit
+    delta, and a non-private run still needs none."""
+    rng = np.random.default_rng(0)
+    n, d = 40, 3
+    X, y = rng.normal(size=(n, d)), rng.normal(size=n)
+    default = cls(epsilon=1.0, n_steps=50) if cls is NoisySGD else cls(epsilon=1.0)
+    res = default.fit("squared", X, y, rng=np.random.default_rng(1))
+    assert default.privacy.delta == 1.0 / n**2 and default.privacy_for(2 * n, d).delta == (
+        1.0 / (2 * n) ** 2)
+    explicit = default.clone(delta=1.0 / n**2)
+    same = explicit.fit("squared", X, y, rng=np.random.default_rng(1))
+    np.testing.assert_array_equal(res.theta, same.theta)
+    assert default.privacy.epsilon == explicit.privacy.epsilon
+    assert cls(epsilon=math.inf).fit("squared", X, y, rng=np.random.default_rng(1)) is not None
+    with pytest.raises(ValueError, match="delta"):
+        cls(epsilon=1.0, delta=1.5)

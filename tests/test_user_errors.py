@@ -417,6 +417,36 @@ def test_the_first_install_says_what_it_is_doing(tmp_path):
     assert again.stderr == ""  # installed: nothing to say
 
 
+def test_the_install_marker_records_every_extra_so_scripts_do_not_reinstall(tmp_path):
+    """docs.sh then test.sh then either again: one install per new extra (the union, so the
+    first stays), none after; a changed pyproject.toml installs afresh."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(root / "scripts" / "_env.sh", tmp_path / "scripts")
+    shutil.copy(root / "pyproject.toml", tmp_path)
+    fake = tmp_path / ".venv" / "bin" / "python"  # records each pip install it is asked for
+    fake.parent.mkdir(parents=True)
+    fake.write_text('#!/bin/sh\ncase "$*" in *" -e "*) echo "$*" >> installs.txt;; esac\n')
+    fake.chmod(0o755)
+
+    def env(extra):
+        subprocess.run(["bash", "-c", f"source scripts/_env.sh {extra}"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=HANG_CAP, check=True)
+        log = tmp_path / "installs.txt"
+        return log.read_text().splitlines() if log.exists() else []
+
+    assert env("docs") == ["-m pip install -q -e .[docs]"]
+    assert env("test")[1:] == ["-m pip install -q -e .[docs,test]"]
+    assert len(env("docs")) == len(env("test")) == 2  # both recorded: nothing reinstalled
+    with open(tmp_path / "pyproject.toml", "a") as fh:
+        fh.write("\n# changed\n")
+    assert env("test")[2:] == ["-m pip install -q -e .[test]"]
+
+
 def test_a_closed_pipe_stops_quietly(capsys, monkeypatch):
     # `dpbandits list | head`: the reader closes the pipe; that is not a bug in dpbandits
     import io

@@ -2,6 +2,7 @@
 
 from dpbandits.agents.base import (
     Agent,
+    ClippingWarning,
     LinkMismatchWarning,
     PrivateAgent,
     agent_class,
@@ -10,8 +11,8 @@ from dpbandits.agents.base import (
     register_agent,
 )
 
-__all__ = ["Agent", "LinkMismatchWarning", "PrivateAgent", "agent_class", "available_agents",
-           "make_agent", "register_agent"]
+__all__ = ["Agent", "ClippingWarning", "LinkMismatchWarning", "PrivateAgent", "agent_class",
+           "available_agents", "make_agent", "register_agent"]
 
 from dpbandits.agents import adac_oful as _adac_oful  # noqa: E402,F401
 from dpbandits.agents import authors_code as _authors_code  # noqa: E402,F401  (registers)

@@ -101,6 +101,7 @@ class PrivateRidgeUCB(PrivateAgent):
     """
 
     supported_links = ("identity",)
+    clip_counters = ("n_clipped_contexts_", "n_clipped_rewards_")
 
     @PlanView
     def multiplier(self) -> float:

@@ -22,6 +22,7 @@ The base class enforces the contract for every subclass, built-in or user-writte
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import difflib
 import functools
@@ -49,6 +50,7 @@ from dpbandits._validation import (
     check_int,
     check_rng,
 )
+from dpbandits.errors import ClippingWarning
 from dpbandits.privacy.guarantee import PrivacyGuarantee
 from dpbandits.privacy.plan import Planned
 
@@ -63,6 +65,8 @@ class LinkMismatchWarning(UserWarning):
 
 
 _WARNED_LINKS: set[tuple] = set()
+
+
 
 
 def _checked_act(act):
@@ -110,6 +114,11 @@ class Agent(Parameterized):
     #: True when ``act`` is a function of the state and the context alone (no draw, ties to
     #: a fixed arm): its action probabilities are then the one-hot rows of ``act``
     deterministic_policy: bool = False
+    #: counters of rows clipped to the bounds the agent is calibrated for (attributes of
+    #: shape (R,) or (R, K), e.g. ``n_clipped_contexts_``): ``fit`` warns when they grow by
+    #: more than half the rows. Empty: the agent's clipping is part of its design, not a
+    #: sign of badly scaled data (dp-moment-ls clips most targets by intent)
+    clip_counters: tuple[str, ...] = ()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -215,12 +224,18 @@ class Agent(Parameterized):
         noise included; omitted, it is drawn from fresh operating-system entropy (the secure
         default for a private release: nobody, you included, can reproduce the noise). Give a
         seed to reproduce a run, and keep it secret. Returns ``self``.
+
+        All or nothing: a ``fit`` that raises (an invalid log, an interrupt, a numerical
+        failure) leaves the agent exactly as it was. When clipping to the agent's bounds
+        changes more than half of the rows (``clip_counters``), one ``ClippingWarning``
+        says so: the data are not on the scale the bounds assume.
         """
         x, a, r, labels = self._check_log("fit", contexts, arms, rewards, seen=0,
                                           arm_labels=arm_labels, labels=None)
-        self.reset(1, _fresh_or(rng))
-        self.arm_labels_ = labels
-        self._feed(x, a, r)
+        with self._all_or_nothing():
+            self.reset(1, _fresh_or(rng))
+            self.arm_labels_ = labels
+            self._feed_counting_clips("fit", x, a, r)
         return self
 
     def partial_fit(self, contexts: np.ndarray, arms: np.ndarray, rewards: np.ndarray, *,
@@ -231,7 +246,8 @@ class Agent(Parameterized):
         calls continue it where ``fit``, ``partial_fit`` or ``reset(1, rng)`` left it (``rng``
         must then be omitted; arms are mapped through the labels of the first call).
         ``partial_fit`` on two halves equals ``fit`` on the whole. Refuses, before learning
-        anything, rows beyond the ``horizon`` the noise is calibrated for.
+        anything, rows beyond the ``horizon`` the noise is calibrated for; all or nothing,
+        and warns of clipping, as ``fit``.
         """
         started = self.n_reps_ is not None
         if started and self.n_reps_ != 1:
@@ -246,10 +262,11 @@ class Agent(Parameterized):
         x, a, r, labels = self._check_log("partial_fit", contexts, arms, rewards,
                                           seen=self.t_ if started else 0,
                                           arm_labels=arm_labels, labels=kept)
-        if not started:
-            self.reset(1, _fresh_or(rng))
-        self.arm_labels_ = labels
-        self._feed(x, a, r)
+        with self._all_or_nothing():
+            if not started:
+                self.reset(1, _fresh_or(rng))
+            self.arm_labels_ = labels
+            self._feed_counting_clips("partial_fit", x, a, r)
         return self
 
     def predict(self, contexts: np.ndarray) -> np.ndarray:
@@ -365,7 +382,54 @@ class Agent(Parameterized):
                 f"horizon={self.horizon}, the number of rounds its noise and guarantee are "
                 f"calibrated for (at most {self.horizon - seen} more); build the agent with "
                 f"horizon >= {seen + n}")
-        return x.copy(), a.astype(np.int64), r.copy(), labels  # no views kept
+        a = a.astype(np.int64)
+        self._check_logged_arms(where, a, seen)
+        return x.copy(), a, r.copy(), labels  # no views kept
+
+    def _check_logged_arms(self, where: str, arms: np.ndarray, seen: int) -> None:
+        """Hook of ``fit``/``partial_fit``, called before any state changes: raise
+        ``ValueError`` when the algorithm cannot learn logged ``arms`` (n,) played at rounds
+        ``seen + 1 .. seen + n`` (DP-HDB's forced sampling fixes some). Default: any arms."""
+
+    @contextlib.contextmanager
+    def _all_or_nothing(self):
+        """``fit``/``partial_fit`` either complete or leave the agent exactly as it was
+        (estimates, counters, generators, labels): the logged rows are checked first, and
+        anything raised while learning them (an interrupt included) restores a copy taken
+        before."""
+        saved = copy.deepcopy(self.__dict__)
+        try:
+            yield
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+
+    def _clip_count(self) -> int | None:
+        """Rows of replication 0 clipped so far: the largest of the agent's
+        ``clip_counters`` (a row may count in several), or None when it declares none."""
+        if not self.clip_counters:
+            return None
+        return max(int(np.asarray(getattr(self, name))[0].sum())
+                   for name in self.clip_counters)
+
+    def _feed_counting_clips(self, where: str, x: np.ndarray, a: np.ndarray,
+                             r: np.ndarray) -> None:
+        """``_feed`` the rows, then warn once (one line) when clipping changed more than
+        half of them: the data are not on the scale the agent's bounds assume."""
+        before = self._clip_count()
+        self._feed(x, a, r)
+        after = self._clip_count()
+        if before is None or after is None:
+            return
+        clipped, n = after - before, x.shape[0]
+        if 2 * clipped > n:
+            bounds = ", ".join(f"{k}={v!r}" for k, v in self.get_params(deep=False).items()
+                               if "bound" in k or k.startswith("clip")) or "its bounds"
+            warnings.warn(ClippingWarning(
+                f"{type(self).__name__}.{where}: clipping changed {clipped} of {n} rows to the "
+                f"bounds the agent is calibrated for ({bounds}); rescale the data to them, or "
+                "raise them"), stacklevel=3)
 
 
     def _arm_indices(self, where: str, a: np.ndarray, n: int, arm_labels: Any,

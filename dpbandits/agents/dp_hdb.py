@@ -179,6 +179,7 @@ class DPHDB(PrivateAgent):
         products.
     """
     deterministic_policy = True  # forced arm, else pre-selected argmax (ties to the lowest)
+    clip_counters = ("n_clipped_",)  # (R, K): each row reaches one arm's optimizer
 
     @property
     def supported_links(self) -> tuple[str, ...]:
@@ -345,18 +346,30 @@ class DPHDB(PrivateAgent):
                np.empty((n, self.n_arms)), np.empty((n, self.n_arms)), arms)
         return arms.astype(np.int64, copy=False)
 
+    def _forced_error(self, t: int, got) -> ValueError:
+        """The refusal of arms ``got`` at 0-based round ``t`` of forced sampling."""
+        return ValueError(
+            f"{type(self).__name__} ({self.name or 'dp-hdb'}): round {t + 1} is in "
+            f"forced sampling (rounds 1..{self.forced_steps}: t0={self._t0} rounds of "
+            f"arm 0, then of arm 1, ...), so it must pull arm {t // self._t0}, got arms "
+            f"{np.unique(got).tolist()}. To fit a log from another policy, put "
+            f"{self._t0} rows of each arm first, in arm order, or choose t0, or use "
+            "an agent without forced sampling (e.g. dp-ucb)")
+
+    def _check_logged_arms(self, where, arms, seen):
+        """A logged row in forced sampling must carry that round's arm (checked for the whole
+        log before ``fit`` learns anything)."""
+        rounds = seen + np.arange(arms.shape[0])
+        bad = np.flatnonzero((rounds < self.forced_steps) & (arms != rounds // self._t0))
+        if bad.size:
+            raise self._forced_error(int(rounds[bad[0]]), arms[bad[0]:bad[0] + 1])
+
     def _update(self, contexts, arms, rewards):
         t = self.t_
         if t < self.forced_steps:
             arm = t // self._t0
             if np.any(arms != arm):
-                raise ValueError(
-                    f"{type(self).__name__} ({self.name or 'dp-hdb'}): round {t + 1} is in "
-                    f"forced sampling (rounds 1..{self.forced_steps}: t0={self._t0} rounds of "
-                    f"arm 0, then of arm 1, ...), so it must pull arm {arm}, got arms "
-                    f"{np.unique(arms).tolist()}. To fit a log from another policy, put "
-                    f"{self._t0} rows of each arm first, in arm order, or choose t0, or use "
-                    "an agent without forced sampling (e.g. dp-ucb)")
+                raise self._forced_error(t, arms)
             self._theta[:, arm] = self._opts[arm].step(contexts, rewards)
             if (t + 1) % self._t0 == 0:
                 self._theta_fs[:, arm] = self._theta[:, arm]

@@ -296,6 +296,7 @@ class DPUCB(PrivateAgent):
     """
     supported_links = ("identity",)
     deterministic_policy = True  # argmax of the UCB indices, ties to the lowest index
+    clip_counters = ("n_clipped_contexts_", "n_clipped_rewards_")
 
     def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,
                  delta: float | None = None, noise: str = "gaussian",

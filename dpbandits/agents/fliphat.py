@@ -255,6 +255,7 @@ class FLIPHAT(PrivateAgent):
         numpy only. Bit-identical results.
     """
     supported_links = ("identity",)
+    clip_counters = ("n_clipped_contexts_", "n_truncated_rewards_")
 
     def __init__(self, *, n_arms: int, dim: int, horizon: int, epsilon: float = 1.0,
                  delta: float | None = None, sparsity: int | None = None,

@@ -21,8 +21,9 @@ Privacy record schema (``PRIVACY_RECORD_KEYS``): every results JSON written by `
 ``agent``              the agent's label in the run
 ``cell``, ``seed``     sweeps only: the cell id and its seed (absent elsewhere)
 ``params``             sweeps only: the swept values of that cell (``agent.*``, ``env.*``)
-``private``            False for an agent without noise (then ``epsilon`` is null)
-``epsilon, delta``     the guarantee the agent claims (null / 0 when not private)
+``private``            False for an agent without noise (then ``epsilon`` is ``"inf"``)
+``epsilon, delta``     the guarantee the agent claims; ``"inf"`` / 0 when not private (the
+                       frame's ``inf``: JSON has no infinity, and ``float("inf")`` reads it)
 ``notion``             ``"DP"``, ``"JDP"``, ``"LDP"``, ``"GDP"``, ``"RDP"`` or ``"none"``
 ``neighbouring``       ``"replace-one"`` or ``"add-remove"``
 ``basis``              the theorem or accountant the claim rests on
@@ -34,7 +35,9 @@ Privacy record schema (``PRIVACY_RECORD_KEYS``): every results JSON written by `
                        at most the claimed one
 =====================  ==================================================================
 
-JSON files are strict JSON: no NaN or infinity (they are written as null).
+JSON files are strict JSON: no NaN or infinity. A non-private agent's ``epsilon`` is the
+string ``"inf"`` (no privacy is epsilon = infinity, as in the frame; ``float`` of the entry
+gives the frame's value); every other NaN or infinity is written as null (a missing number).
 """
 
 from __future__ import annotations
@@ -65,6 +68,8 @@ REPLAY_FRAME_COLUMNS = ["agent", "rep", "t", "reward", "cum_reward", "log_events
 RECORD_SCHEMA = "dpbandits.results/1"
 PRIVACY_RECORD_KEYS = ("agent", "private", "epsilon", "delta", "notion", "neighbouring", "basis",
                        "caveat", "certified_epsilon", "certified_basis", "certified")
+#: ``epsilon`` of a non-private agent in a privacy record: the frame's ``inf`` as strict JSON
+NON_PRIVATE_EPSILON = "inf"
 #: relative slack when comparing a recomputed epsilon with the claimed one (float round-off)
 _CERTIFY_RTOL = 1e-6
 
@@ -309,7 +314,7 @@ def privacy_entry(agent: str, privacy: dict | None, certified: dict | None) -> d
     entry = {
         "agent": agent,
         "private": bool(private),
-        "epsilon": float(privacy["epsilon"]) if private else None,
+        "epsilon": float(privacy["epsilon"]) if private else NON_PRIVATE_EPSILON,
         "delta": float(privacy["delta"]) if private else 0.0,
         "notion": (privacy or {}).get("notion", "none") if private else "none",
         "neighbouring": (privacy or {}).get("neighbouring", "replace-one"),
@@ -328,7 +333,7 @@ def privacy_level(privacy: dict | None, certified: dict | None) -> dict:
     """The numeric privacy columns of a frame: ``epsilon`` (inf when not private), ``delta``
     (0 when not private) and ``certified_epsilon`` (NaN when not recomputed)."""
     entry = privacy_entry("", privacy, certified)
-    return {"epsilon": np.inf if entry["epsilon"] is None else entry["epsilon"],
+    return {"epsilon": float(entry["epsilon"]),
             "delta": entry["delta"],
             "certified_epsilon": (np.nan if entry["certified_epsilon"] is None
                                   else entry["certified_epsilon"])}

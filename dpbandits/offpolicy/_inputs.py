@@ -39,7 +39,8 @@ def target_probabilities(log: LoggedBandit, target: Any) -> np.ndarray:
         out[np.arange(n), pi] = 1.0
         return out
     if pi.ndim != 2:
-        raise ValueError(f"target must be 1-d arms or 2-d probabilities, got shape {pi.shape}")
+        raise ValueError(f"target must be 1-d arms or 2-d probabilities, got shape "
+                         f"{pi.shape}{obp_hint('target', pi.shape, n, K)}")
     if pi.shape != (n, K) or pi.dtype.kind not in "biuf" or not np.isfinite(pi).all() or (
             pi < 0).any():
         raise ValueError(f"target probabilities must be finite, >= 0 and of shape ({n}, "
@@ -51,6 +52,18 @@ def target_probabilities(log: LoggedBandit, target: Any) -> np.ndarray:
         raise ValueError(f"target probabilities must sum to 1 in every row; row {i} sums "
                          f"to {sums[i]}")
     return as_float64("target", pi).astype(np.float64)
+
+
+def obp_hint(name: str, shape: tuple[int, ...], n: int, K: int) -> str:
+    """The reshape that fixes an obp-shaped array (``(n, K, len_list)``, obp's
+    ``action_dist`` and ``estimated_rewards_by_reg_model``), or ""."""
+    if len(shape) != 3 or shape[:2] != (n, K):
+        return ""
+    if shape[2] == 1:
+        return (f" (obp's (n_rounds, n_actions, len_list) layout: pass {name}[..., 0], or "
+                f"np.squeeze({name}, axis=2), for shape ({n}, {K}))")
+    return (f" (obp's (n_rounds, n_actions, len_list) layout with len_list={shape[2]}: "
+            f"evaluate one position at a time, {name}[..., j] for position j)")
 
 
 def importance_weights(log: LoggedBandit, pi: np.ndarray) -> np.ndarray:
@@ -65,7 +78,8 @@ def check_estimated_rewards(log: LoggedBandit, q: Any) -> np.ndarray:
     if arr.shape != (n, K) or arr.dtype.kind not in "biuf":
         raise ValueError(f"estimated_rewards must be numeric of shape ({n}, {K}) (one "
                          f"prediction per logged round and arm), got shape {arr.shape} dtype "
-                         f"{arr.dtype}; see fit_reward_model")
+                         f"{arr.dtype}{obp_hint('estimated_rewards', arr.shape, n, K)}; see "
+                         "fit_reward_model")
     arr = as_float64("estimated_rewards", arr).astype(np.float64)
     if not np.isfinite(arr).all():
         i, k = np.argwhere(~np.isfinite(arr))[0]

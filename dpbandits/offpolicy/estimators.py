@@ -105,7 +105,23 @@ def ips(log: LoggedBandit, target: Any, *, interval: str = "normal", level: floa
     opts = dict(interval=interval, level=level, rng=rng, n_bootstrap=n_bootstrap,
                 reward_range=reward_range)
     term_range = _ips_term_range(log, check_reward_range(log, reward_range), None)
+    if interval == "bernstein" and term_range is None:
+        raise ValueError(_no_bernstein_for_ips(log, reward_range))
     return _finish("ips", log, Parts(w * log.rewards), w, opts, term_range=term_range)
+
+
+def _no_bernstein_for_ips(log: LoggedBandit, reward_range) -> str:
+    """Why IPS has no Bernstein interval on ``log``, and what to use instead."""
+    need = ("interval='bernstein' needs per-round terms in a known range (every w_i r_i "
+            "bounded before seeing the data)")
+    if log.is_uniform:
+        return need + "; give reward_range=(lo, hi), the range every reward lies in"
+    p = log.propensities
+    return (need + f": on a uniform log w_i <= n_arms bounds them, but log {log.name!r} is "
+            f"not uniform (propensities from {p.min():.3g} to {p.max():.3g}), so the "
+            f"weights w_i = pi(a_i | x_i) / p_i are bounded only by the data (up to "
+            f"{1.0 / p.min():.3g} here); use clipped_ips(max_weight=M), whose weights are at "
+            "most M, or interval='normal' or 'bootstrap'")
 
 
 def clipped_ips(log: LoggedBandit, target: Any, *, max_weight: float,

@@ -67,6 +67,7 @@ from dpbandits._validation import (
     check_real,
 )
 from dpbandits.envs.logged import LoggedBandit
+from dpbandits.errors import ClippingWarning
 from dpbandits.geometry import clip_rows
 from dpbandits.offpolicy._inputs import (
     check_estimated_rewards,
@@ -444,6 +445,7 @@ class PrivateEstimator(Planned, Parameterized):
                 check_log(log).contexts)
         stat, counts = self.statistic(log, target, estimated_rewards)
         n = check_log(log).n_rounds
+        self._warn_if_most_clipped(log, counts["rewards"])
         noisy = self.release(stat, n, gen)
         sigma = self.multiplier * self.sensitivity(n)
         z = float(norm.ppf(0.5 + lv / 2.0))
@@ -464,6 +466,26 @@ class PrivateEstimator(Planned, Parameterized):
         return PrivateEstimate(self.estimator, value, tuple(float(v) for v in noisy), std,
                                value - z * std, value + z * std, *total, lv, n, self.privacy,
                                counts)
+
+    def _warn_if_most_clipped(self, log: LoggedBandit, rewards_clipped: int) -> None:
+        """One line (``ClippingWarning``) when more than half of the logged rewards lie
+        outside ``reward_range``, or, for the private reward model, more than half of the
+        contexts outside ``||x||_2 <= context_bound``: the bounds do not fit the data."""
+        n = log.n_rounds
+        what = []
+        if 2 * rewards_clipped > n:
+            what.append(f"{rewards_clipped} of {n} rewards to reward_range={self._range}")
+        if self._model == "private":
+            d = log.contexts.shape[1]
+            L = math.sqrt(d) if self._L is None else self._L
+            over = int((np.linalg.norm(log.contexts, axis=1) > L).sum())
+            if 2 * over > n:
+                what.append(f"{over} of {n} contexts to ||x||_2 <= {L:.4g} (context_bound)")
+        if what:
+            warnings.warn(ClippingWarning(
+                f"PrivateEstimator({self.estimator!r}).estimate: clipping changed "
+                f"{' and '.join(what)}; rescale the data to these bounds, or widen them"),
+                stacklevel=3)
 
     def total_interval(self, released: np.ndarray, n: int, alpha: float
                        ) -> tuple[float, float]:

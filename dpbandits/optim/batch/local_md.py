@@ -185,7 +185,7 @@ class LocalMD(LpBallOptimizer):
     def _phases(self, n: int, d: int, noise_constant: float
                 ) -> tuple[float, list[LocalMDPhase]]:
         return local_md_phases(n, d, p=self._p, radius=self._radius, epsilon=self._eps,
-                               delta=self._delta, lipschitz=self._L0, lr_scale=self._lr,
+                               delta=self.delta_for(n), lipschitz=self._L0, lr_scale=self._lr,
                                noise_constant=noise_constant)
 
     @PlanMethod
@@ -207,8 +207,8 @@ class LocalMD(LpBallOptimizer):
         _, phases = self._phases(n, d, self._c)  # type: ignore[arg-type]  # d checked there
         if not phases:
             return NoisePlan("theorem", {"noise_constant": self._c}, PrivacyGuarantee(
-                epsilon=self._eps, delta=self._delta, basis="LocalMD ran no phase: the output "
-                "(the zero vector) does not depend on the data"), _ev.NoOpDpEvent())
+                epsilon=self._eps, delta=self.delta_for(n), basis="LocalMD ran no phase: the "
+                "output (the zero vector) does not depend on the data"), _ev.NoOpDpEvent())
         ledger = _ev.ComposedDpEvent(events=[
             accounting.wor_gaussian_event(ph.n_samples, ph.batch_size, ph.noise_multiplier,
                                           ph.n_steps)
@@ -217,7 +217,7 @@ class LocalMD(LpBallOptimizer):
         guarantee = self._accountant_guarantee(
             ledger,
             f"Asi, Feldman, Koren & Talwar 2021 Alg. 5/6 (LocalMD), noise constant "
-            f"c={self._c:g}, {len(phases)} phases with eps_i = 2^-i eps",
+            f"c={self._c:g}, {len(phases)} phases with eps_i = 2^-i eps", n,
         )
         return NoisePlan("theorem", {"noise_constant": self._c}, guarantee, ledger)
 

@@ -25,9 +25,11 @@ results (for NoisySGD, on the same backend).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from dpbandits._validation import check_int, check_p, check_positive
+from dpbandits._validation import check_epsilon, check_int, check_p, check_positive
 from dpbandits.geometry import dual_exponent
 from dpbandits.optim.base import PrivateBatchOptimizer, check_scale
 from dpbandits.privacy import accounting
@@ -47,7 +49,9 @@ class LpBallOptimizer(PrivateBatchOptimizer):
     epsilon : float, default 1.0
         Target epsilon > 0 of the whole run; ``inf`` turns the noise off.
     delta : float or None, default None
-        Target delta in (0, 1); None only with ``epsilon = inf``.
+        Target delta in (0, 1). None: ``1/n^2`` for a fit on ``n`` samples (``1/4`` when
+        ``n = 1``), the usual choice well below ``1/n`` (a delta of order ``1/n`` allows
+        releasing one sample in the clear); ``0`` when ``epsilon = inf``.
     lipschitz : float, default 1.0
         ``L0`` > 0: per-sample gradients are clipped to ``||g||_q <= L0`` (``q`` dual to ``p``).
     lr_scale : float, default 1.0
@@ -90,11 +94,29 @@ class LpBallOptimizer(PrivateBatchOptimizer):
     def _check_n(n) -> int:
         return check_int("n", n, low=1)
 
-    def _accountant_guarantee(self, event, basis: str) -> PrivacyGuarantee:
-        eps = accounting.replace_one_rdp_epsilon(event, self._delta,
-                                                 accounting.SCO_BASELINE_ORDERS)
+    def _check_target(self) -> None:
+        """As every batch optimizer, except that ``delta=None`` with a finite ``epsilon``
+        is resolved per data-set size (:meth:`delta_for`). These methods have no
+        ``noise_std``."""
+        eps = check_epsilon(self.epsilon)
+        if self.delta is None and math.isfinite(eps):
+            self._eps, self._delta, self._private = eps, None, True
+            self._fitted = None
+            return
+        super()._check_target()
+
+    def delta_for(self, n: int) -> float:
+        """The target delta of a fit on ``n`` samples: ``delta`` as given, or for
+        ``delta=None`` ``1/n^2`` (``1/4`` for ``n = 1``)."""
+        if self._delta is not None:
+            return self._delta
+        return 1.0 / max(int(n), 2) ** 2
+
+    def _accountant_guarantee(self, event, basis: str, n: int) -> PrivacyGuarantee:
+        delta = self.delta_for(n)
+        eps = accounting.replace_one_rdp_epsilon(event, delta, accounting.SCO_BASELINE_ORDERS)
         return PrivacyGuarantee(
-            epsilon=eps, delta=self._delta, notion="DP", neighbouring="replace-one",
+            epsilon=eps, delta=delta, notion="DP", neighbouring="replace-one",
             basis=basis + f"; certified by dp_accounting RDP (replace-one) on the ledger: "
-            f"epsilon={eps:.4g} at delta={self._delta:.3g} (target epsilon={self._eps:g})",
+            f"epsilon={eps:.4g} at delta={delta:.3g} (target epsilon={self._eps:g})",
         )

@@ -195,7 +195,7 @@ class NoisySFW(LpBallOptimizer):
 
     def _calibrated_schedule(self, n: int, d: int) -> NoisySFWSchedule:
         return noisy_sfw_schedule(n, d, p=self._p, radius=self._radius, epsilon=self._eps,
-                                  delta=self._delta, lipschitz=self._L0,
+                                  delta=self.delta_for(n), lipschitz=self._L0,
                                   smoothness=self._L1, lr_scale=self._lr)
 
     @PlanMethod
@@ -232,10 +232,11 @@ class NoisySFW(LpBallOptimizer):
             "composition); sensitivities enforced by clipping"
         )
         if sch.gaussian_branch or self._eps <= _LEMMA_2_1_MAX_EPS:
-            guarantee = PrivacyGuarantee(epsilon=self._eps, delta=self._delta, basis=basis)
+            guarantee = PrivacyGuarantee(epsilon=self._eps, delta=self.delta_for(n),
+                                         basis=basis)
         else:
             guarantee = PrivacyGuarantee(
-                epsilon=self._eps, delta=self._delta, basis=basis, certified=False,
+                epsilon=self._eps, delta=self.delta_for(n), basis=basis, certified=False,
                 caveat=(f"epsilon {self._eps:.3g} > {_LEMMA_2_1_MAX_EPS}: Lemma 2.1 "
                         "(generalized Gaussian mechanism) is not trusted there; its Gaussian "
                         "instance fails for large epsilon"),
@@ -250,7 +251,7 @@ class NoisySFW(LpBallOptimizer):
         else:
             ledger = accounting.GeneralizedGaussianDpEvent(
                 sch.sigma_over_sensitivity, sch.q_plus, sch.plus_scale, sch.kappa, self._eps,
-                self._delta)
+                self.delta_for(n))
         return NoisePlan("theorem", {"multiplier": sch.sigma_over_sensitivity}, guarantee,
                          ledger, {"first": sch.sensitivity0, "rounds": sch.sensitivity})
 

@@ -153,7 +153,8 @@ class NoisySGD(LpBallOptimizer):
     def step_size(self, n: int, d: int) -> float:
         """The constant step ``eta`` for ``n`` samples in dimension ``d``."""
         return noisy_sgd_step_size(n, d, radius=self._radius, lipschitz=self._L0,
-                                   epsilon=self._eps, delta=self._delta, lr_scale=self._lr)
+                                   epsilon=self._eps, delta=self.delta_for(n),
+                                   lr_scale=self._lr)
 
     def _make_plan_for(self, n: int, d: int | None) -> NoisePlan:
         """``T`` steps of a Gaussian on one index sampled from ``n`` (replace-one), and what
@@ -163,7 +164,7 @@ class NoisySGD(LpBallOptimizer):
                                          {"multiplier": 0.0},
                                          events=_ev.NonPrivateDpEvent())
         z = noisy_sgd_noise_multiplier(n, self._steps(n), epsilon=self._eps,
-                                       delta=self._delta, calibration=self._calibration)
+                                       delta=self.delta_for(n), calibration=self._calibration)
         ledger = accounting.wor_gaussian_event(n, 1, z, self._steps(n))
         if self._calibration == "theorem":
             basis = ("Bassily, Feldman, Guzman & Talwar 2020 Alg. 2 (NoisySGD), paper's noise "
@@ -173,7 +174,7 @@ class NoisySGD(LpBallOptimizer):
             basis = ("Bassily, Feldman, Guzman & Talwar 2020 Alg. 2 (NoisySGD), noise "
                      "calibrated by the replace-one RDP accountant")
         return NoisePlan(self._calibration, {"multiplier": z},
-                         self._accountant_guarantee(ledger, basis), ledger,
+                         self._accountant_guarantee(ledger, basis, n), ledger,
                          {"multiplier": 2.0 * self._L0})
 
     @PlanMethod
