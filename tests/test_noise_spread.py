@@ -106,7 +106,8 @@ def test_moment_ls_releases_draw_the_plans_scales():
 def _gdp_delta(mu: float, eps: float) -> float:
     """The exact delta at ``eps`` of a ``mu``-GDP mechanism (Dong, Roth and Su, Gaussian
     differential privacy, 2019/2022, Corollary 2.13)."""
-    return float(stats.norm.cdf(-eps / mu + mu / 2) - np.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2))
+    return float(stats.norm.cdf(-eps / mu + mu / 2)
+                 - np.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2))
 
 
 @pytest.mark.parametrize("kind", ["screen", "fit"])
