@@ -23,6 +23,7 @@ from docutils import nodes
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
 sys.path.insert(0, str(ROOT))  # the checkout being documented wins over an installed copy
+sys.path.insert(0, str(DOCS))  # the gallery's scraper (_legend_scraper)
 
 import dpbandits  # noqa: E402
 
@@ -91,7 +92,8 @@ sphinx_gallery_conf = {
     "remove_config_comments": True,
     "within_subsection_order": "FileNameSortKey",
     "reset_modules": ("matplotlib",),
-    "image_scrapers": ("matplotlib",),
+    # Matplotlib's plain save, recording where each legend landed (tests/test_site.py reads it)
+    "image_scrapers": ("_legend_scraper.scrape",),
     "min_reported_time": 1e9,  # no per-example timing line: it changes every build
     "write_computation_times": False,
 }

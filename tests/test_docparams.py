@@ -99,7 +99,8 @@ def test_parser_reads_numpydoc_entries():
 
 # -- dpbandits describe ------------------------------------------------------------------------
 @pytest.mark.parametrize("name", [n for n in available_agents()
-                                  if n in {"adac-oful", "dp-hdb", "dp-hdb-authors-code",
+                                  if n in {"adac-oful", "dp-budget-ls", "dp-hdb",
+                                           "dp-hdb-authors-code",
                                            "dp-moment-ls", "dp-screened-ls", "dp-ucb",
                                            "dp-ucb-authors-code", "fliphat", "greedy",
                                            "ldp-linucb", "linucb", "random"}])

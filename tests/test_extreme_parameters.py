@@ -143,7 +143,7 @@ def test_dp_hdb_refuses_extreme_bounds_under_its_own_names(name):
             make_agent("dp-hdb", n_arms=2, dim=4, horizon=200, **{name: value})
 
 
-@pytest.mark.parametrize("agent", ["dp-moment-ls", "dp-screened-ls"])
+@pytest.mark.parametrize("agent", ["dp-moment-ls", "dp-screened-ls", "dp-budget-ls"])
 @pytest.mark.parametrize("name", ["clip_screen", "clip_fit"])
 def test_screened_agents_refuse_clips_whose_scale_underflows(agent, name):
     """The fuzzer found non-finite contributions at clip_screen / clip_fit = 5e-324."""

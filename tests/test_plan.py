@@ -43,6 +43,7 @@ def test_privacy_and_ledger_are_the_plans(name):
     ("adac-oful", "sigmas"), ("adac-oful", "eps_trigger"), ("adac-oful", "trigger_sensitivity"),
     ("dp-screened-ls", "multiplier"), ("dp-screened-ls", "sigmas"), ("dp-ucb", "constants"),
     ("dp-moment-ls", "multiplier"), ("dp-moment-ls", "sigmas"),
+    ("dp-budget-ls", "multiplier"), ("dp-budget-ls", "sigmas"),
 ])
 def test_public_noise_parameters_cannot_be_changed_silently(name, attribute):
     """Regression (issue 25): ``agent.multiplier = ...`` used to be accepted, and the ledger

@@ -25,7 +25,7 @@ def agent(**kw):
 
 
 # -- privacy ----------------------------------------------------------------------------------
-@pytest.mark.parametrize("name", [NAME, "dp-moment-ls"])  # the two screened agents
+@pytest.mark.parametrize("name", [NAME, "dp-moment-ls", "dp-budget-ls"])  # the screened agents
 @pytest.mark.parametrize("eps, delta, K, d", [(1.0, None, 2, 50), (0.3, 1e-6, 4, 10),
                                               (3.0, 1e-3, 3, 20), (5.0, 1e-3, 3, 20)])
 def test_ledger_certifies_the_claim(name, eps, delta, K, d):

@@ -193,3 +193,60 @@ def test_no_page_links_to_a_markdown_file_and_no_markdown_is_downloaded():
              if re.search(r"\.md(?:$|[#?])", target)]
     assert not links, links[:10]
     assert not list(SITE.rglob("_downloads/**/*.md"))
+
+
+def _legend_records() -> dict[str, dict]:
+    """The legend record the gallery's scraper (``docs/_legend_scraper.py``) wrote into each
+    gallery image, by the image's path in the site."""
+    import json
+
+    from PIL import Image
+
+    records = {}
+    for page in sorted((SITE / "gallery").glob("plot_*.html")):
+        for src in re.findall(r'<img [^>]*src="([^"]+\.png)"', page.read_text()):
+            image = (page.parent / src).resolve()
+            with Image.open(image) as png:
+                text = png.text.get("Description")
+                assert text is not None, f"{src}: not saved by the gallery's legend scraper"
+                records[str(image.relative_to(SITE))] = {**json.loads(text), "size": png.size}
+    return records
+
+
+@needs_chromium
+def test_gallery_figures_keep_every_legend_inside_the_image_shown(browser):
+    """Every axes of a gallery figure that has labelled curves shows a legend, and the legend
+    lies inside the image the page shows (a legend placed outside the axes and cut off by a
+    plain ``savefig`` fails here) and is drawn there (its box is not one flat colour)."""
+    import numpy as np
+    from PIL import Image
+
+    records = _legend_records()
+    legends = 0
+    for image, record in records.items():
+        width, height = record["size"]
+        assert (width, height) == (record["width"], record["height"]), image
+        pixels = np.asarray(Image.open(SITE / image).convert("L"))
+        for k, axes in enumerate(record["axes"]):
+            if not axes["labelled"]:
+                continue
+            assert axes["legend"] is not None, f"{image}: axes {k} has labelled curves, no legend"
+            x0, y0, x1, y1 = axes["legend"]
+            # half a pixel: the box is in pixel units, rounded by the rasteriser
+            assert -0.5 <= x0 < x1 <= width + 0.5 and -0.5 <= y0 < y1 <= height + 0.5, \
+                f"{image}: axes {k}'s legend {axes['legend']} lies outside {width}x{height}"
+            box = pixels[max(int(y0), 0):int(np.ceil(y1)), max(int(x0), 0):int(np.ceil(x1))]
+            assert box.min() < box.max(), f"{image}: axes {k}'s legend box is blank"
+            legends += 1
+    # examples 01-03 draw regret plots with legends; 05 its audit panel
+    assert legends >= 4, legends
+    # and the page shows exactly these images at the size they were saved
+    for page in sorted((SITE / "gallery").glob("plot_*.html")):
+        browser.load(page)
+        shown = browser.evaluate(
+            "Array.from(document.querySelectorAll('img')).filter(i => i.src.endsWith('.png'))"
+            ".map(i => [decodeURI(i.src), i.naturalWidth, i.naturalHeight])")
+        for src, width, height in shown:
+            image = str(Path(src.removeprefix("file://")).resolve().relative_to(SITE))
+            assert image in records, (page.name, image)
+            assert (width, height) == tuple(records[image]["size"]), (page.name, image)

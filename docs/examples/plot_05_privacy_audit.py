@@ -65,7 +65,7 @@ for ax, (result, factor) in zip(axes, zip(results, (1.0, 0.5), strict=True), str
     ax.set_title(f"{result.variant}\nclaimed epsilon {result.epsilon:g}, lower bound "
                  f"{result.eps_lb:.2f}: {result.verdict}", fontsize=10)
     ax.set_xlabel("released value")
-axes[0].legend()
+    ax.legend()
 fig.tight_layout()
 
 # %%

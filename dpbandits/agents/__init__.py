@@ -15,6 +15,7 @@ __all__ = ["Agent", "LinkMismatchWarning", "PrivateAgent", "agent_class", "avail
 
 from dpbandits.agents import adac_oful as _adac_oful  # noqa: E402,F401
 from dpbandits.agents import authors_code as _authors_code  # noqa: E402,F401  (registers)
+from dpbandits.agents import budget_ls as _budget_ls  # noqa: E402,F401
 from dpbandits.agents import dp_hdb as _dp_hdb  # noqa: E402,F401
 from dpbandits.agents import dp_ucb as _dp_ucb  # noqa: E402,F401
 from dpbandits.agents import fliphat as _fliphat  # noqa: E402,F401

@@ -25,7 +25,8 @@ __all__ = ["AUDITS", "CONFIDENCE", "MISSING", "AuditContext", "AuditResult", "Re
 
 #: catalogue modules, in the order of the report (each registers its audits on import)
 CATALOGUE = ("mechanisms", "peeling", "tree", "streaming", "sco", "batch", "agents",
-             "fliphat", "screened_ls", "moment_ls", "adac_oful", "ldp_linucb", "bo", "offpolicy")
+             "fliphat", "screened_ls", "moment_ls", "budget_ls", "adac_oful", "ldp_linucb", "bo",
+             "offpolicy")
 
 for _module in CATALOGUE:
     try:

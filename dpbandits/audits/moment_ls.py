@@ -35,7 +35,8 @@ REWARD = 10.0  # beyond the clip level: the canary also checks that clipping is 
 
 
 def screen_params(n_arms: int) -> dict[str, Any]:
-    """d = 2 = D (no intercept); the first episode is user 1 alone; ``y_max = 1``."""
+    """d = 2 = D (no intercept); the first episode is user 1 alone; ``y_max = 1``. (At these
+    sizes ``dp-budget-ls``'s rule never fits: every episode is a screening release.)"""
     return dict(n_arms=n_arms, dim=2, horizon=8, first_episode=1, clip_screen=math.sqrt(2.0),
                 epsilon=EPS, delta=DELTA)
 
@@ -50,12 +51,14 @@ def screen_canary(agent: MomentLS) -> tuple[np.ndarray, np.ndarray, float]:
     return np.array([1.0, 0.0]), np.array([c, math.sqrt(1.0 - c * c)]), agent._y_screen
 
 
-def _screen_audit(ctx: AuditContext, n_arms: int, broken_scale: str, factor: float
-                  ) -> AuditResult:
-    probe = MomentLS(**screen_params(n_arms))
+def screen_audit(ctx: AuditContext, n_arms: int, broken_scale: str, factor: float,
+                 cls: type[MomentLS] = MomentLS) -> AuditResult:
+    """The first-user canary on the first screening release of ``cls`` (``MomentLS`` or a
+    subclass with its releases, e.g. ``dp-budget-ls``) at :func:`screen_params`."""
+    probe = cls(**screen_params(n_arms))
     if ctx.broken:
         probe = shrink_plan(probe, factor, broken_scale)
-    u0, u1, y = screen_canary(MomentLS(**screen_params(n_arms)))
+    u0, u1, y = screen_canary(cls(**screen_params(n_arms)))
     s_m, s_c = probe.sigmas["moment"], probe.sigmas["contrast"]
     d_m = (np.outer(u1, u1) - np.outer(u0, u0)) / s_m**2
     d_m[~np.eye(2, dtype=bool)] *= 2.0  # off-diagonal noise variance is s_m^2 / 2
@@ -96,7 +99,7 @@ def audit_moment_ls_screen(ctx: AuditContext) -> AuditResult:
         billboard lemma are the analysis, not audited); the fitting release is dp-screened-ls's
         mechanism (audited by dp-screened-ls-fit)
     """
-    return _screen_audit(ctx, 2, "moment", 3.0)
+    return screen_audit(ctx, 2, "moment", 3.0)
 
 
 @register("dp-moment-ls-K3", fast_runs=20_000, thorough_runs=200_000,
@@ -115,4 +118,4 @@ def audit_moment_ls_screen_k3(ctx: AuditContext) -> AuditResult:
         arm is drawn before the data), so the different-arm case (bounded by the same-arm one
         in the analysis) is not exercised
     """
-    return _screen_audit(ctx, 3, "contrast", 2.0)
+    return screen_audit(ctx, 3, "contrast", 2.0)

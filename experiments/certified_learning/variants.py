@@ -21,6 +21,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from dpbandits._validation import check_int, check_real
+from dpbandits.agents.budget_ls import BudgetLS
 from dpbandits.agents.moment_ls import MomentLS, _largest
 from dpbandits.agents.screened_ls import episode_ends
 from experiments.certified_learning.instances import problem_size
@@ -209,9 +210,38 @@ class NoiseAblation(MomentLS):
             self._theta = np.einsum("rkij,rkj->rki", v, proj / w)
 
 
+class BudgetLSVariants(BudgetLS):
+    """``dp-budget-ls`` with the issue-36 research option ``bulk`` (off: 0, then it is the
+    agent, stream for stream): the screening estimate averages the eigenvalues of ``M^/K``
+    whose signal part (eigenvalue minus ridge) is below ``bulk`` moment-noise norms over K,
+    so that only directions where the released moment carries signal are debiased and the
+    noise-dominated bulk reads the marginal contrasts (post-processing of the same release).
+    """
+
+    def __init__(self, *, bulk: float = 0.0, **params):
+        self.bulk = bulk
+        self._bulk = check_real("bulk", bulk, low=0.0, high=1e6)
+        super().__init__(**params)
+
+    def _after_screen_release(self, v: np.ndarray, w: np.ndarray, m_noise_norm: float
+                              ) -> None:
+        if self._bulk > 0.0:
+            K = self.n_arms
+            lam = max(self._ridge_screen * m_noise_norm / K, 1e-12)
+            flat = (w - lam) < self._bulk * m_noise_norm / K
+            mean = (w * flat).sum(axis=1) / np.maximum(flat.sum(axis=1), 1)
+            w = np.where(flat, mean[:, None], w)
+            proj = np.einsum("rji,rkj->rki", v, self._c_released)
+            self._theta = np.einsum("rij,rkj->rki", v, proj / w[:, None, :])
+        super()._after_screen_release(v, w, m_noise_norm)
+
+
 def build(name: str, params: Mapping, env_params: Mapping):
     """The agent a study command names: ``(name, params)`` for the package's registry, or an
     instance of the experiment's subclasses (module doc) sized for ``env_params``."""
+    if name == "dp-budget-ls" and "bulk" in params:
+        K, d = problem_size(env_params)
+        return BudgetLSVariants(n_arms=K, dim=d, horizon=env_params["horizon"], **params)
     if name == "noise-ablation" or (name == "dp-moment-ls" and OPTIONS.keys() & params):
         K, d = problem_size(env_params)
         cls = NoiseAblation if name == "noise-ablation" else MomentLSVariants
