@@ -4,7 +4,7 @@ dp_accounting's package ``__init__`` imports both accountants (PLD and RDP) and 
 scipy.stats, scipy.signal and scipy.special: about 1-3 s and 55-70 MB resident on the
 development machine, paid by every ``dpbandits list`` and by every simulation, although most of
 them only build ledgers (``DpEvent`` objects, plain ``attr`` classes in
-``dp_accounting.dp_event``) and read certified numbers from the certificate store.
+``dp_accounting.dp_event``) and read their noise searches' numbers from the store.
 
 :func:`install` (called once by ``import dpbandits``, before any dpbandits module imports
 dp_accounting) puts a :class:`LazyPackage` under the name ``dp_accounting`` in ``sys.modules``

@@ -27,7 +27,7 @@ settings.register_profile("dpbandits", deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("dpbandits")
 
-# Certificates persist between processes (privacy/accounting/_certificate_store.py): the suite
-# and the processes it starts share one fresh folder, never the user's cache.
+# Noise searches keep their numbers between processes (privacy/accounting/_certificate_store.py):
+# the suite and the processes it starts share one fresh folder, never the user's cache.
 if "DPBANDITS_CACHE_DIR" not in os.environ:
     os.environ["DPBANDITS_CACHE_DIR"] = tempfile.mkdtemp(prefix="dpbandits-test-cache-")

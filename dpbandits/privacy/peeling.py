@@ -203,12 +203,11 @@ def peeling_event(noise_multiplier: float, s: int, count: int = 1) -> DpEvent:
 
 def peeling_epsilon(noise_multiplier: float, s: int, delta: float, count: int = 1,
                     method: str = "pld") -> float:
-    """epsilon at ``delta`` of ``count`` peeling calls (PLD accountant by default; the number
-    is kept in the certificate store, see
-    :func:`~dpbandits.privacy.accounting.calibration.stored_epsilon_of`)."""
-    from dpbandits.privacy.accounting.calibration import stored_epsilon_of
+    """epsilon at ``delta`` of ``count`` peeling calls (PLD accountant by default), computed
+    now: a number that decides whether a calibration certifies is never read from the store."""
+    from dpbandits.privacy.accounting import epsilon_of
 
-    return stored_epsilon_of(peeling_event(noise_multiplier, s, count), delta, method, None)
+    return float(epsilon_of(peeling_event(noise_multiplier, s, count), delta, method))
 
 
 @lru_cache(maxsize=512)

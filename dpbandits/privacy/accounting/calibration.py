@@ -32,7 +32,6 @@ from dpbandits.privacy.accounting.rdp import (
 
 __all__ = [
     "calibrate",
-    "stored_epsilon_of",
     "certified_gaussian_multiplier",
     "gaussian_multiplier",
     "svrg_multipliers",
@@ -43,15 +42,26 @@ __all__ = [
 _SEARCH_MIN, _SEARCH_MAX = 1e-12, 1e12
 
 
-def stored_epsilon_of(event: Any, delta: float, method: str,
-                      discretization: float | None) -> float:
-    """``epsilon_of(event, delta, method, discretization=discretization)``, kept in the
-    certificate store (:func:`~dpbandits.privacy.accounting._certificate_store.remember`):
-    a later run (another process, a worker) reads the number instead of loading the
-    accountant and composing again. Exactly the accountant's number."""
-    return _certificate_store.remember(
-        f"epsilon_of(method={method!r}, discretization={discretization!r})\n{event!r}", delta,
-        lambda: epsilon_of(event, delta, method, discretization=discretization))
+def _query(event: Any, method: str, discretization: float | None) -> str:
+    """The store's key text of ``epsilon_of(event, ., method, discretization)``."""
+    return f"epsilon_of(method={method!r}, discretization={discretization!r})\n{event!r}"
+
+
+def _stored_epsilon_of(event: Any, delta: float, method: str,
+                      discretization: float | None) -> tuple[float, bool]:
+    """``epsilon_of(event, delta, method, discretization=discretization)`` for a noise search,
+    and whether it was read from the store
+    (:mod:`~dpbandits.privacy.accounting._certificate_store`) rather than computed: a later
+    run (another process, a worker) reads the number instead of loading the accountant and
+    composing again. A number read from the store is anyone's claim: the search that used it
+    checks its answer with the accountant (:func:`calibrate`)."""
+    query = _query(event, method, discretization)
+    stored = _certificate_store.lookup(query, delta)
+    if stored is not None:
+        return stored, True
+    value = float(epsilon_of(event, delta, method, discretization=discretization))
+    _certificate_store.keep(query, delta, value)
+    return value, False
 
 
 def calibrate(
@@ -91,6 +101,13 @@ def calibrate(
     search probes ``start`` (default: 1 when no end is given, otherwise the given end) and
     then moves by the factor ``growth`` toward more noise (until the target is met) or less
     noise (until it fails).
+
+    The accountant's numbers are kept in the store (docs/store.md) and read back by later
+    searches. A search that read any number from the store returns its answer only when
+    accountant queries made now confirm it (the answer meets the target; the other end of
+    the final bracket, if any, does not); otherwise, or when it raised, it searches again
+    without the store (one warning): no stored number can lower the noise below what the
+    accountant certifies for the target.
     """
     if not callable(event_of_noise):
         raise TypeError(
@@ -127,6 +144,54 @@ def calibrate(
             raise ValueError(f"start must lie strictly between lower={lo_b} and upper={hi_b}, "
                              f"got {x0}")
 
+    target = f"(epsilon={epsilon}, delta={delta}, method={method!r})"
+    name = None if accountant is not None else cast(str, method)
+    read = [False]  # whether the search read a number from the store
+
+    def search(use_store: bool) -> tuple[float, float | None]:
+        return _search(event_of_noise, epsilon, delta, accountant, name, discretization,
+                       use_store, read, target, good_limit, bad_limit, x0, decreasing,
+                       growth, rtol)
+
+    try:
+        answer, bad = search(use_store=True)
+    except ValueError:
+        if not read[0]:
+            raise
+        answer, bad = None, None  # maybe the store's doing: see what the accountant says
+    if read[0] and not _confirmed(event_of_noise, answer, bad, epsilon, delta, cast(str, name),
+                                  discretization):
+        answer, _ = search(use_store=False)  # raises if the target cannot be met
+        _certificate_store.warn_ignored(
+            f"a noise search for {target} read numbers the accountant does not confirm")
+    assert answer is not None  # a search that cannot meet the target raises
+    return answer
+
+
+def _confirmed(event_of_noise: Callable[[float], Any], answer: float | None,
+               bad: float | None, epsilon: float, delta: float, method: str,
+               discretization: float | None) -> bool:
+    """Whether the accountant itself, without the store, confirms the answer of a search that
+    read numbers from the store (public files anyone could have written): the answer meets
+    the target, and the other end of the final bracket, a little less noise, does not. Two
+    queries instead of the whole search; for an honest store both give the very numbers the
+    search read, so the answer is the same one."""
+    def epsilon_at(x: float) -> float:
+        return float(epsilon_of(event_of_noise(x), delta, method,
+                                discretization=discretization))
+
+    return (answer is not None and epsilon_at(answer) <= epsilon
+            and (bad is None or epsilon_at(bad) > epsilon))
+
+
+def _search(event_of_noise: Callable[[float], Any], epsilon: float, delta: float,
+            accountant: Callable[[Any, float], float] | None, method: str | None,
+            discretization: float | None, use_store: bool, read: list[bool], target: str,
+            good_limit: float | None, bad_limit: float | None, x0: float | None,
+            decreasing: bool, growth: float, rtol: float) -> tuple[float, float | None]:
+    """:func:`calibrate`'s search: the answer, and the infeasible end of the final bracket
+    (None when the bracket's infeasible end met the target). Sets ``read[0]`` when a number
+    came from the store."""
     last: dict[str, float | None] = {"x": None, "eps": None}
 
     def meets(x: float) -> bool:
@@ -134,9 +199,14 @@ def calibrate(
         if accountant is not None:
             value = float(accountant(event, delta))
         else:
+            assert method is not None  # one of the two is set
             check_event(event, f"event_of_noise({x!r})")
-            # accountant is None exactly when method is one of the METHODS names
-            value = stored_epsilon_of(event, delta, cast(str, method), discretization)
+            if use_store:
+                value, stored = _stored_epsilon_of(event, delta, method, discretization)
+                read[0] = read[0] or stored
+            else:
+                value = float(epsilon_of(event, delta, method, discretization=discretization))
+                _certificate_store.keep(_query(event, method, discretization), delta, value)
         last["x"], last["eps"] = x, value
         return value <= epsilon
 
@@ -145,8 +215,6 @@ def calibrate(
 
     def less_noise(x: float) -> float:
         return x / growth if decreasing else x * growth
-
-    target = f"(epsilon={epsilon}, delta={delta}, method={method!r})"
 
     def out_of_range(x: float) -> bool:
         return not (_SEARCH_MIN <= x <= _SEARCH_MAX)
@@ -162,7 +230,7 @@ def calibrate(
         good = good_limit
     if bad_limit is not None:
         if meets(bad_limit):
-            return float(bad_limit)  # the bracket's end is optimal within the bracket
+            return float(bad_limit), None  # the bracket's end is optimal within the bracket
         bad = bad_limit
     if good is None and (bad is None or x0 is not None):
         probe = 1.0 if x0 is None else x0
@@ -205,7 +273,7 @@ def calibrate(
             good = mid
         else:
             bad = mid
-    return float(good)
+    return float(good), float(bad)
 
 
 # --------------------------------------------------------------------------------------------

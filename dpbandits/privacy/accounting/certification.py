@@ -5,10 +5,11 @@ A private component (agent or optimizer) exposes ``privacy`` (the guarantee it c
 epsilon at the claimed delta from the ledger alone: the closed form for the generalized-Gaussian
 (Lemma 2.1) and Wishart tree events no accountant supports, else the PLD accountant, else RDP
 (e.g. zCDP events). A ledger depends only on a component's parameters, never on data, so a
-result is computed once per ledger and delta and reused: in memory within a process, and on
-disk between processes (:mod:`._certificate_store`: keyed by the ledger's content, the delta,
-the accountant's version and the accounting sources; ``DPBANDITS_CACHE_DIR=off`` turns it off).
-A stored number is the accountant's number, bit for bit.
+result is computed once per ledger and delta and reused within a process. It is never read from
+disk: a file can be written by anyone who can write the store's folder, and the certificate is
+what vouches for a claim, so every process recomputes it from the ledger (at most about 2 s,
+DP-HDB's ten thousand randomized-response events; the store,
+:mod:`._certificate_store`, only speeds up the noise searches).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from dpbandits._memo import IdentityMemo
-from dpbandits.privacy.accounting import _certificate_store
 
 __all__ = ["Certificate", "certified_guarantee", "certify"]
 
@@ -46,28 +46,16 @@ def certify(ledger: Any, delta: float, neighbouring: str | None = None) -> Certi
     replace-one neighbours (the only relation dp_accounting supports for it), when
     ``neighbouring`` is ``"replace-one"`` (the relation the component claims); under any
     other relation it is reported not recomputable."""
-    text = None
-
     def digest_of(obj: Any) -> str:
-        nonlocal text
-        text = repr(obj)
-        return hashlib.sha1(text.encode()).hexdigest()
+        return hashlib.sha1(repr(obj).encode()).hexdigest()
 
     # a ledger object seen before (components of the same sizes share theirs) is found by
     # identity, without the repr of ten thousand events (~0.1 s)
     wor = neighbouring == "replace-one" and _has_wor_events(ledger)
     key = (_DIGESTS.get(ledger, digest_of), float(delta), wor)
     if key not in _CACHE:  # long ledgers take seconds; runs repeat them
-        text = repr(ledger) if text is None else text
-        text = f"replace-one\n{text}" if wor else text
-        stored = _certificate_store.load(text, float(delta))
-        if stored is not None:
-            _CACHE[key] = Certificate(**stored)
-        else:
-            cert = _recompute_wor(ledger, float(delta)) if wor else _recompute(ledger,
-                                                                               float(delta))
-            _certificate_store.save(text, cert.delta, cert.epsilon, cert.basis)
-            _CACHE[key] = cert
+        _CACHE[key] = (_recompute_wor(ledger, float(delta)) if wor
+                       else _recompute(ledger, float(delta)))
     return _CACHE[key]
 
 

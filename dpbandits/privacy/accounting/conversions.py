@@ -69,11 +69,25 @@ def gdp_epsilon(mu: float, delta: float) -> float:
 @functools.lru_cache(maxsize=256)
 def gdp_mu(epsilon: float, delta: float) -> float:
     """Largest mu such that mu-GDP implies (epsilon, delta)-DP (root finding; kept in the
-    certificate store, the same number every run)."""
+    store, the same number every run: a stored ``mu`` is used only when the closed form
+    (Corollary 2.13) confirms it, :func:`_is_gdp_mu`)."""
     eps = check_positive("epsilon", epsilon)
     delta = check_delta_open(delta)
     return _certificate_store.remember(f"gdp_mu(epsilon={eps!r})", delta,
-                                       lambda: _gdp_mu(eps, delta))
+                                       lambda: _gdp_mu(eps, delta),
+                                       lambda mu: _is_gdp_mu(mu, eps, delta))
+
+
+#: how far above a confirmed ``mu`` (or ``rho``) the target must already fail: the root
+#: finders land within ~1e-11 (relative) of the root, on its safe side
+_CONFIRM_RTOL = 1e-8
+
+
+def _is_gdp_mu(mu: float, eps: float, delta: float) -> bool:
+    """Whether ``mu`` is :func:`gdp_mu`'s answer up to :data:`_CONFIRM_RTOL`, by the closed
+    form alone: ``mu``-GDP is (eps, delta)-DP and ``mu (1 + rtol)``-GDP is not."""
+    return (0.0 < mu < math.inf and _gdp_delta(mu, eps) <= delta
+            and _gdp_delta(mu * (1.0 + _CONFIRM_RTOL), eps) > delta)
 
 
 def _gdp_mu(eps: float, delta: float) -> float:
@@ -130,11 +144,21 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
 def zcdp_rho(epsilon: float, delta: float) -> float:
     """Largest ``rho`` with ``zcdp_epsilon(rho, delta) <= epsilon`` (root finding on
     ``log rho``, then nudged to the safe side): the inverse of :func:`zcdp_epsilon`. Cached,
-    and kept in the certificate store (the same number every run)."""
+    and kept in the store (the same number every run: a stored ``rho`` is used only when
+    :func:`zcdp_epsilon` confirms it, :func:`_is_zcdp_rho`)."""
     epsilon = check_positive("epsilon", epsilon)
     delta = check_delta_open(delta)
     return _certificate_store.remember(f"zcdp_rho(epsilon={epsilon!r})", delta,
-                                       lambda: _zcdp_rho(epsilon, delta))
+                                       lambda: _zcdp_rho(epsilon, delta),
+                                       lambda rho: _is_zcdp_rho(rho, epsilon, delta))
+
+
+def _is_zcdp_rho(rho: float, epsilon: float, delta: float) -> bool:
+    """Whether ``rho`` is :func:`zcdp_rho`'s answer up to :data:`_CONFIRM_RTOL`, by the RDP
+    conversion alone: ``rho``-zCDP is (epsilon, delta)-DP and ``rho (1 + rtol)``-zCDP is
+    not."""
+    return (0.0 < rho < math.inf and zcdp_epsilon(rho, delta) <= epsilon
+            and zcdp_epsilon(rho * (1.0 + _CONFIRM_RTOL), delta) > epsilon)
 
 
 def _zcdp_rho(epsilon: float, delta: float) -> float:

@@ -87,7 +87,7 @@ def epsilon_of(event: _ev.DpEvent, delta: float, method: str = "pld", *,
 def _pld_module():
     """:mod:`~dpbandits.privacy.accounting.pld`, imported on the first PLD query: it loads
     dp_accounting's PLD code and with it scipy.signal and scipy.stats (about 30 MB), which a
-    run that finds its certificate in the store never needs."""
+    run that only builds ledgers never needs."""
     from dpbandits.privacy.accounting import pld
 
     return pld
