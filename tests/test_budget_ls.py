@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from dpbandits.agents import agent_class, make_agent
-from dpbandits.agents.budget_ls import fit_episode
+from dpbandits.agents.budget_ls import fit_episode, isotropy_rejected, isotropy_thresholds
+from dpbandits.agents.screened_ls import gram_noise
 from dpbandits.harness.compare import compare
 from dpbandits.privacy.accounting import epsilon_of
 from dpbandits.testing import check_adversarial_inputs, check_agent, instance_for_checks
@@ -58,10 +59,10 @@ def test_schedule_at_the_study_sizes(K, d, T, eps, first_fit):
 
 
 def test_it_is_dp_moment_ls_where_the_rule_keeps_its_schedule():
-    """fit_snr = 0, and the no-noise twin, give dp-moment-ls's regret bit for bit; the plan
-    and ledger are dp-moment-ls's at every setting."""
-    for params in ({"fit_snr": 0.0}, {"epsilon": math.inf}):
-        twin = {k: v for k, v in params.items() if k != "fit_snr"}
+    """fit_snr = 0 without the isotropy test, and the no-noise twin, give dp-moment-ls's
+    regret bit for bit; the plan and ledger are dp-moment-ls's at every setting."""
+    for params in ({"fit_snr": 0.0, "iso_test": False}, {"epsilon": math.inf}):
+        twin = {k: v for k, v in params.items() if k not in ("fit_snr", "iso_test")}
         _, _, res = compare({"b": (NAME, params), "m": ("dp-moment-ls", twin)},
                             "dpbandits/GLMBandit-v0", n_reps=2, seed=3, env_params=ENV)
         assert np.array_equal(res["b"].cum_regret, res["m"].cum_regret)
@@ -99,5 +100,124 @@ def test_bad_parameters_name_themselves():
         make_agent(NAME, n_arms=2, dim=5, horizon=100, fit_snr=-0.1)
     with pytest.raises(ValueError, match="min_screen"):
         make_agent(NAME, n_arms=2, dim=5, horizon=100, min_screen=0)
+    with pytest.raises(TypeError, match="iso_test must be a bool, got 'yes'"):
+        make_agent(NAME, n_arms=2, dim=5, horizon=100, iso_test="yes")
+    with pytest.raises(ValueError, match="iso_threshold"):
+        make_agent(NAME, n_arms=2, dim=5, horizon=100, iso_threshold=-0.5)
     with pytest.raises(TypeError, match="screen_episodes"):  # the rule sets it
         make_agent(NAME, n_arms=2, dim=5, horizon=100, screen_episodes=3)
+
+
+# -- the isotropy test (post-processing of the released moment) -------------------------------
+
+def test_isotropy_thresholds_are_their_formula():
+    for n, D, var in ((500, 50, 50.0), (1500, 20, 3.0), (7, 3, 0.25)):
+        s2 = var / 2 + n / D**2
+        m = D * (D + 1) / 2
+        spread = n * (1 - 1 / D)
+        spectral, frob = isotropy_thresholds(n, D, var)
+        assert spectral == pytest.approx(2 * math.sqrt(D * s2) + 2.0234 * math.sqrt(s2)
+                                         / D ** (1 / 6), rel=1e-14)
+        sd = math.sqrt(2 * m * var**2 + 4 * var * spread + 4 * n**2 / D**2)
+        assert frob == pytest.approx(var * m + spread + 2.3263 * sd, rel=1e-14)
+
+
+def test_isotropy_rejected_flips_at_each_threshold():
+    """A rank-one bump tests the top eigenvalue alone (its squared Frobenius norm is far
+    below that threshold); a trace-free +-a diagonal tests the Frobenius norm alone (its top
+    eigenvalue a is half the spectral threshold)."""
+    n, D, var = 500, 20, 8.0
+    spectral, frob = isotropy_thresholds(n, D, var)
+    base = (n / D) * np.eye(D)
+    e = np.zeros(D)
+    e[3] = 1.0
+    bumps = [base + t * np.outer(e, e) for t in (spectral * (1 - 1e-9), spectral * (1 + 1e-9))]
+    assert spectral**2 < frob / 2
+    assert isotropy_rejected(np.stack(bumps), n, var).tolist() == [False, True]
+    signs = np.where(np.arange(D) % 2 == 0, 1.0, -1.0)
+    a = math.sqrt(frob / D)
+    assert a < spectral / 1.5
+    flat = [base + np.diag(a * f * signs) for f in (1 - 1e-9, 1 + 1e-9)]
+    assert isotropy_rejected(np.stack(flat), n, var).tolist() == [False, True]
+
+
+def _sphere_moments(rng, R, n, D, sigma):
+    u = rng.standard_normal((R, n, D))
+    u /= np.linalg.norm(u, axis=2, keepdims=True)
+    return np.einsum("rni,rnj->rij", u, u) + gram_noise(rng, (R, D, D), sigma)
+
+
+def test_isotropy_level_and_power_on_simulated_releases():
+    """Level: rows uniform on the sphere plus the plan's noise are rejected at about the
+    nominal 2% (two 1% tests; 1,000 draws measured 0.015-0.023 at d = 15-80, n = 500-1500,
+    sigma 2.4-21). With 200 draws a true rate of 0.03 exceeds 14 rejections (mean 6, sd
+    2.4) with probability below 1e-3. Power: the same rows with a planted spike of three
+    times the BBP detection scale ``s sqrt(D)`` (``s = sigma / sqrt 2``, the off-diagonal
+    noise sd; the top eigenvalue then sits near ``3.33 s sqrt(D)`` against the threshold's
+    ``2 s sqrt(D)`` plus Tracy-Widom units) are rejected in at least 95% of 50 draws."""
+    rng = np.random.default_rng(20261128)
+    n, D, sigma = 300, 30, 7.1
+    null = isotropy_rejected(_sphere_moments(rng, 200, n, D, sigma), n, sigma**2)
+    assert null.sum() <= 14
+    spike = 3.0 * sigma * math.sqrt(D / 2)
+    e = np.ones(D) / math.sqrt(D)
+    alt = _sphere_moments(rng, 50, n, D, sigma) + spike * np.outer(e, e)
+    assert isotropy_rejected(alt, n, sigma**2).mean() >= 0.95
+
+
+#: sizes where the rule keeps dp-moment-ls's two screening releases (fit_snr = 0) and S is
+#: a strict subset (|S| = 16 < d = 24); n0 = 100, so the test reads 300 users at release 2
+ISO_ENV = {"n_arms": 2, "dim": 24, "horizon": 2000}
+
+
+def _with_moment_ls(env_params: dict, reps: int = 6):
+    b = make_agent(NAME, n_arms=2, dim=24, horizon=2000, fit_snr=0.0)
+    _, _, res = compare({"b": b, "m": ("dp-moment-ls", {})}, "dpbandits/GLMBandit-v0",
+                        n_reps=reps, seed=11, env_params=env_params)
+    return b, res["b"].cum_regret, res["m"].cum_regret
+
+
+def test_a_replication_whose_moment_is_not_isotropic_is_dp_moment_ls_bit_for_bit():
+    """Equicorrelated (0.5) contexts with a mean: the released moment's top eigenvalue is
+    far above its noise, every replication rejects, and the agent is dp-moment-ls (the test
+    is post-processing: the same releases, the same noise stream)."""
+    d = ISO_ENV["dim"]
+    corr = {**ISO_ENV, "context_cov": 0.0025 * (0.5 * np.eye(d) + 0.5),
+            "context_mean": np.full(d, 0.05)}
+    b, regret_b, regret_m = _with_moment_ls(corr)
+    assert not b.isotropic_.any()
+    assert np.array_equal(regret_b, regret_m)
+
+
+def test_an_isotropic_replication_plays_and_screens_on_the_marginal_contrasts():
+    """Isotropic centred contexts: the replications that pass the test (most: level about
+    2%) screen on the released contrasts' ``max_k |c_kj|`` (dp-screened-ls's statistic),
+    the others are dp-moment-ls's replications bit for bit."""
+    b, regret_b, regret_m = _with_moment_ls(ISO_ENV)
+    iso = b.isotropic_
+    assert iso.sum() >= 4  # P(3 or more of 6 rejections at level 0.03) < 1e-3
+    top = np.argsort(-np.abs(b._c_released).max(axis=1), axis=1, kind="stable")[:, :16]
+    assert np.array_equal(b.screened_[iso], np.sort(top, axis=1)[iso])
+    assert np.array_equal(regret_b[~iso], regret_m[~iso])
+    assert not np.array_equal(regret_b[iso], regret_m[iso])  # the choice changed the play
+
+
+def test_the_isotropy_test_reads_the_released_moment_with_the_plans_variance(monkeypatch):
+    """At each screening release from the second on, the test gets the summed released
+    moment (not the raw one), the users so far and ``sigma_M^2`` times the releases."""
+    import dpbandits.agents.budget_ls as mod
+
+    calls = []
+    real = mod.isotropy_rejected
+
+    def spy(moment, n, var):
+        calls.append((moment.copy(), n, var))
+        return real(moment, n, var)
+
+    monkeypatch.setattr(mod, "isotropy_rejected", spy)
+    a = make_agent(NAME, n_arms=2, dim=24, horizon=2000, fit_snr=0.0, min_screen=3)
+    compare({"b": a}, "dpbandits/GLMBandit-v0", n_reps=2, seed=5, env_params=ISO_ENV)
+    sigma2 = a.sigmas["moment"] ** 2
+    assert a.screen_episodes_ == 3
+    assert [(n, v) for _, n, v in calls] == [(300, 2 * sigma2), (700, 3 * sigma2)]
+    assert np.array_equal(calls[-1][0], a._M_released)

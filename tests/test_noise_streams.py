@@ -13,7 +13,7 @@ BEFORE = {
     "agent:dp-hdb": "7980c1f841413103",
     "agent:dp-hdb-authors-code": "ea45468f95761f94",
     "agent:dp-moment-ls": "375489673b73130d",
-    "agent:dp-budget-ls": "6c8f3dcf586bae99",  # added with the agent (issue 36), not from b6e15c6
+    "agent:dp-budget-ls": "d4b481740f148c2d",  # issue 36 round 2: the isotropy test moves play
     "agent:dp-screened-ls": "d759890c04b5e8c6",
     "agent:dp-ucb": "398e57a829909723",
     "agent:dp-ucb-authors-code": "73562772722ebaca",
