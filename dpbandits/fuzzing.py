@@ -96,6 +96,12 @@ def _corpus(names: list[str], d: int) -> list[dict]:
                                  for i, n in enumerate(names)}, rows=e1, rewards=huge))
         for small in (3e-162, 1.55e-162):
             out.append(dict(changes={n: small for n in names}, rows=e1, rewards=huge))
+        # one bound at the smallest subnormal, the others as built, against a row clipped to
+        # unit entries 1/sqrt 2: a product such as y u then rounds up by as much as 2x
+        diagonal = [[0.0] * (d - 2) + [1e300, 1e300]] if d >= 2 else e1
+        for n in names:
+            out.append(dict(changes={m: (5e-324 if m == n else None) for m in names},
+                            rows=diagonal, rewards=[1.0, -1.0]))
         out.append(dict(changes={n: (1e200 if n in _RADII else 1e-200) for n in names},
                         rows=e1, rewards=[1.0, -1.0]))
         out.append(dict(changes={n: 1e160 for n in names},

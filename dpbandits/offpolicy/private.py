@@ -59,8 +59,10 @@ from scipy.stats import norm
 
 from dpbandits._params import Parameterized
 from dpbandits._validation import (
+    BOUND_RANGE,
     SeedLike,
     as_rng,
+    check_bound,
     check_choice,
     check_delta_open,
     check_positive,
@@ -244,10 +246,10 @@ class PrivateEstimator(Planned, Parameterized):
     delta : float
         Privacy parameter delta in (0, 1) of one release.
     max_weight : float
-        Weight clip M > 0: every importance weight is cut to ``min(w, M)``.
+        Weight clip M in [1e-75, 1e75]: every importance weight is cut to ``min(w, M)``.
     reward_range : (float, float), default (0.0, 1.0)
-        Reward clip ``(lo, hi)`` with ``lo < hi``: rewards (and DR's predictions) are cut to
-        it.
+        Reward clip ``(lo, hi)`` with ``hi - lo >= 1e-75`` and ``|lo|, |hi| <= 1e75``: rewards
+        (and DR's predictions) are cut to it.
     reward_model : {"private", "disjoint"} or None, default None
         DR's reward model (DR only; None is ``"private"``). ``"private"``: a per-arm ridge
         model fit on the log itself, privately, from ``model_share`` of the budget; the
@@ -258,7 +260,8 @@ class PrivateEstimator(Planned, Parameterized):
         Share in (0, 1) of the budget (of ``mu^2`` in GDP terms:
         :func:`private_estimator_plan`) spent on the private reward model.
     context_bound : float or None, default None
-        The private model's context clip ``||x||_2 <= L`` (None: ``sqrt(d)``).
+        The private model's context clip ``||x||_2 <= L``, L in [1e-75, 1e75] (None:
+        ``sqrt(d)``).
     model_ridge : float, default 1.0
         The private model's ridge penalty ``lambda > 0``.
 
@@ -288,13 +291,20 @@ class PrivateEstimator(Planned, Parameterized):
         check_choice("estimator", estimator, PRIVATE_ESTIMATORS)
         eps = check_positive("epsilon", epsilon)
         dlt = check_delta_open(delta, why="for a private estimate")
-        self._m = check_positive("max_weight", max_weight)
+        # in BOUND_RANGE: the sensitivities m (hi - lo) / n and the noise calibrated from them
+        # stay normal floats (no subnormal rounding, no overflow)
+        self._m = check_bound("max_weight", max_weight)
         if not isinstance(reward_range, tuple | list) or len(reward_range) != 2:
             raise TypeError(f"reward_range must be a pair (low, high), got {reward_range!r}")
         lo = check_real("reward_range[0]", reward_range[0])
         hi = check_real("reward_range[1]", reward_range[1])
         if not lo < hi:
             raise ValueError(f"reward_range must have low < high, got ({lo}, {hi})")
+        if not (BOUND_RANGE[0] <= hi - lo and max(abs(lo), abs(hi)) <= BOUND_RANGE[1]):
+            raise ValueError(f"reward_range must have width at least {BOUND_RANGE[0]:g} and "
+                             f"endpoints within +/-{BOUND_RANGE[1]:g} (outside, the "
+                             f"sensitivity or the noise underflows or overflows), got "
+                             f"({lo!r}, {hi!r})")
         self._range = (lo, hi)
         self._model: str | None
         if estimator == "dr":
@@ -307,8 +317,8 @@ class PrivateEstimator(Planned, Parameterized):
             self._model = None
         self._share = check_real("model_share", model_share, low=0.0, high=1.0, low_open=True,
                                  high_open=True)
-        self._L = None if context_bound is None else check_positive("context_bound",
-                                                                    context_bound)
+        self._L = None if context_bound is None else check_bound("context_bound",
+                                                                 context_bound)
         self._ridge = check_positive("model_ridge", model_ridge)
         self._plan = private_estimator_plan(estimator, eps, dlt, self._m, self._range,
                                             self._model, self._share)
