@@ -107,13 +107,9 @@ TARGETS: dict[str, list[str]] = {
     "dpbandits/bo/dp_gibo.py": ["tests/test_bo_dp_gibo.py",
                                 "tests/test_mutation_kills_components.py", *COMMON],
 }
-#: a re-check runs a survivor only against what was added since its first run (it passed
-#: the rest of its selection then): the new test file and the files added to a selection
+#: a re-check runs a survivor only against the new tests of its component (it passed the
+#: rest of its selection on its first run)
 KILLS = "tests/test_mutation_kills_components.py"
-ADDED: dict[str, list[str]] = {
-    "dpbandits/agents/dp_ucb.py": ["tests/test_wishart_ledger.py",
-                                   "tests/test_wishart_row_bound.py"],
-}
 PYTEST_ARGS = ["-x", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly",
                "-m", "not slow and not integration and not heavy", "-k", EXCLUDE]
 
@@ -328,12 +324,21 @@ def _copy_repo(dest: Path) -> None:
             shutil.copy2(ROOT / name, dest / name)
 
 
-def _pytest(cwd: Path, tests: list[str], timeout: float) -> tuple[str, float, str]:
+def _component(path: str) -> str:
+    """The -k word of a component's tests in the kill file (``dp_pofw`` for
+    ``dp_pofw.py`` and ``_pofw_kernels.py``)."""
+    stem = Path(path).stem.lstrip("_")
+    return {"pofw_kernels": "dp_pofw", "noisy_sgd_kernel": "noisy_sgd"}.get(stem, stem)
+
+
+def _pytest(cwd: Path, tests: list[str], timeout: float, k: str | None = None
+            ) -> tuple[str, float, str]:
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
                PYTHONDONTWRITEBYTECODE="1", NUMBA_CACHE_DIR=str(cwd / ".numba"),
                PYTHONPATH=str(cwd), HYPOTHESIS_STORAGE_DIRECTORY=str(cwd / ".hypothesis"))
     tests = [t for t in tests if (cwd / t.split("::")[0]).exists()]
-    cmd = [sys.executable, "-m", "pytest", *PYTEST_ARGS, *tests]
+    args = PYTEST_ARGS if k is None else [*PYTEST_ARGS[:-1], f"({EXCLUDE}) and {k}"]
+    cmd = [sys.executable, "-m", "pytest", *args, *tests]
     t0 = time.monotonic()
     try:
         p = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True,
@@ -400,9 +405,12 @@ def run(paths: list[str], out: Path, jobs: int, timeout: float | None,
             original = target.read_text()
             try:
                 target.write_text(m.source)
-                tests = [KILLS, *ADDED.get(m.path, [])] if recheck else \
-                    TARGETS.get(m.path, COMMON)
-                verdict, secs, tail = _pytest(c, tests, limits[m.path])
+                if recheck:  # the kill file's tests of this component only
+                    verdict, secs, tail = _pytest(c, [KILLS], limits[m.path],
+                                                  _component(m.path))
+                else:
+                    verdict, secs, tail = _pytest(c, TARGETS.get(m.path, COMMON),
+                                                  limits[m.path])
             finally:
                 target.write_text(original)
                 with lock:
