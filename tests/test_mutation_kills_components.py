@@ -307,3 +307,21 @@ def test_dp_ucb_draws_the_node_sigma_its_plan_certifies():
     diag = noise[:, np.arange(D + 1), np.arange(D + 1)].ravel()
     assert np.mean(off**2) / s**2 == pytest.approx(1.0, abs=5 * math.sqrt(2 / off.size))
     assert np.mean(diag**2) / (2 * s**2) == pytest.approx(1.0, abs=5 * math.sqrt(2 / diag.size))
+
+
+def test_dp_gd_fit_draws_the_plans_sigma():
+    """On zero data every clipped gradient is 0, so one DP-GD step from 0 with step size
+    eta is ``-eta z``, ``z ~ N(0, sigma^2 I)`` with sigma the plan's (what the ledger
+    certifies). The mean of ``(theta / (eta sigma))^2`` over N = 20,000 coordinates has std
+    sqrt(2/N) = 0.01; 6 of them (0.06) are far from the 0.36 a draw cut to 0.8 sigma gives."""
+    import numpy as np
+
+    from dpbandits.losses import SquaredLoss
+    from dpbandits.optim.batch.dp_gd import DPGD
+
+    n, d, R, eta = 50, 4, 5000, 0.5
+    opt = DPGD(1.0, 1e-5, n_iters=1, step_size=eta, clip_norm=1.0)
+    res = opt.fit(SquaredLoss(), np.zeros((n, d)), np.zeros(n), np.random.default_rng(3),
+                  n_reps=R)
+    z = res.theta / (eta * opt.plan_for(n, d).scales["sigma"])
+    assert abs(float(np.mean(z**2)) - 1.0) <= 6 * math.sqrt(2 / z.size)
