@@ -323,5 +323,7 @@ def test_dp_gd_fit_draws_the_plans_sigma():
     opt = DPGD(1.0, 1e-5, n_iters=1, step_size=eta, clip_norm=1.0)
     res = opt.fit(SquaredLoss(), np.zeros((n, d)), np.zeros(n), np.random.default_rng(3),
                   n_reps=R)
-    z = res.theta / (eta * opt.plan_for(n, d).scales["sigma"])
+    sigma = opt.plan_for(n, d).scales["sigma"]
+    assert res.extra["noise_std"] == sigma  # the noise the result reports is the plan's
+    z = res.theta / (eta * sigma)
     assert abs(float(np.mean(z**2)) - 1.0) <= 6 * math.sqrt(2 / z.size)
