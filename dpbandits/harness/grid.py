@@ -250,11 +250,18 @@ def run_grid(cells: Sequence, compute: Callable[[Any], Any], store: Store, *, n_
     return [store.load(c.key) if store.done(c.key) else None for c in cells]
 
 
-def _compute_and_store(cell, compute, store, setup, parent_pid: int | None) -> str:
+def _compute_and_store(cell, compute, store, setup, parent_pid: int | None,
+                       prefetch: bool | None = None) -> str:
     """Run one cell and store its result. ``parent_pid`` is the pid of the process that runs
-    the grid when this is a local worker (the worker then dies with it), else ``None``."""
+    the grid when this is a local worker (the worker then dies with it), else ``None``.
+    ``prefetch``: this process's :func:`~dpbandits._background.set_prefetch` (``None``
+    leaves it as it is)."""
     if parent_pid is not None:
         follow_parent(parent_pid)
+    if prefetch is not None:
+        from dpbandits._background import set_prefetch
+
+        set_prefetch(prefetch)
     if setup is not None:
         setup()
     result = compute(cell)
@@ -271,7 +278,9 @@ def _run_parallel(todo, compute, store, setup, n_jobs, scheduler, progress, desc
     # Every task names the grid's own process: a worker that sees another parent (it was
     # orphaned while starting up, before any task reached it) exits instead of computing.
     parent = os.getpid() if scheduler is None else None
-    jobs = (delayed(_compute_and_store)(c, compute, store, setup, parent) for c in todo)
+    prefetch = pool_prefetch(n_jobs, len(todo)) if scheduler is None else None
+    jobs = (delayed(_compute_and_store)(c, compute, store, setup, parent, prefetch)
+            for c in todo)
 
     def consume(results) -> None:
         for key in tqdm(results, total=len(todo), disable=not progress, desc=desc):
@@ -292,6 +301,18 @@ def _run_parallel(todo, compute, store, setup, n_jobs, scheduler, progress, desc
     finally:
         if isinstance(scheduler, str):
             client.close()
+
+
+def pool_prefetch(n_jobs: int, n_tasks: int) -> bool:
+    """Whether the local workers of a pool of ``n_jobs`` processes (joblib's count: ``-1``
+    is every core) running ``n_tasks`` tasks may each draw noise in a second thread: only
+    when processes times two threads fit on the cores (:func:`~dpbandits._background.
+    prefetch_fits`), else the drawing threads would take turns with the workers."""
+    from joblib import effective_n_jobs
+
+    from dpbandits._background import prefetch_fits
+
+    return prefetch_fits(min(effective_n_jobs(n_jobs), max(1, n_tasks)))
 
 
 _FOLLOWED_PARENT: int | None = None

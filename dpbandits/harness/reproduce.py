@@ -128,8 +128,13 @@ def simulate_panels(panels: str, horizon: int, n_reps: int, seed: int, epsilon: 
     ``n_jobs`` processes, longest first, so that panel A's runs use the cores panel B's leave
     idle. Each agent is its own ``compare`` with the panel's seed: the same numbers as the
     panels run one after the other (common random numbers hold per environment and seed).
+    A worker draws its noise in its own thread only when every busy worker's two threads fit
+    on the cores (:func:`~dpbandits.harness.grid.pool_prefetch`; the same numbers either way).
     Returns ``{label: result}``."""
     from joblib import Parallel, delayed
+
+    from dpbandits._background import set_prefetch
+    from dpbandits.harness.grid import pool_prefetch
 
     tasks = []
     if "A" in panels:
@@ -140,7 +145,10 @@ def simulate_panels(panels: str, horizon: int, n_reps: int, seed: int, epsilon: 
     tasks.sort(key=lambda task: (_LONGEST_FIRST.index(task[0]) if task[0] in _LONGEST_FIRST
                                  else len(_LONGEST_FIRST)))
 
+    prefetch = pool_prefetch(n_jobs, len(tasks))
+
     def one(label, env, spec):
+        set_prefetch(prefetch)
         _, _, res = compare({label: spec}, env, horizon=horizon, n_reps=n_reps, seed=seed)
         return label, res[label]
 
