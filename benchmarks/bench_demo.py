@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 
 #: the command with every pool worker prefetching (``--pool-prefetch on``)
-_PREFETCH_ON = ("import sys; import dpbandits.harness.grid as g; "
-                "g.pool_prefetch = lambda *a: True; from dpbandits.cli import main; "
+_PREFETCH_ON = ("import sys; import dpbandits.harness.reproduce as r; "
+                "r.prefetch_in_pool = lambda *a, **k: True; from dpbandits.cli import main; "
                 "sys.exit(main(sys.argv[1:]))")
 
 
@@ -71,8 +71,7 @@ def run_demo(out: Path, cache: Path | None, size: str, jobs: int,
 
 def bench(size: str = "small", jobs: int = 2, pool_prefetch: str = "auto",
           warm_only: bool = False) -> dict:
-    from dpbandits._background import usable_cores
-    from dpbandits.harness.grid import pool_prefetch as fits
+    from dpbandits._background import available_cores, prefetch_in_pool
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -82,8 +81,8 @@ def bench(size: str = "small", jobs: int = 2, pool_prefetch: str = "auto",
             cold = run_demo(tmp / "cold", tmp / "cache", size, jobs, pool_prefetch)
             warm = run_demo(tmp / "warm", tmp / "cache", size, jobs, pool_prefetch)
     return {"benchmark": "demo", "command": "dpbandits reproduce fig5.1 --size "
-            f"{size} --panels AB --jobs {jobs}", "cpus": usable_cores(), "target_s": 30,
-            "workers_prefetch": pool_prefetch == "on" or fits(jobs, 2 * jobs),
+            f"{size} --panels AB --jobs {jobs}", "cpus": available_cores(), "target_s": 30,
+            "workers_prefetch": pool_prefetch == "on" or prefetch_in_pool(jobs),
             "cold_store": cold, "warm_store": warm}
 
 

@@ -6,9 +6,7 @@ user (:mod:`dpbandits.privacy.streams`, the environments' chunked streams) submi
 single worker, first in first out: the chunks of one stream are drawn in order, so prefetching
 never changes the numbers, provided each stream's generators are its own. Setting the
 environment variable ``DPBANDITS_PREFETCH=0`` turns it off (e.g. when every core already runs
-a worker process). A pool of worker processes decides per process with
-:func:`set_prefetch` and :func:`prefetch_fits`: processes times threads must not exceed the
-cores, or the drawing threads only take turns with the workers' main threads.
+a worker process).
 """
 
 from __future__ import annotations
@@ -17,40 +15,30 @@ import atexit
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
 
-__all__ = ["PicklesPending", "executor", "prefetch_enabled", "prefetch_fits", "set_prefetch",
-           "usable_cores"]
+__all__ = ["PicklesPending", "available_cores", "executor", "prefetch_enabled",
+           "prefetch_in_pool"]
 
 _EXECUTOR: ThreadPoolExecutor | None = None
-#: this process's setting (:func:`set_prefetch`); ``None`` leaves it to the environment
-_PROCESS_SETTING: bool | None = None
 
 
 def prefetch_enabled() -> bool:
-    """False when the environment variable ``DPBANDITS_PREFETCH`` is ``"0"`` or this process
-    turned prefetching off (:func:`set_prefetch`)."""
-    return os.environ.get("DPBANDITS_PREFETCH", "1") != "0" and _PROCESS_SETTING is not False
+    """False when the environment variable ``DPBANDITS_PREFETCH`` is ``"0"``."""
+    return os.environ.get("DPBANDITS_PREFETCH", "1") != "0"
 
 
-def set_prefetch(enabled: bool | None) -> None:
-    """Turn prefetching off (``False``) in this process, or leave it to the environment
-    variable (``True`` or ``None``). Streams created afterwards follow it; the numbers drawn
-    are the same either way."""
-    global _PROCESS_SETTING
-    _PROCESS_SETTING = None if enabled is None else bool(enabled)
-
-
-def usable_cores() -> int:
-    """The cores this process may run on (its affinity mask where the platform has one)."""
-    try:
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system reports it)."""
+    if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - macOS and Windows have no affinity call
-        return os.cpu_count() or 1
+    return os.cpu_count() or 1
 
 
-def prefetch_fits(n_processes: int) -> bool:
-    """Whether ``n_processes`` busy worker processes, each a main thread plus the drawing
-    thread, fit on :func:`usable_cores` (two threads per process)."""
-    return 2 * max(1, int(n_processes)) <= usable_cores()
+def prefetch_in_pool(n_processes: int, cores: int | None = None) -> bool:
+    """Whether the worker processes of a pool of ``n_processes`` should prefetch: each one
+    then runs two busy threads (its work and its drawing thread), so only when they fit on
+    the ``cores`` (default: :func:`available_cores`); one process (no pool) always may."""
+    cores = available_cores() if cores is None else cores
+    return n_processes <= 1 or 2 * n_processes <= cores
 
 
 def executor() -> ThreadPoolExecutor:

@@ -127,16 +127,18 @@ def test_a_pool_draws_noise_in_a_second_thread_only_when_the_threads_fit(monkeyp
     from dpbandits import _background
     from dpbandits.harness.grid import pool_prefetch
 
-    monkeypatch.setattr(_background, "usable_cores", lambda: 2)
+    monkeypatch.setattr(_background, "available_cores", lambda: 2)
     assert not pool_prefetch(2, 10)
     assert pool_prefetch(1, 10) and pool_prefetch(2, 1)  # one busy worker
-    monkeypatch.setattr(_background, "usable_cores", lambda: 4)
+    monkeypatch.setattr(_background, "available_cores", lambda: 4)
     assert pool_prefetch(2, 10) and not pool_prefetch(3, 10)
 
 
-def test_a_worker_told_not_to_prefetch_creates_synchronous_streams(tmp_path):
-    """The flag a pool passes with each task reaches the streams its cell creates."""
-    from dpbandits import _background
+def test_a_worker_told_not_to_prefetch_creates_synchronous_streams(tmp_path, monkeypatch):
+    """The flag a pool passes with each task reaches the streams its cell creates, and the
+    worker's environment is as before once the task is done."""
+    import os
+
     from dpbandits.harness.grid import _compute_and_store
     from dpbandits.privacy.streams import ChunkedDraws
 
@@ -145,10 +147,9 @@ def test_a_worker_told_not_to_prefetch_creates_synchronous_streams(tmp_path):
                                  prefetch=True).prefetch)
         return None
 
+    monkeypatch.delenv("DPBANDITS_PREFETCH", raising=False)
     seen: list[bool] = []
-    try:
-        for flag in (False, True, None):
-            _compute_and_store(_cells()[0], compute, CellFiles(tmp_path), None, None, flag)
-    finally:
-        _background.set_prefetch(None)
+    for flag in (False, True, None):
+        _compute_and_store(_cells()[0], compute, CellFiles(tmp_path), None, None, flag)
+        assert "DPBANDITS_PREFETCH" not in os.environ
     assert seen == [False, True, True]

@@ -254,14 +254,20 @@ def _compute_and_store(cell, compute, store, setup, parent_pid: int | None,
                        prefetch: bool | None = None) -> str:
     """Run one cell and store its result. ``parent_pid`` is the pid of the process that runs
     the grid when this is a local worker (the worker then dies with it), else ``None``.
-    ``prefetch``: this process's :func:`~dpbandits._background.set_prefetch` (``None``
-    leaves it as it is)."""
+    ``prefetch=False`` turns prefetching off for this task (``DPBANDITS_PREFETCH=0``, restored
+    after it); ``None`` or ``True`` leave it to the environment."""
     if parent_pid is not None:
         follow_parent(parent_pid)
-    if prefetch is not None:
-        from dpbandits._background import set_prefetch
-
-        set_prefetch(prefetch)
+    if prefetch is False:
+        before = os.environ.get("DPBANDITS_PREFETCH")
+        os.environ["DPBANDITS_PREFETCH"] = "0"  # in this worker process, for this task
+        try:
+            return _compute_and_store(cell, compute, store, setup, None, None)
+        finally:
+            if before is None:
+                os.environ.pop("DPBANDITS_PREFETCH", None)
+            else:
+                os.environ["DPBANDITS_PREFETCH"] = before
     if setup is not None:
         setup()
     result = compute(cell)
@@ -306,13 +312,13 @@ def _run_parallel(todo, compute, store, setup, n_jobs, scheduler, progress, desc
 def pool_prefetch(n_jobs: int, n_tasks: int) -> bool:
     """Whether the local workers of a pool of ``n_jobs`` processes (joblib's count: ``-1``
     is every core) running ``n_tasks`` tasks may each draw noise in a second thread: only
-    when processes times two threads fit on the cores (:func:`~dpbandits._background.
-    prefetch_fits`), else the drawing threads would take turns with the workers."""
+    when the busy processes times two threads fit on the cores
+    (:func:`~dpbandits._background.prefetch_in_pool`)."""
     from joblib import effective_n_jobs
 
-    from dpbandits._background import prefetch_fits
+    from dpbandits._background import prefetch_in_pool
 
-    return prefetch_fits(min(effective_n_jobs(n_jobs), max(1, n_tasks)))
+    return prefetch_in_pool(min(effective_n_jobs(n_jobs), max(1, n_tasks)))
 
 
 _FOLLOWED_PARENT: int | None = None

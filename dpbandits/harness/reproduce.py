@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from dpbandits._background import prefetch_in_pool
 from dpbandits.harness.compare import compare, privacy_records, summary_table
 from dpbandits.harness.results import (
     SimulationResult,
@@ -128,13 +130,8 @@ def simulate_panels(panels: str, horizon: int, n_reps: int, seed: int, epsilon: 
     ``n_jobs`` processes, longest first, so that panel A's runs use the cores panel B's leave
     idle. Each agent is its own ``compare`` with the panel's seed: the same numbers as the
     panels run one after the other (common random numbers hold per environment and seed).
-    A worker draws its noise in its own thread only when every busy worker's two threads fit
-    on the cores (:func:`~dpbandits.harness.grid.pool_prefetch`; the same numbers either way).
     Returns ``{label: result}``."""
     from joblib import Parallel, delayed
-
-    from dpbandits._background import set_prefetch
-    from dpbandits.harness.grid import pool_prefetch
 
     tasks = []
     if "A" in panels:
@@ -145,11 +142,22 @@ def simulate_panels(panels: str, horizon: int, n_reps: int, seed: int, epsilon: 
     tasks.sort(key=lambda task: (_LONGEST_FIRST.index(task[0]) if task[0] in _LONGEST_FIRST
                                  else len(_LONGEST_FIRST)))
 
-    prefetch = pool_prefetch(n_jobs, len(tasks))
+    # the pool is sized by threads, not processes: each worker runs its simulation and, with
+    # prefetching, a noise-drawing thread; when the processes alone fill the cores, the
+    # workers draw in their own thread (the same numbers: prefetching never changes them)
+    prefetch = prefetch_in_pool(n_jobs)
 
     def one(label, env, spec):
-        set_prefetch(prefetch)
-        _, _, res = compare({label: spec}, env, horizon=horizon, n_reps=n_reps, seed=seed)
+        before = os.environ.get("DPBANDITS_PREFETCH")
+        if not prefetch:
+            os.environ["DPBANDITS_PREFETCH"] = "0"  # in this worker process, for this task
+        try:
+            _, _, res = compare({label: spec}, env, horizon=horizon, n_reps=n_reps, seed=seed)
+        finally:
+            if before is None:
+                os.environ.pop("DPBANDITS_PREFETCH", None)
+            else:
+                os.environ["DPBANDITS_PREFETCH"] = before
         return label, res[label]
 
     return dict(Parallel(n_jobs=n_jobs)(delayed(one)(*task) for task in tasks))
