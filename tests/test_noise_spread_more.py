@@ -18,6 +18,7 @@ import pytest
 from scipy import stats
 
 from dpbandits.agents.dp_ucb import DPUCB
+from dpbandits.optim.streaming.dp_pofw import DPPOFW
 
 P_VALUE = 1e-9
 MIN_N = 20_000
@@ -60,3 +61,39 @@ def test_dp_ucb_tree_releases_draw_the_plans_node_scale(backend):
         assert agent.t_ == t
         _assert_chi_square(f"dp-ucb release t={t}",
                            _upper_standardized(agent._release, s * math.sqrt(t.bit_count())))
+
+
+# -- DP-POFW (DP-HDB's per-arm optimizer): report-noisy-min with Laplace noise ---------------
+def _assert_binomial(name: str, count: int, n: int, p: float) -> float:
+    """``count`` ~ Binomial(n, p): inside its exact two-sided 1e-9 region. Returns the
+    frequency (for the mutation table)."""
+    lo, hi = stats.binom.ppf(P_VALUE / 2, n, p), stats.binom.isf(P_VALUE / 2, n, p)
+    assert lo <= count <= hi, (f"{name}: frequency {count / n:.4f} over {n} draws, p = {p:.4f}, "
+                               f"outside [{lo / n:.4f}, {hi / n:.4f}]")
+    return count / n
+
+
+@pytest.mark.heavy
+@pytest.mark.parametrize("backend", ["numpy", "auto"])
+def test_dp_pofw_selection_draws_the_plans_laplace_scale(backend):
+    # Zero data would make every vertex score 0 and the selection uniform for any scale, so
+    # the first step gets one known sample instead: dim 1 (vertices +r and -r), x = 1,
+    # y = -1, theta_1 = 0, so the direction d_1 = grad/2 is exact (``last_direction``) and the
+    # scores +r d_1, -r d_1 differ by gap = 2 r |d_1|. Report-noisy-min with Lap(b) noise
+    # picks the worse vertex iff L_1 - L_2 > gap, whose tail (difference of two Laplace) is
+    # (2 + gap/b) exp(-gap/b) / 4. The largest epsilon makes kappa smallest (about 0.34;
+    # the schedule's floor), gap/b about 0.37: p = 0.4105, and a cut of b by 0.8 gives
+    # p = 0.389; at n = 200,000 the 1e-9 region is p +/- 6.1 sqrt(p(1-p)/n) = +/- 0.0067.
+    n = 200_000
+    opt = DPPOFW("squared", dim=1, radius=1.0, horizon=2, epsilon=100.0, delta=0.1,
+                 backend=backend)
+    opt.reset(n_reps=n, rng=20261129)
+    theta = opt.step(np.ones((n, 1)), -np.ones(n))
+    direction = opt.last_direction
+    assert np.all(direction == direction[0, 0]) and direction[0, 0] != 0.0
+    ratio = 2.0 * opt.radius * abs(direction[0, 0]) / opt.noise_scale(1)
+    p_worse = (2.0 + ratio) * math.exp(-ratio) / 4.0
+    # the worse vertex is +r sign(d_1) e_1; theta_2 = eta_1 v_1 carries its sign
+    worse = np.sign(theta[:, 0]) == np.sign(direction[:, 0])
+    assert np.all(theta[:, 0] != 0.0)
+    _assert_binomial(f"dp-pofw step 1 ({backend})", int(worse.sum()), n, p_worse)
