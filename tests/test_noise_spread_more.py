@@ -18,6 +18,8 @@ import pytest
 from scipy import stats
 
 from dpbandits.agents.dp_ucb import DPUCB
+from dpbandits.losses import SquaredLoss
+from dpbandits.optim.batch.dp_gd import DPGD
 from dpbandits.optim.streaming.dp_pofw import DPPOFW
 
 P_VALUE = 1e-9
@@ -97,3 +99,19 @@ def test_dp_pofw_selection_draws_the_plans_laplace_scale(backend):
     worse = np.sign(theta[:, 0]) == np.sign(direction[:, 0])
     assert np.all(theta[:, 0] != 0.0)
     _assert_binomial(f"dp-pofw step 1 ({backend})", int(worse.sum()), n, p_worse)
+
+
+# -- DP-GD: the noise of every full-gradient step --------------------------------------------
+def test_dp_gd_steps_draw_the_plans_sigma():
+    # Zero features: every per-sample gradient of the squared loss is psi * x = 0 at every
+    # iterate, so x_t = x_{t-1} - eta z_{t-1} exactly up to rounding, and each recorded step's
+    # increment over -eta is the step's noise, N(0, sigma^2 I) with sigma the plan's
+    n, d, reps, steps, eta = 10, 20, 1000, 4, 1.0
+    opt = DPGD(1.0, 1e-5, n_iters=steps, step_size=eta)
+    sigma = opt.plan_for(n).scales["sigma"]
+    res = opt.fit(SquaredLoss(), np.zeros((n, d)), np.zeros(n), np.random.default_rng(20261129),
+                  n_reps=reps)
+    assert res.extra["noise_std"] == sigma and list(res.history_steps) == list(range(steps + 1))
+    increments = -np.diff(res.history, axis=1) / eta  # (R, T, d)
+    for t in range(steps):
+        _assert_chi_square(f"dp-gd step {t + 1}", increments[:, t] / sigma)
