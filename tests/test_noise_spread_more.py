@@ -20,6 +20,7 @@ from scipy import stats
 from dpbandits.agents.dp_ucb import DPUCB
 from dpbandits.losses import SquaredLoss
 from dpbandits.optim.batch.dp_gd import DPGD
+from dpbandits.optim.batch.noisy_sgd import NoisySGD
 from dpbandits.optim.streaming.dp_pofw import DPPOFW
 
 P_VALUE = 1e-9
@@ -115,3 +116,25 @@ def test_dp_gd_steps_draw_the_plans_sigma():
     increments = -np.diff(res.history, axis=1) / eta  # (R, T, d)
     for t in range(steps):
         _assert_chi_square(f"dp-gd step {t + 1}", increments[:, t] / sigma)
+
+
+# -- NoisySGD: the noise of every step, Python and compiled paths ----------------------------
+@pytest.mark.parametrize("backend", ["numpy", pytest.param("numba", marks=pytest.mark.heavy)])
+def test_noisy_sgd_steps_draw_the_plans_sigma(backend):
+    # Zero features: every clipped gradient is 0, so theta_t = Proj(theta_{t-1} - eta sigma z);
+    # lr_scale 1e-3 keeps every iterate deep inside the l_2 ball (|theta_t| is about
+    # 1e-3 r sqrt(t), the projection is the identity there, checked below), so each step's
+    # increment over -eta is its noise, N(0, sigma^2 I) with the plan's sigma
+    n, d, reps = 2, 20, 1000
+    opt = NoisySGD(p=2.0, radius=1.0, epsilon=1.0, delta=1e-5, lr_scale=1e-3,
+                   n_history=n * n, backend=backend)
+    sigma = 2.0 * opt.lipschitz * opt.plan_for(n).scales["multiplier"]
+    res = opt.fit(SquaredLoss(), np.zeros((n, d)), np.zeros(n),
+                  np.random.default_rng(20261129), n_reps=reps)
+    assert res.extra["backend"] == backend and res.extra["sigma"] == sigma
+    iterates = res.extra["iterates"]  # (R, T, d), every step
+    assert list(res.history_steps) == list(range(1, n * n + 1))
+    assert np.max(np.linalg.norm(iterates, axis=2)) < 0.5 * opt.radius
+    increments = -np.diff(iterates, axis=1, prepend=0.0) / res.extra["eta"]
+    for t in range(n * n):
+        _assert_chi_square(f"noisy-sgd step {t + 1} ({backend})", increments[:, t] / sigma)
