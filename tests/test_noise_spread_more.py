@@ -22,6 +22,7 @@ from dpbandits.losses import SquaredLoss
 from dpbandits.optim.batch.dp_gd import DPGD
 from dpbandits.optim.batch.noisy_sgd import NoisySGD
 from dpbandits.optim.streaming.dp_pofw import DPPOFW
+from dpbandits.optim.streaming.dp_tofw import DPTOFW
 
 P_VALUE = 1e-9
 MIN_N = 20_000
@@ -138,3 +139,20 @@ def test_noisy_sgd_steps_draw_the_plans_sigma(backend):
     increments = -np.diff(iterates, axis=1, prepend=0.0) / res.extra["eta"]
     for t in range(n * n):
         _assert_chi_square(f"noisy-sgd step {t + 1} ({backend})", increments[:, t] / sigma)
+
+
+# -- DP-TOFW (Gaussian branch): every release of the node tree -------------------------------
+def test_dp_tofw_tree_releases_draw_the_plans_node_std():
+    # Zero data: every gradient (and so every increment of the recursive gradient) is 0, so
+    # the tree's noisy prefix sum at step t, (t + 1) d_t (``last_direction``), is the sum of
+    # the popcount(t) independent nodes at the set bits of t: N(0, popcount(t) std^2 I)
+    d, horizon, reps = 20, 7, 1000
+    opt = DPTOFW("squared", dim=d, p=2.0, radius=1.0, horizon=horizon, epsilon=1.0,
+                 delta=1e-5)
+    assert opt.gaussian_branch
+    std = opt.plan.scales["std"]
+    opt.reset(n_reps=reps, rng=20261129)
+    for t in range(1, horizon + 1):
+        opt.step(np.zeros((reps, d)), np.zeros(reps))
+        prefix = opt.last_direction * (t + 1.0)
+        _assert_chi_square(f"dp-tofw release t={t}", prefix / (std * math.sqrt(t.bit_count())))
