@@ -17,7 +17,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dpbandits.agents.budget_ls import BudgetLS
 from dpbandits.agents.dp_ucb import DPUCB
+from dpbandits.agents.screened_ls import ScreenedLS
 from dpbandits.losses import SquaredLoss
 from dpbandits.optim.batch.dp_gd import DPGD
 from dpbandits.optim.batch.noisy_sgd import NoisySGD
@@ -156,3 +158,61 @@ def test_dp_tofw_tree_releases_draw_the_plans_node_std():
         opt.step(np.zeros((reps, d)), np.zeros(reps))
         prefix = opt.last_direction * (t + 1.0)
         _assert_chi_square(f"dp-tofw release t={t}", prefix / (std * math.sqrt(t.bit_count())))
+
+
+# -- dp-screened-ls and dp-budget-ls: every release of both phases ---------------------------
+def _symmetric_standardized(noise: np.ndarray, sigma_diag: float) -> np.ndarray:
+    """The upper triangle of symmetric matrices (..., s, s) with ``N(0, sigma^2)`` on the
+    diagonal and ``N(0, sigma^2/2)`` off it (the law of ``gram_noise``), standardized."""
+    s = noise.shape[-1]
+    iu, ju = np.triu_indices(s)
+    sd = np.where(iu == ju, sigma_diag, sigma_diag / np.sqrt(2.0))
+    return noise[..., iu, ju] / sd
+
+
+def _run_on_zeros(agent, n_reps: int):
+    """Zero contexts and rewards: every contrast, moment, Gram and target sum is exactly 0,
+    so the released statistics are the sums of the noise of the releases made so far."""
+    agent.reset(n_reps, np.random.default_rng(7))
+    x = np.zeros((n_reps, agent.dim))
+    r = np.zeros(n_reps)
+    for _ in range(agent.horizon):
+        agent.update(x, agent.act(x), r)
+    return agent
+
+
+@pytest.mark.heavy
+def test_screened_ls_releases_draw_the_plans_scales():
+    agent = _run_on_zeros(ScreenedLS(n_arms=2, dim=20, horizon=400, epsilon=1.0, delta=1e-5),
+                          n_reps=1000)
+    scales = agent._plan.scales
+    n_scr, n_fit = agent._n_releases, agent._n_fits
+    assert n_scr >= 1 and n_fit >= 1, (n_scr, n_fit)
+    # contrasts: N(0, sigma^2 I) projected on the contrast subspace (mean over arms 0):
+    # K - 1 = 1 degree of freedom per (replication, coordinate), |c|^2 = 2 c_0^2 for K = 2;
+    # the sum of n releases' independent noise has sd sigma sqrt(n)
+    c = agent._released
+    assert np.allclose(c.sum(axis=1), 0.0, atol=1e-12 * scales["screen"])
+    _assert_chi_square("screen", np.sqrt(2.0) * c[:, 0] / (scales["screen"] * np.sqrt(n_scr)))
+    _assert_chi_square("gram", _symmetric_standardized(
+        agent._gram_released, scales["gram"] * np.sqrt(n_fit)))
+    _assert_chi_square("target", agent._b_released / (scales["target"] * np.sqrt(n_fit)))
+
+
+@pytest.mark.heavy
+def test_budget_ls_releases_draw_the_plans_scales():
+    # dp-budget-ls makes dp-moment-ls's releases with its own plan; fit_snr = 0 keeps a fit
+    # within the short horizon (its rule would otherwise wait for a larger summed Gram)
+    agent = _run_on_zeros(BudgetLS(n_arms=2, dim=20, horizon=400, epsilon=1.0, delta=1e-5,
+                                   fit_snr=0.0), n_reps=1000)
+    scales = agent._plan.scales
+    n_scr, n_fit = agent._n_screens, agent._n_fits
+    assert n_scr >= 1 and n_fit >= 1, (n_scr, n_fit)
+    _assert_chi_square("moment", _symmetric_standardized(
+        agent._M_released, scales["moment"] * np.sqrt(n_scr)))
+    c = agent._c_released
+    assert np.allclose(c.sum(axis=1), 0.0, atol=1e-12 * scales["contrast"])
+    _assert_chi_square("contrast", np.sqrt(2.0) * c[:, 0] / (scales["contrast"] * np.sqrt(n_scr)))
+    _assert_chi_square("gram", _symmetric_standardized(
+        agent._gram_released, scales["gram"] * np.sqrt(n_fit)))
+    _assert_chi_square("target", agent._b_released / (scales["target"] * np.sqrt(n_fit)))
