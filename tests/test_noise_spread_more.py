@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dpbandits.agents.adac_oful import AdaCOFUL
 from dpbandits.agents.budget_ls import BudgetLS
 from dpbandits.agents.dp_ucb import DPUCB
 from dpbandits.agents.screened_ls import ScreenedLS
@@ -216,3 +217,39 @@ def test_budget_ls_releases_draw_the_plans_scales():
     _assert_chi_square("gram", _symmetric_standardized(
         agent._gram_released, scales["gram"] * np.sqrt(n_fit)))
     _assert_chi_square("target", agent._b_released / (scales["target"] * np.sqrt(n_fit)))
+
+
+# -- adac-oful: the episode releases (Gram, targets) and the trigger's threshold noise -------
+def test_adac_oful_releases_draw_the_plans_sigmas():
+    # Zero contexts and rewards: the episode's Gram and target sums are exactly 0, so the
+    # summed releases are the sums of the released noise (doubling schedule: the same number
+    # of releases in every replication, fixed in advance)
+    reps, dim = 2000, 5
+    agent = AdaCOFUL(n_arms=2, dim=dim, horizon=16, epsilon=1.0, delta=1e-5,
+                     schedule="doubling", first_episode=1)
+    agent.reset(reps, np.random.default_rng(20261129))
+    x, r = np.zeros((reps, dim)), np.zeros(reps)
+    for _ in range(agent.horizon):
+        agent.update(x, agent.act(x), r)
+    m = agent.n_releases_
+    assert np.all(m == m[0]) and m[0] >= 3, m[:3]
+    sig = agent.sigmas
+    _assert_chi_square("adac-oful gram", _symmetric_standardized(
+        agent._gram, sig["gram"] * math.sqrt(m[0])))
+    _assert_chi_square("adac-oful target", agent._target / (sig["target"] * math.sqrt(m[0])))
+
+
+def test_adac_oful_trigger_threshold_draws_the_plans_laplace_scale():
+    # The AboveThreshold noise on the threshold, drawn at every refit (the first at reset),
+    # is kept in ``_threshold_noise`` (the smallest hook: it never leaves the agent). For
+    # Lap(b), |z|/b ~ Exp(1), so their sum over N draws is Gamma(N, 1): exact two-sided 1e-9
+    # quantiles, about N (1 +/- 6.1 / sqrt(N)) (+/- 4.3% at N = 20,000); a cut of b by 0.8
+    # moves the mean to 0.8 (-20%)
+    n = 20_000
+    agent = AdaCOFUL(n_arms=2, dim=2, horizon=16, epsilon=1.0, delta=1e-5)
+    agent.reset(n, np.random.default_rng(20261129))
+    b = agent.trigger_scales[0]
+    stat = float(np.sum(np.abs(agent._threshold_noise)) / b)
+    lo, hi = stats.gamma.ppf(P_VALUE / 2, n), stats.gamma.isf(P_VALUE / 2, n)
+    assert lo <= stat <= hi, (f"mean |z|/b = {stat / n:.4f}, outside "
+                              f"[{lo / n:.4f}, {hi / n:.4f}]")
