@@ -20,6 +20,7 @@ from scipy import stats
 from dpbandits.agents.adac_oful import AdaCOFUL
 from dpbandits.agents.budget_ls import BudgetLS
 from dpbandits.agents.dp_ucb import DPUCB
+from dpbandits.agents.fliphat import FLIPHAT
 from dpbandits.agents.screened_ls import ScreenedLS
 from dpbandits.losses import SquaredLoss
 from dpbandits.optim.batch.dp_gd import DPGD
@@ -253,3 +254,36 @@ def test_adac_oful_trigger_threshold_draws_the_plans_laplace_scale():
     lo, hi = stats.gamma.ppf(P_VALUE / 2, n), stats.gamma.isf(P_VALUE / 2, n)
     assert lo <= stat <= hi, (f"mean |z|/b = {stat / n:.4f}, outside "
                               f"[{lo / n:.4f}, {hi / n:.4f}]")
+
+
+# -- fliphat: the Laplace noise of the released peeling values -------------------------------
+def _assert_laplace_scale(name: str, values: np.ndarray, b: float) -> float:
+    """``values`` i.i.d. Lap(b): |z|/b ~ Exp(1), so sum |z|/b over N values is Gamma(N, 1);
+    exact two-sided 1e-9 quantiles, about N (1 +/- 6.1 / sqrt(N)) (+/- 4.3% at N = 20,000),
+    while a cut of b by 0.8 moves the mean to 0.8. Returns the mean (for the mutation table)."""
+    n = values.size
+    assert n >= MIN_N, f"{name}: only {n} values"
+    stat = float(np.sum(np.abs(values)) / b)
+    lo, hi = stats.gamma.ppf(P_VALUE / 2, n), stats.gamma.isf(P_VALUE / 2, n)
+    assert lo <= stat <= hi, (f"{name}: mean |z|/b = {stat / n:.4f} over {n} values, outside "
+                              f"[{lo / n:.4f}, {hi / n:.4f}]")
+    return stat / n
+
+
+@pytest.mark.parametrize("backend", ["numpy", pytest.param("auto", marks=pytest.mark.heavy)])
+def test_fliphat_release_draws_the_plans_laplace_scale(backend):
+    # Zero contexts and rewards, one IHT iteration and no projection (theta_bound = inf):
+    # the first episode (one round) has v = 0 at theta^0 = 0, so the peeling selects s
+    # coordinates whatever the scale and the released estimate is Lap(b) on them, 0 off them,
+    # with b = c_1 lambda(0) = (the plan's multiplier) x (the sensitivity at theta = 0)
+    reps, n_arms, dim = 2000, 2, 5  # D = 10 = s: 20,000 released values
+    agent = FLIPHAT(n_arms=n_arms, dim=dim, horizon=3, epsilon=1.0, delta=1e-5, n_iter=1,
+                    theta_bound=math.inf, reward_bound=1.0, backend=backend)
+    agent.reset(reps, np.random.default_rng(20261129))
+    x = np.zeros((reps, dim))
+    agent.update(x, agent.act(x), np.zeros(reps))
+    assert len(agent.episode_log_) == 1
+    b = agent._plan.scales["M=1"] * agent.sensitivity(np.zeros((1, agent.feature_dim)), 1)[0]
+    theta = agent.theta_
+    assert np.all(np.count_nonzero(theta, axis=1) == agent._s)
+    _assert_laplace_scale(f"fliphat episode 1 ({backend})", theta[theta != 0.0], b)
