@@ -22,6 +22,8 @@ from dpbandits.agents.budget_ls import BudgetLS
 from dpbandits.agents.dp_ucb import DPUCB
 from dpbandits.agents.fliphat import FLIPHAT
 from dpbandits.agents.screened_ls import ScreenedLS
+from dpbandits.bo.dp_gibo import DPGIBO
+from dpbandits.bo.objectives import as_objective
 from dpbandits.losses import SquaredLoss
 from dpbandits.optim.batch.dp_gd import DPGD
 from dpbandits.optim.batch.noisy_sgd import NoisySGD
@@ -287,3 +289,21 @@ def test_fliphat_release_draws_the_plans_laplace_scale(backend):
     theta = agent.theta_
     assert np.all(np.count_nonzero(theta, axis=1) == agent._s)
     _assert_laplace_scale(f"fliphat episode 1 ({backend})", theta[theta != 0.0], b)
+
+
+# -- DP-GIBO: the noise of every private gradient --------------------------------------------
+@pytest.mark.heavy
+def test_dp_gibo_gradients_draw_the_plans_scale():
+    # Zero losses (prior mean 0): every per-individual gradient estimate is exactly 0, so the
+    # released gradient of step t is its noise and the plain step theta - eta g (no bounds)
+    # makes each step's increment over -eta that noise: N(0, sigma^2 I) with sigma the plan's
+    # multiplier times the replace-one l2 sensitivity 2 B / n of the clipped mean gradient
+    d, steps, reps, n, clip = 100, 2, 200, 5, 1.0
+    obj = as_objective(lambda theta: np.zeros(n), dim=d, n_individuals=n)
+    opt = DPGIBO(mu=1.0, n_iters=steps, clip_bound=clip, batch_size=1, step_size=1.0)
+    sigma = opt.plan.scales["multiplier"] * 2.0 * clip / n
+    assert opt.noise_std(n) == pytest.approx(sigma, rel=1e-12)
+    res = opt.fit(obj, np.random.default_rng(20261129), n_reps=reps)
+    increments = -np.diff(res.history, axis=1) / opt.step_size  # (R, T, d)
+    for t in range(steps):
+        _assert_chi_square(f"dp-gibo step {t + 1}", increments[:, t] / sigma)
