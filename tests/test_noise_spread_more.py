@@ -24,7 +24,9 @@ from dpbandits.agents.fliphat import FLIPHAT
 from dpbandits.agents.screened_ls import ScreenedLS
 from dpbandits.bo.dp_gibo import DPGIBO
 from dpbandits.bo.objectives import as_objective
+from dpbandits.envs.logged import LoggedBandit
 from dpbandits.losses import SquaredLoss
+from dpbandits.offpolicy.private import PrivateEstimator
 from dpbandits.optim.batch.dp_gd import DPGD
 from dpbandits.optim.batch.noisy_sgd import NoisySGD
 from dpbandits.optim.streaming.dp_pofw import DPPOFW
@@ -307,3 +309,25 @@ def test_dp_gibo_gradients_draw_the_plans_scale():
     increments = -np.diff(res.history, axis=1) / opt.step_size  # (R, T, d)
     for t in range(steps):
         _assert_chi_square(f"dp-gibo step {t + 1}", increments[:, t] / sigma)
+
+
+# -- private SNIPS: both released sums, through estimate() -----------------------------------
+@pytest.mark.heavy
+def test_snips_estimate_draws_the_declared_noise():
+    # Zero rewards: the released numerator's noise-free part is exactly 0, the denominator's
+    # is the known sum of clipped weights (``statistic``, exact); 1000 rounds of weight 2 keep
+    # the noisy denominator far above 0 (estimate() refuses <= 0). Each estimate() releases
+    # both sums with one sigma: 10,000 calls give N = 20,000 coordinates.
+    n_rounds, calls = 1000, 10_000
+    x = np.zeros((n_rounds, 1))
+    log = LoggedBandit(x, np.ones(n_rounds, dtype=np.int64), np.zeros(n_rounds),
+                       np.full(n_rounds, 0.5), 2, name="zero")
+    pi = np.tile([0.0, 1.0], (n_rounds, 1))
+    probe = PrivateEstimator("snips", epsilon=1.0, delta=1e-5, max_weight=10.0)
+    stat = probe.statistic(log, pi)[0]
+    assert stat[0] == 0.0 and stat[1] == 2.0 * n_rounds
+    sigma = probe.multiplier * probe.sensitivity(n_rounds)
+    assert 10.0 * sigma < stat[1]
+    rng = np.random.default_rng(20261129)
+    noise = np.array([probe.estimate(log, pi, rng=rng).released for _ in range(calls)])
+    _assert_chi_square("snips estimate()", (noise - stat) / sigma)
