@@ -48,6 +48,28 @@ def _assert_chi_square(name: str, standardized: np.ndarray) -> float:
     return stat / n
 
 
+def _assert_binomial(name: str, count: int, n: int, p: float) -> float:
+    """``count`` ~ Binomial(n, p): inside its exact two-sided 1e-9 region. Returns the
+    frequency (for the mutation table)."""
+    lo, hi = stats.binom.ppf(P_VALUE / 2, n, p), stats.binom.isf(P_VALUE / 2, n, p)
+    assert lo <= count <= hi, (f"{name}: frequency {count / n:.4f} over {n} draws, p = {p:.4f}, "
+                               f"outside [{lo / n:.4f}, {hi / n:.4f}]")
+    return count / n
+
+
+def _assert_laplace_scale(name: str, values: np.ndarray, b: float) -> float:
+    """``values`` i.i.d. Lap(b): |z|/b ~ Exp(1), so sum |z|/b over N values is Gamma(N, 1);
+    exact two-sided 1e-9 quantiles, about N (1 +/- 6.1 / sqrt(N)) (+/- 4.3% at N = 20,000),
+    while a cut of b by 0.8 moves the mean to 0.8. Returns the mean (for the mutation table)."""
+    n = values.size
+    assert n >= MIN_N, f"{name}: only {n} values"
+    stat = float(np.sum(np.abs(values)) / b)
+    lo, hi = stats.gamma.ppf(P_VALUE / 2, n), stats.gamma.isf(P_VALUE / 2, n)
+    assert lo <= stat <= hi, (f"{name}: mean |z|/b = {stat / n:.4f} over {n} values, outside "
+                              f"[{lo / n:.4f}, {hi / n:.4f}]")
+    return stat / n
+
+
 # -- dp-ucb: every release of the Gaussian tree ----------------------------------------------
 def _upper_standardized(release: np.ndarray, s: float) -> np.ndarray:
     """The upper triangle of symmetric releases (R, n, n) whose nodes are ``(Z + Z^T)/sqrt 2``
@@ -76,15 +98,6 @@ def test_dp_ucb_tree_releases_draw_the_plans_node_scale(backend):
 
 
 # -- DP-POFW (DP-HDB's per-arm optimizer): report-noisy-min with Laplace noise ---------------
-def _assert_binomial(name: str, count: int, n: int, p: float) -> float:
-    """``count`` ~ Binomial(n, p): inside its exact two-sided 1e-9 region. Returns the
-    frequency (for the mutation table)."""
-    lo, hi = stats.binom.ppf(P_VALUE / 2, n, p), stats.binom.isf(P_VALUE / 2, n, p)
-    assert lo <= count <= hi, (f"{name}: frequency {count / n:.4f} over {n} draws, p = {p:.4f}, "
-                               f"outside [{lo / n:.4f}, {hi / n:.4f}]")
-    return count / n
-
-
 @pytest.mark.heavy
 @pytest.mark.parametrize("backend", ["numpy", "auto"])
 def test_dp_pofw_selection_draws_the_plans_laplace_scale(backend):
@@ -246,34 +259,17 @@ def test_adac_oful_releases_draw_the_plans_sigmas():
 
 def test_adac_oful_trigger_threshold_draws_the_plans_laplace_scale():
     # The AboveThreshold noise on the threshold, drawn at every refit (the first at reset),
-    # is kept in ``_threshold_noise`` (the smallest hook: it never leaves the agent). For
-    # Lap(b), |z|/b ~ Exp(1), so their sum over N draws is Gamma(N, 1): exact two-sided 1e-9
-    # quantiles, about N (1 +/- 6.1 / sqrt(N)) (+/- 4.3% at N = 20,000); a cut of b by 0.8
-    # moves the mean to 0.8 (-20%)
+    # is kept in ``_threshold_noise`` (the smallest hook: it is not released, and the
+    # trigger's decisions show the scale only through the data-dependent query): one Lap(b)
+    # per replication
     n = 20_000
     agent = AdaCOFUL(n_arms=2, dim=2, horizon=16, epsilon=1.0, delta=1e-5)
     agent.reset(n, np.random.default_rng(20261129))
-    b = agent.trigger_scales[0]
-    stat = float(np.sum(np.abs(agent._threshold_noise)) / b)
-    lo, hi = stats.gamma.ppf(P_VALUE / 2, n), stats.gamma.isf(P_VALUE / 2, n)
-    assert lo <= stat <= hi, (f"mean |z|/b = {stat / n:.4f}, outside "
-                              f"[{lo / n:.4f}, {hi / n:.4f}]")
+    _assert_laplace_scale("adac-oful threshold", agent._threshold_noise,
+                          agent.trigger_scales[0])
 
 
 # -- fliphat: the Laplace noise of the released peeling values -------------------------------
-def _assert_laplace_scale(name: str, values: np.ndarray, b: float) -> float:
-    """``values`` i.i.d. Lap(b): |z|/b ~ Exp(1), so sum |z|/b over N values is Gamma(N, 1);
-    exact two-sided 1e-9 quantiles, about N (1 +/- 6.1 / sqrt(N)) (+/- 4.3% at N = 20,000),
-    while a cut of b by 0.8 moves the mean to 0.8. Returns the mean (for the mutation table)."""
-    n = values.size
-    assert n >= MIN_N, f"{name}: only {n} values"
-    stat = float(np.sum(np.abs(values)) / b)
-    lo, hi = stats.gamma.ppf(P_VALUE / 2, n), stats.gamma.isf(P_VALUE / 2, n)
-    assert lo <= stat <= hi, (f"{name}: mean |z|/b = {stat / n:.4f} over {n} values, outside "
-                              f"[{lo / n:.4f}, {hi / n:.4f}]")
-    return stat / n
-
-
 @pytest.mark.parametrize("backend", ["numpy", pytest.param("auto", marks=pytest.mark.heavy)])
 def test_fliphat_release_draws_the_plans_laplace_scale(backend):
     # Zero contexts and rewards, one IHT iteration and no projection (theta_bound = inf):
