@@ -19,6 +19,7 @@ from scipy import stats
 
 from dpbandits.agents.adac_oful import AdaCOFUL
 from dpbandits.agents.budget_ls import BudgetLS
+from dpbandits.agents.dp_hdb import DPHDB
 from dpbandits.agents.dp_ucb import DPUCB
 from dpbandits.agents.fliphat import FLIPHAT
 from dpbandits.agents.screened_ls import ScreenedLS
@@ -327,3 +328,45 @@ def test_snips_estimate_draws_the_declared_noise():
     rng = np.random.default_rng(20261129)
     noise = np.array([probe.estimate(log, pi, rng=rng).released for _ in range(calls)])
     _assert_chi_square("snips estimate()", (noise - stat) / sigma)
+
+
+# -- dp-hdb: its arms' DP-POFW selections stepped together (ArmSteps) ------------------------
+@pytest.mark.heavy
+@pytest.mark.parametrize("backend", ["numpy", "auto"])
+def test_dp_hdb_arm_selections_draw_the_plans_laplace_scale(backend):
+    # dim 1, t0 = 1, two arms: rounds 1 and 2 are forced (arm 0, arm 1), round 3 steps both
+    # arms' optimizers together (the fused kernel on the compiled path; arm 1 takes the
+    # synthetic sample). After it, each arm's direction d (``last_direction``, exact) fixes
+    # the gap 2 r |d| of its two vertex scores, so each selection picks the worse vertex
+    # +r sign(d) with the known probability (2 + gap/b) exp(-gap/b) / 4, b = b_2 of the arm's
+    # plan. The count of worse picks over the 2n selections has mean sum p and variance
+    # sum p (1 - p) (independent selections); the 1e-9 region is 6.1 sd around the mean
+    # (normal approximation of a sum of 400,000 bounded terms)
+    n, r = 200_000, 1.0
+    agent = DPHDB(n_arms=2, dim=1, horizon=3, epsilon=200.0, delta=0.2, t0=1, radius=r,
+                  backend=backend)
+    agent.reset(n, np.random.default_rng(20261129))
+    x, y = np.ones((n, 1)), -np.ones(n)
+    for arm in (0, 1):
+        agent.update(x, np.full(n, arm), y)
+    before = agent.estimates[:, :, 0].copy()
+    agent.update(x, np.zeros(n, dtype=np.int64), y)
+    after = agent.estimates[:, :, 0]
+    p, worse = [], []
+    for k, opt in enumerate(agent.arm_optimizers):
+        d = opt.last_direction[:, 0]
+        assert np.all(after[:, k] != before[:, k]) and np.all(d != 0.0)
+        ratio = 2.0 * r * np.abs(d) / opt.noise_scale(2)
+        p.append((2.0 + ratio) * np.exp(-ratio) / 4.0)
+        # theta_3 = (1 - eta_2) theta_2 + eta_2 v: v's sign is that of theta_3 - (1-eta_2) theta_2
+        v_sign = np.sign(after[:, k] - (1.0 - 1.0 / 3.0) * before[:, k])
+        worse.append(v_sign == np.sign(d))
+        # the two-arms split: each arm's optimizer runs at (epsilon/2, delta/2)
+        assert opt.kappa == DPPOFW("squared", dim=1, radius=r, horizon=agent.arm_horizon,
+                                   epsilon=100.0, delta=0.1).kappa
+    p_all, w_all = np.concatenate(p), np.concatenate(worse)
+    mean, sd = p_all.sum(), math.sqrt(float(np.sum(p_all * (1.0 - p_all))))
+    z = stats.norm.isf(P_VALUE / 2)
+    count = int(w_all.sum())
+    assert abs(count - mean) <= z * sd, (f"dp-hdb ({backend}): {count} worse picks, expected "
+                                         f"{mean:.0f} +/- {z * sd:.0f}")
