@@ -370,3 +370,30 @@ def test_dp_hdb_arm_selections_draw_the_plans_laplace_scale(backend):
     count = int(w_all.sum())
     assert abs(count - mean) <= z * sd, (f"dp-hdb ({backend}): {count} worse picks, expected "
                                          f"{mean:.0f} +/- {z * sd:.0f}")
+
+
+@pytest.mark.heavy
+def test_dp_tofw_generalized_gaussian_nodes_draw_the_plans_sigma_plus():
+    # 1 < p < 2: the nodes are G_{||.||_q}(0, sigma_+^2), density proportional to
+    # exp(-||z||_q^2 / (2 sigma_+^2)) with q = q_plus; by polar integration ||z||_q^2 /
+    # sigma_+^2 ~ chi-square(d) (Han et al. 2022, Lemma 3.1; the sampler's docstring), so the
+    # sum over R replications is chi-square(R d). Only the releases at t = 1, 2, 4 are a
+    # single node (a sum of nodes is not of that law). Zero data: the prefix sum is the noise.
+    d, horizon, reps = 20, 4, 1000
+    opt = DPTOFW("squared", dim=d, p=1.5, radius=1.0, horizon=horizon, epsilon=1.0,
+                 delta=1e-5)
+    q = opt.noise_geometry.q_plus
+    assert not opt.gaussian_branch and q != 2.0
+    sigma_plus = opt.sigma_plus
+    opt.reset(n_reps=reps, rng=20261129)
+    for t in range(1, horizon + 1):
+        opt.step(np.zeros((reps, d)), np.zeros(reps))
+        if t.bit_count() != 1:
+            continue
+        prefix = opt.last_direction * (t + 1.0)
+        norm_q = np.sum(np.abs(prefix) ** q, axis=1) ** (1.0 / q)
+        stat = float(np.sum((norm_q / sigma_plus) ** 2))
+        n = reps * d
+        lo, hi = stats.chi2.ppf(P_VALUE / 2, n), stats.chi2.isf(P_VALUE / 2, n)
+        assert lo <= stat <= hi, (f"dp-tofw (q = {q:.3f}) release t={t}: ratio {stat / n:.3f}, "
+                                  f"outside [{lo / n:.3f}, {hi / n:.3f}]")
