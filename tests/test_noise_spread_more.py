@@ -397,3 +397,33 @@ def test_dp_tofw_generalized_gaussian_nodes_draw_the_plans_sigma_plus():
         lo, hi = stats.chi2.ppf(P_VALUE / 2, n), stats.chi2.isf(P_VALUE / 2, n)
         assert lo <= stat <= hi, (f"dp-tofw (q = {q:.3f}) release t={t}: ratio {stat / n:.3f}, "
                                   f"outside [{lo / n:.3f}, {hi / n:.3f}]")
+
+
+@pytest.mark.heavy
+def test_dp_ucb_wishart_releases_draw_the_plans_degrees():
+    # Wishart nodes: on zero data the release M_t + N_t plus its top-up is a sum of
+    # independent Wishart_n(L~^2 I, .) matrices with m k degrees in all (popcount(t) nodes of
+    # k, the top-up (m - popcount(t)) k; module docstring of dp_ucb). A diagonal entry over
+    # L~^2 is then chi-square(m k), independent across entries (rows of the Bartlett
+    # factor are disjoint) and replications: the sum over the R n diagonal entries is
+    # chi-square(R n m k) (exact quantiles; a cut of the scale by 0.8 moves it by -20%)
+    n_arms, dim, horizon, reps = 2, 2, 7, 4000
+    agent = DPUCB(n_arms=n_arms, dim=dim, horizon=horizon, epsilon=1.0, delta=1e-5,
+                  noise="wishart", backend="numpy")
+    k, m = agent.constants["k"], agent.constants["m"]
+    assert k == agent._plan.scales["degrees"]
+    scale = agent.l_tilde ** 2
+    agent.reset(reps, np.random.default_rng(20261129))
+    x = np.zeros((reps, dim))
+    n = agent.feature_dim + 1
+    df = reps * n * m * k
+    lo, hi = stats.chi2.ppf(P_VALUE / 2, df), stats.chi2.isf(P_VALUE / 2, df)
+    for t in range(1, horizon + 1):
+        agent.update(x, agent.act(x), np.zeros(reps))
+        diag = np.diagonal(agent._release, axis1=1, axis2=2)
+        if agent._use_topup:
+            diag = diag + np.diagonal(agent._topup, axis1=1, axis2=2)
+        assert diag.size * m * k == df
+        stat = float(np.sum(diag) / scale)
+        assert lo <= stat <= hi, (f"dp-ucb wishart release t={t}: ratio {stat / df:.5f}, "
+                                  f"outside [{lo / df:.5f}, {hi / df:.5f}]")
