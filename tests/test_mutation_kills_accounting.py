@@ -304,9 +304,8 @@ def test_up_never_lands_below_the_real_product_it_stands_for():
 
 def test_private_dr_features_and_targets_respect_their_bounds_exactly():
     # the model's sensitivities assume ||z||_2 <= 1 and |y| <= B = model_target / 2 for the
-    # floats used. Rows on the unit sphere give [u, 1] sqrt(0.5) with norm just above 1
-    # (sqrt(0.5) rounds up) unless clipped; a range whose centring rounds puts hi - centre an
-    # ulp of the centre above (hi - lo) / 2 unless clipped
+    # floats used. A range whose centring rounds puts hi - centre (first range) or
+    # centre - lo (second) an ulp of the centre beyond (hi - lo) / 2 unless clipped
     est = PrivateEstimator("dr", epsilon=1.0, delta=1e-5, max_weight=2.0, context_bound=2.0)
     x = np.array([[2.0, 0.0], [0.0, -2.0], [1.2, 1.6], [0.2, 0.4], [300.0, -400.0]])
     z = est._features(x)
@@ -315,14 +314,16 @@ def test_private_dr_features_and_targets_respect_their_bounds_exactly():
     expect = np.hstack([x / 2.0, np.ones((5, 1))]) / math.sqrt(2.0)
     expect[4, :2] = [0.6 / math.sqrt(2.0), -0.8 / math.sqrt(2.0)]  # clipped to ||x|| = L
     np.testing.assert_allclose(z, expect, rtol=1e-12)
-    lo, hi = 0.7148085531751387, 0.714815849729603
-    est = PrivateEstimator("dr", epsilon=1.0, delta=1e-5, max_weight=2.0, reward_range=(lo, hi))
-    half = Fraction(est.plan.sensitivities["model_target"]) / 2
-    assert half >= (Fraction(hi) - Fraction(lo)) / 2
-    y = est._targets(np.array([lo, hi, -1e308, 1e308, 0.5 * (lo + hi)]))
-    assert all(abs(Fraction(v)) <= half for v in y)
-    np.testing.assert_allclose(y, [-(hi - lo) / 2, (hi - lo) / 2, -(hi - lo) / 2,
-                                   (hi - lo) / 2, 0.0], rtol=0, atol=1e-15)
+    for lo, hi in [(0.7148085531751387, 0.714815849729603),
+                   (-2.8440960658185954, -2.522226674742653)]:
+        est = PrivateEstimator("dr", epsilon=1.0, delta=1e-5, max_weight=2.0,
+                               reward_range=(lo, hi))
+        half = Fraction(est.plan.sensitivities["model_target"]) / 2
+        assert half >= (Fraction(hi) - Fraction(lo)) / 2
+        y = est._targets(np.array([lo, hi, -1e308, 1e308, 0.5 * (lo + hi)]))
+        assert all(abs(Fraction(v)) <= half for v in y)
+        np.testing.assert_allclose(y, [-(hi - lo) / 2, (hi - lo) / 2, -(hi - lo) / 2,
+                                       (hi - lo) / 2, 0.0], rtol=0, atol=1e-15)
     model = est.private_reward_model(_log([(0, lo, 0.5), (1, hi, 0.5)]), rng=0)
     assert model.centre == pytest.approx(0.5 * (lo + hi), rel=1e-15)
 
