@@ -22,7 +22,7 @@ import pytest
 from scipy import stats
 
 from dpbandits.losses import SquaredLoss
-from dpbandits.optim import DPGD, DPAccMD
+from dpbandits.optim import DPGD, DPSVRG, DPAccMD, NoisySGD
 
 P_VALUE = 1e-9
 MIN_N = 20_000
@@ -105,3 +105,32 @@ def test_full_gradient_plan_carries_the_claim(cls):
     opt = cls(1.0, 1e-5, n_iters=T, clip_norm=G)
     sigma = opt.plan_for(n, 3).scales["sigma"]
     _assert_gdp_claim(cls.__name__, math.sqrt(T) * (2.0 * G / n) / sigma, 1.0, 1e-5)
+
+
+@pytest.mark.parametrize("backend", ["numpy", pytest.param("numba", marks=pytest.mark.heavy)])
+def test_noisy_sgd_steps_draw_the_plans_sigma(backend):
+    # l2 ball of a radius no iterate reaches (projection = identity), every step recorded:
+    # theta_t - theta_{t-1} = -eta sigma xi_t on zero data; both code paths (numpy, compiled)
+    n, d, T = 3, 2500, 8
+    opt = NoisySGD(p=2.0, radius=1e9, epsilon=1.0, delta=1e-5, n_steps=T, n_history=T,
+                   backend=backend)
+    res = opt.fit(SquaredLoss(), np.zeros((n, d)), np.zeros(n), np.random.default_rng(11))
+    it = np.concatenate([np.zeros((1, d)), np.asarray(res.extra["iterates"])[0]])
+    assert it.shape == (T + 1, d) and res.extra["backend"] == backend
+    z = -np.diff(it, axis=0) / res.extra["eta"]
+    # the plan's scale is the multiplier sigma / (2 L0) (replace-one sensitivity 2 L0, L0 = 1)
+    sigma = opt.plan_for(n, d).scales["multiplier"] * 2.0 * 1.0
+    _assert_chi_square(f"noisy-sgd {backend}", z / sigma)
+
+
+@pytest.mark.heavy  # the accountant's split search takes ~3 s
+def test_dp_svrg_steps_draw_the_plans_sigma():
+    # one inner step per epoch, no regularizer: each epoch's snapshot is x~ - eta u_t, and the
+    # variance-reduced direction is exactly 0 on zero data
+    n, d, E = 4, 2500, 8
+    opt = DPSVRG(1.0, 1e-5, n_epochs=E, inner_steps=1, step_size=1.0, clip_norm=1.0)
+    res = opt.fit(SquaredLoss(), np.zeros((n, d)), np.zeros(n), np.random.default_rng(12))
+    hist = np.asarray(res.history)[0]
+    assert hist.shape == (E + 1, d)
+    z = -np.diff(hist, axis=0) / res.extra["step_size"]
+    _assert_chi_square("dp-svrg", z / opt.plan_for(n, d).scales["sigma"])
