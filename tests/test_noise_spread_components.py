@@ -109,14 +109,16 @@ def test_full_gradient_plan_carries_the_claim(cls):
 
 @pytest.mark.parametrize("backend", ["numpy", pytest.param("numba", marks=pytest.mark.heavy)])
 def test_noisy_sgd_steps_draw_the_plans_sigma(backend):
-    # l2 ball of a radius no iterate reaches (projection = identity), every step recorded:
+    # l2 ball of a radius no iterate reaches (the step, which grows with the radius, is
+    # scaled down so that it is not) (projection = identity), every step recorded:
     # theta_t - theta_{t-1} = -eta sigma xi_t on zero data; both code paths (numpy, compiled)
     n, d, T = 3, 2500, 8
     opt = NoisySGD(p=2.0, radius=1e9, epsilon=1.0, delta=1e-5, n_steps=T, n_history=T,
-                   backend=backend)
+                   lr_scale=1e-4, backend=backend)
     res = opt.fit(SquaredLoss(), np.zeros((n, d)), np.zeros(n), np.random.default_rng(11))
     it = np.concatenate([np.zeros((1, d)), np.asarray(res.extra["iterates"])[0]])
     assert it.shape == (T + 1, d) and res.extra["backend"] == backend
+    assert np.max(np.linalg.norm(it, axis=-1)) < 1e8  # the ball (radius 1e9) is not reached
     z = -np.diff(it, axis=0) / res.extra["eta"]
     # the plan's scale is the multiplier sigma / (2 L0) (replace-one sensitivity 2 L0, L0 = 1)
     sigma = opt.plan_for(n, d).scales["multiplier"] * 2.0 * 1.0
