@@ -22,7 +22,7 @@ import pytest
 from scipy import stats
 
 from dpbandits.losses import SquaredLoss
-from dpbandits.optim import DPGD, DPSVRG, DPAccMD, NoisySGD
+from dpbandits.optim import DPGD, DPSVRG, DPAccMD, NoisySGD, PrivateFTRL, PrivateSGD
 
 P_VALUE = 1e-9
 MIN_N = 20_000
@@ -136,3 +136,30 @@ def test_dp_svrg_steps_draw_the_plans_sigma():
     assert hist.shape == (E + 1, d)
     z = -np.diff(hist, axis=0) / res.extra["step_size"]
     _assert_chi_square("dp-svrg", z / opt.plan_for(n, d).scales["sigma"])
+
+
+def test_private_ftrl_rounds_draw_the_plans_sigma():
+    # p = 2, fixed step, a radius no iterate reaches: w_t = -eta G_t with G_t = -(sum of the
+    # noise so far) on zero data, so (w_t - w_{t-1}) / eta is round t's noise
+    T, d, eta = 20, 1000, 1e-3
+    opt = PrivateFTRL(1.0, 1e-5, radius=1e9, p=2.0, step_size=eta * math.sqrt(T))
+    res = opt.fit(SquaredLoss(), np.zeros((T, d)), np.zeros(T), np.random.default_rng(13),
+                  record_every=1)
+    w = np.asarray(res.history)[0]
+    assert w.shape == (T + 1, d) and np.max(np.abs(w)) < 1e8
+    sigma = opt.plan_for(T, d).scales["sigma"]
+    _assert_chi_square("private-ftrl", np.diff(w, axis=0) / eta / sigma)
+
+
+@pytest.mark.heavy  # the accountant's calibration takes ~3 s
+def test_private_sgd_steps_draw_the_plans_sigma():
+    # zero data: the last iterate is -eta (sum of the tau_r steps' noise) for replication r
+    # (a radius it does not reach), tau_r reported; sum of tau_r independent N(0, sigma^2)
+    n, d, R, eta = 8, 2000, 12, 1e-3
+    opt = PrivateSGD(1.0, 1e-5, calibration="accountant", radius=1e9, step_size=eta)
+    res = opt.fit(SquaredLoss(), np.zeros((n, d)), np.zeros(n), np.random.default_rng(14),
+                  n_reps=R)
+    last, tau = res.extra["last_iterate"], res.extra["tau"]
+    assert last.shape == (R, d) and np.max(np.abs(last)) < 1e8
+    sigma = opt.plan_for(n, d).scales["sigma"]
+    _assert_chi_square("private-sgd", last / (eta * sigma * np.sqrt(tau))[:, None])
