@@ -21,6 +21,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dpbandits.agents import dp_ucb as dp_ucb_module
+from dpbandits.agents.dp_ucb import DPUCB
 from dpbandits.envs.logged import LoggedBandit
 from dpbandits.losses import SquaredLoss
 from dpbandits.offpolicy.private import PrivateEstimator
@@ -224,3 +226,73 @@ def test_private_dr_reward_model_draws_the_declared_noise(monkeypatch):
     sd = np.where(iu == ju, 1.0, 1.0 / math.sqrt(2.0)) * sens["model_gram"] * c
     _assert_chi_square("private dr model", np.concatenate([
         (g[..., iu, ju] / sd).ravel(), (b / (sens["model_target"] * c)).ravel()]))
+
+
+def _assert_chi_square_stat(name: str, stat: float, dof: float) -> None:
+    """``stat`` is chi-square with ``dof`` degrees of freedom (same two-sided region)."""
+    assert dof >= MIN_N, f"{name}: only {dof} degrees of freedom"
+    lo, hi = stats.chi2.ppf(P_VALUE / 2, dof), stats.chi2.isf(P_VALUE / 2, dof)
+    assert lo <= stat <= hi, (f"{name}: statistic {stat:.1f} with {dof} degrees of freedom "
+                              f"(ratio {stat / dof:.3f}), outside [{lo:.1f}, {hi:.1f}]")
+
+
+# -- agents: zero contexts and rewards, the releases read from the agent's state -------------
+def _run_on_zeros(agent, n_reps: int, seed: int, on_release=None) -> None:
+    """``agent`` on zero contexts and rewards for its horizon; ``on_release(t)`` after each
+    update ``t = 1 .. horizon``."""
+    agent.reset(n_reps, np.random.default_rng(seed))
+    x, r = np.zeros((n_reps, agent.dim)), np.zeros(n_reps)
+    for t in range(1, agent.horizon + 1):
+        agent.update(x, agent.act(x), r)
+        if on_release is not None:
+            on_release(t)
+
+
+@pytest.mark.parametrize("backend", ["numpy", pytest.param("numba", marks=pytest.mark.heavy)])
+def test_dp_ucb_gaussian_releases_draw_the_plans_node_sigma(backend):
+    # DP-UCB's release at t is the exact prefix Gram of v = [phi; y] (0 here) plus the sum
+    # of the tree nodes of t's set bits; at t = 2^j it is one node, a fresh one, so those
+    # releases are independent: upper triangles N(0, s^2) off, N(0, 2 s^2) on the diagonal
+    # (the "goe" law). The release is read from the agent (``_release``: the tree's state;
+    # what it exposes publicly is the Cholesky factor of V_t, which mixes in the shift)
+    agent = DPUCB(n_arms=2, dim=4, horizon=64, epsilon=1.0, delta=1e-5, backend=backend)
+    s = agent.plan.scales["node_sigma"]
+    n = agent.feature_dim + 1
+    iu, ju = np.triu_indices(n)
+    sd = np.where(iu == ju, s * math.sqrt(2.0), s)
+    out: list[np.ndarray] = []
+
+    def read(t):
+        if t & (t - 1) == 0:
+            out.append(agent._release[:, iu, ju] / sd)
+
+    _run_on_zeros(agent, 100, 16, read)
+    assert len(out) == 7
+    _assert_chi_square(f"dp-ucb gaussian {backend}", np.array(out))
+
+
+@pytest.mark.parametrize("backend", ["numpy", pytest.param("numba", marks=pytest.mark.heavy)])
+def test_dp_ucb_wishart_releases_have_the_plans_degrees(backend):
+    # Wishart variant: every release is its tree nodes plus a top-up, Wishart(L~^2 I, m k)
+    # in total (Sheffet 2015 with the top-up to m k degrees). On zero data trace(W) / L~^2
+    # is exactly chi-square with n m k degrees of freedom (W = sum of m k outer products of
+    # N(0, L~^2 I) vectors); releases at t = 2^j are independent (fresh nodes and top-ups).
+    # A cut of the degrees (or of L~^2) moves the mean, df Sigma, by the same factor
+    agent = DPUCB(n_arms=2, dim=4, horizon=64, epsilon=1.0, delta=1e-5, noise="wishart",
+                  backend=backend)
+    k, m = agent.plan.scales["degrees"], agent.constants["m"]
+    n = agent.feature_dim + 1
+    L2 = agent.l_tilde ** 2
+    traces: list[np.ndarray] = []
+
+    def read(t):
+        if t & (t - 1) == 0:
+            rel = agent._release + (dp_ucb_module._symmetric(agent._topup)
+                                    if agent._use_topup else 0.0)
+            traces.append(np.trace(rel, axis1=1, axis2=2) / L2)
+
+    R = 4
+    _run_on_zeros(agent, R, 17, read)
+    assert len(traces) == 7
+    _assert_chi_square_stat(f"dp-ucb wishart {backend}", float(np.sum(traces)),
+                            7 * R * n * m * k)
