@@ -22,7 +22,9 @@ import pytest
 from scipy import stats
 
 from dpbandits.agents import dp_ucb as dp_ucb_module
+from dpbandits.agents.budget_ls import BudgetLS
 from dpbandits.agents.dp_ucb import DPUCB
+from dpbandits.agents.screened_ls import ScreenedLS
 from dpbandits.envs.logged import LoggedBandit
 from dpbandits.losses import SquaredLoss
 from dpbandits.offpolicy.private import PrivateEstimator
@@ -296,3 +298,54 @@ def test_dp_ucb_wishart_releases_have_the_plans_degrees(backend):
     assert len(traces) == 7
     _assert_chi_square_stat(f"dp-ucb wishart {backend}", float(np.sum(traces)),
                             7 * R * n * m * k)
+
+
+def _symmetric_standardized(noise: np.ndarray, sigma_diag: float) -> np.ndarray:
+    """The upper triangle of symmetric matrices (..., s, s) with ``N(0, sigma^2)`` on the
+    diagonal and ``N(0, sigma^2/2)`` off it (the law of ``gram_noise``), standardized."""
+    s = noise.shape[-1]
+    iu, ju = np.triu_indices(s)
+    sd = np.where(iu == ju, sigma_diag, sigma_diag / np.sqrt(2.0))
+    return noise[..., iu, ju] / sd
+
+
+@pytest.mark.heavy  # 400 rounds x 1000 replications: ~5 s
+def test_screened_ls_releases_draw_the_plans_scales():
+    # zero contexts and rewards: the released contrasts, Gram and target sums are the sums of
+    # the noise of the releases made so far (independent releases: sd sigma sqrt(count));
+    # K = 2 contrasts keep 1 degree of freedom per coordinate: |c|^2 = 2 c_0^2
+    agent = ScreenedLS(n_arms=2, dim=20, horizon=400, epsilon=1.0, delta=1e-5)
+    R = 1000
+    _run_on_zeros(agent, R, 18)
+    s = agent.plan.scales
+    n_scr, n_fit = agent._n_releases, agent._n_fits
+    assert n_scr >= 1 and n_fit >= 1, (n_scr, n_fit)
+    c = agent._released
+    assert np.allclose(c.sum(axis=1), 0.0, atol=1e-12 * s["screen"])
+    _assert_chi_square("screened-ls screen",
+                       np.sqrt(2.0) * c[:, 0] / (s["screen"] * np.sqrt(n_scr)))
+    _assert_chi_square("screened-ls gram", _symmetric_standardized(
+        agent._gram_released, s["gram"] * np.sqrt(n_fit)))
+    _assert_chi_square("screened-ls target",
+                       agent._b_released / (s["target"] * np.sqrt(n_fit)))
+
+
+@pytest.mark.heavy  # ~4 s
+def test_budget_ls_releases_draw_the_plans_scales():
+    # dp-budget-ls releases as dp-moment-ls does (test_noise_spread.py), with its own plan;
+    # fit_snr = 0 makes it fit after the first screen episode (it would screen throughout)
+    agent = BudgetLS(n_arms=2, dim=20, horizon=400, epsilon=1.0, delta=1e-5, fit_snr=0.0,
+                     min_screen=1)
+    _run_on_zeros(agent, 1000, 19)
+    s = agent.plan.scales
+    n_scr, n_fit = agent._n_screens, agent._n_fits
+    assert n_scr >= 1 and n_fit >= 1, (n_scr, n_fit)
+    _assert_chi_square("budget-ls moment", _symmetric_standardized(
+        agent._M_released, s["moment"] * np.sqrt(n_scr)))
+    c = agent._c_released
+    assert np.allclose(c.sum(axis=1), 0.0, atol=1e-12 * s["contrast"])
+    _assert_chi_square("budget-ls contrast",
+                       np.sqrt(2.0) * c[:, 0] / (s["contrast"] * np.sqrt(n_scr)))
+    _assert_chi_square("budget-ls gram", _symmetric_standardized(
+        agent._gram_released, s["gram"] * np.sqrt(n_fit)))
+    _assert_chi_square("budget-ls target", agent._b_released / (s["target"] * np.sqrt(n_fit)))
