@@ -22,8 +22,10 @@ import pytest
 from scipy import stats
 
 from dpbandits.agents import dp_ucb as dp_ucb_module
+from dpbandits.agents.adac_oful import AdaCOFUL
 from dpbandits.agents.budget_ls import BudgetLS
 from dpbandits.agents.dp_ucb import DPUCB
+from dpbandits.agents.ldp_linucb import LDPLinUCB
 from dpbandits.agents.screened_ls import ScreenedLS
 from dpbandits.envs.logged import LoggedBandit
 from dpbandits.losses import SquaredLoss
@@ -349,3 +351,57 @@ def test_budget_ls_releases_draw_the_plans_scales():
     _assert_chi_square("budget-ls gram", _symmetric_standardized(
         agent._gram_released, s["gram"] * np.sqrt(n_fit)))
     _assert_chi_square("budget-ls target", agent._b_released / (s["target"] * np.sqrt(n_fit)))
+
+
+def _assert_laplace_mean_abs(name: str, z_over_b: np.ndarray) -> None:
+    """``z_over_b`` are Laplace(0, b) draws over their declared ``b``: ``|z|/b`` is Exp(1),
+    so ``sum |z|/b`` is Gamma(N, 1) (mean N, sd sqrt N: +/- 6.1/sqrt(N) = 4.3% at N = 20,000
+    at the same two-sided p = 1e-9; a x0.8 cut moves it by -20%)."""
+    n = z_over_b.size
+    assert n >= MIN_N, f"{name}: only {n} draws"
+    stat = float(np.sum(np.abs(z_over_b)))
+    lo, hi = stats.gamma.ppf(P_VALUE / 2, n), stats.gamma.isf(P_VALUE / 2, n)
+    assert lo <= stat <= hi, (f"{name}: sum |z|/b = {stat:.1f} over {n} draws "
+                              f"(ratio {stat / n:.3f}), outside [{lo:.1f}, {hi:.1f}]")
+
+
+def test_adac_oful_releases_draw_the_plans_scales():
+    # user-level protection, doubling schedule (releases at fixed rounds): on zero data the
+    # summed released Gram and targets of replication r are the noise of its n_releases_[r]
+    # releases (the screened Gram's law for the Gram)
+    agent = AdaCOFUL(n_arms=2, dim=5, horizon=64, epsilon=1.0, delta=1e-5, protect="user",
+                     schedule="doubling")
+    R = 2000
+    _run_on_zeros(agent, R, 20)
+    m = agent.n_releases_
+    assert np.all(m >= 1)
+    s = agent.plan.scales
+    _assert_chi_square("adac-oful gram", _symmetric_standardized(
+        agent._gram / np.sqrt(m)[:, None, None, None], s["gram"]))
+    _assert_chi_square("adac-oful target",
+                       agent._target / (s["target"] * np.sqrt(m))[:, None, None])
+
+
+def test_adac_oful_trigger_threshold_draws_the_plans_laplace_scale():
+    # AboveThreshold's threshold noise, drawn for every replication at reset; its scale is
+    # 2 Delta / eps_1 (Dwork & Roth 2014, Algorithm 1), recomputed here from the plan's
+    # trigger sensitivity and budget so a cut inside the plan fails too
+    agent = AdaCOFUL(n_arms=2, dim=2, horizon=16, epsilon=1.0, delta=1e-5)
+    agent.reset(MIN_N, np.random.default_rng(21))
+    b = 2.0 * agent.plan.sensitivities["trigger"] / agent.plan.scales["eps_trigger"]
+    assert agent.plan.scales["trigger_query"] == pytest.approx(2.0 * b, rel=1e-12)
+    _assert_laplace_mean_abs("adac-oful threshold", agent._threshold_noise / b)
+
+
+@pytest.mark.heavy  # the plan's calibration takes ~2 s
+def test_ldp_linucb_randomizer_draws_the_plans_scales():
+    # the local randomizer (public: message) on a zero context and reward returns its noise:
+    # every packed Gram entry N(0, sigma_G^2) (i.i.d., diagonal included), targets
+    # N(0, sigma_b^2), in every arm's block
+    agent = LDPLinUCB(n_arms=2, dim=4, horizon=16, epsilon=1.0, delta=1e-5)
+    R = 1000
+    agent.reset(R, np.random.default_rng(22))
+    gram, target = agent.message(np.zeros((R, 4)), np.zeros(R, dtype=np.int64), np.zeros(R))
+    s = agent.plan.scales
+    _assert_chi_square("ldp-linucb", np.concatenate([(gram / s["gram"]).ravel(),
+                                                     (target / s["target"]).ravel()]))
