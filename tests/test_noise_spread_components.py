@@ -405,3 +405,26 @@ def test_ldp_linucb_randomizer_draws_the_plans_scales():
     s = agent.plan.scales
     _assert_chi_square("ldp-linucb", np.concatenate([(gram / s["gram"]).ravel(),
                                                      (target / s["target"]).ravel()]))
+
+
+def test_noisy_sgd_theorem_plan_is_the_papers_sigma():
+    # Bassily, Feldman, Guzman & Talwar 2020, Algorithm 2: sigma = sqrt(8 L0^2 log(1/delta))
+    # / eps, recomputed here; the plan's multiplier is sigma / (2 L0)
+    L0, eps, delta = 0.7, 0.5, 1e-6
+    opt = NoisySGD(p=2.0, epsilon=eps, delta=delta, lipschitz=L0, calibration="theorem")
+    sigma = math.sqrt(8.0 * L0**2 * math.log(1.0 / delta)) / eps
+    assert opt.plan_for(30, 4).scales["multiplier"] == pytest.approx(sigma / (2 * L0),
+                                                                       rel=1e-12)
+
+
+def test_dp_ucb_gaussian_plan_carries_the_claim():
+    # every user's v v^T (||v||^2 <= L^2 + B^2, recomputed here) enters m = tree depth nodes;
+    # replace-one moves a node by at most (L^2 + B^2) / s in the node's noise metric (the
+    # goe law: s off the diagonal, s sqrt 2 on it), so the nodes are sqrt(m) (L^2 + B^2)/s
+    # -GDP together; the accountant calibration must meet (1, 1e-5) and not be loose
+    L, B, T = 1.0, 1.0, 64
+    agent = DPUCB(n_arms=2, dim=4, horizon=T, epsilon=1.0, delta=1e-5,
+                  calibration="accountant", context_bound=L, reward_bound=B)
+    m = math.ceil(math.log2(T + 1))
+    s = agent.plan.scales["node_sigma"]
+    _assert_gdp_claim("dp-ucb", math.sqrt(m) * (L**2 + B**2) / s, 1.0, 1e-5)
