@@ -23,6 +23,7 @@ from scipy import stats
 
 from dpbandits.agents import dp_ucb as dp_ucb_module
 from dpbandits.agents.adac_oful import AdaCOFUL
+from dpbandits.agents.authors_code import DPUCBAuthorsCode
 from dpbandits.agents.budget_ls import BudgetLS
 from dpbandits.agents.dp_ucb import DPUCB
 from dpbandits.agents.ldp_linucb import LDPLinUCB
@@ -444,3 +445,27 @@ def test_dp_ucb_wishart_plan_degrees_are_the_papers():
     assert k == D + 1 + math.ceil(224 * m * math.log(8 * m / delta) * math.log(2 / delta)
                                   / eps**2)
     assert dp_ucb_module.wishart_certified_epsilon(T, D, k, agent.l_tilde, delta) <= eps
+
+
+def test_dp_ucb_authors_code_rounds_draw_the_plans_sigma():
+    # the authors' code adds fresh noise to the exact Gram at every act (not a tree): on zero
+    # data the noisy Gram it solves with is the noise alone, (Z + Z^T)/sqrt 2 with
+    # Z_ij ~ N(0, sigma^2): sigma off the diagonal, sigma sqrt 2 on it. Read from the agent's
+    # solve buffer (_A: the only place the noisy Gram exists; act returns arms only). numpy
+    # backend only: the compiled kernel factors _A in place (LAPACK sysv), so after act it
+    # no longer holds the noisy Gram
+    backend = "numpy"
+    agent = DPUCBAuthorsCode(n_arms=2, dim=4, horizon=10, epsilon=1.0, delta=1e-5,
+                             backend=backend)
+    s = agent.plan.scales["sigma"]
+    D = 8
+    iu, ju = np.triu_indices(D)
+    sd = np.where(iu == ju, s * math.sqrt(2.0), s)
+    R, out = 100, []
+    agent.reset(R, np.random.default_rng(23))
+    x, r = np.zeros((R, 4)), np.zeros(R)
+    for _ in range(agent.horizon):
+        arms = agent.act(x)
+        out.append(agent._A[:, iu, ju] / sd)
+        agent.update(x, arms, r)
+    _assert_chi_square(f"dp-ucb-authors-code {backend}", np.array(out))
