@@ -18,7 +18,11 @@ every argument that reaches a sensitivity:
   ``fit`` must run to the end with a finite result (an exception that depends on one
   individual's data is an output of unbounded epsilon).
 
-The search is derandomized (the same component gives the same examples). It needs the
+The search is derandomized, but hypothesis also mixes in constants it collects from the
+project's modules loaded at the time, so the examples tried depend on which modules are
+loaded. Each search first loads every module of the package (:func:`_load_package`), which
+leaves only the caller's own modules (the test files) to vary; every case a search has found
+is kept in its corpus of explicit examples, tried first whatever the order. It needs the
 ``hypothesis`` package (the ``test`` extra); it runs in the test suite's heavy tier on every
 registered private component.
 """
@@ -46,7 +50,8 @@ from dpbandits.testing import (
     problem_for_checks,
 )
 
-__all__ = ["SCALE_PARAMETERS", "fuzz_adversarial_inputs", "fuzz_bo_method"]
+__all__ = ["ESTIMATOR_PARAMETERS", "SCALE_PARAMETERS", "fuzz_adversarial_inputs", "fuzz_bo_method",
+           "fuzz_private_estimator"]
 
 #: constructor parameters that reach a sensitivity (searched when a component has them)
 SCALE_PARAMETERS = ("context_bound", "reward_bound", "x_bound", "y_bound", "theta_bound",
@@ -61,7 +66,26 @@ _SPECIAL = (0.0, -0.0, 5e-324, -5e-324, 2.0**-1022, 2.0**-537, 1.0, -1.0, 1.9 * 
             -1.9 * 2.0**1023, 4.25e307, _MAX, -_MAX)
 
 
+def _load_package() -> None:
+    """Import every module of ``dpbandits`` (those whose optional dependencies are missing
+    excepted), so that hypothesis's constants from loaded modules do not depend on what
+    other code imported before the search."""
+    import importlib
+    import pkgutil
+
+    import dpbandits
+
+    for info in pkgutil.walk_packages(dpbandits.__path__, "dpbandits."):
+        if info.name.endswith("__main__"):
+            continue
+        try:
+            importlib.import_module(info.name)
+        except ImportError:  # pragma: no cover - an optional extra not installed
+            pass
+
+
 def _strategies():
+    _load_package()
     try:
         from hypothesis import strategies as st
     except ImportError:  # pragma: no cover - the test extra
@@ -96,6 +120,12 @@ def _corpus(names: list[str], d: int) -> list[dict]:
                                  for i, n in enumerate(names)}, rows=e1, rewards=huge))
         for small in (3e-162, 1.55e-162):
             out.append(dict(changes={n: small for n in names}, rows=e1, rewards=huge))
+        # one bound at the smallest subnormal, the others as built, against a row clipped to
+        # unit entries 1/sqrt 2: a product such as y u then rounds up by as much as 2x
+        diagonal = [[0.0] * (d - 2) + [1e300, 1e300]] if d >= 2 else e1
+        for n in names:
+            out.append(dict(changes={m: (5e-324 if m == n else None) for m in names},
+                            rows=diagonal, rewards=[1.0, -1.0]))
         out.append(dict(changes={n: (1e200 if n in _RADII else 1e-200) for n in names},
                         rows=e1, rewards=[1.0, -1.0]))
         out.append(dict(changes={n: 1e160 for n in names},
@@ -307,4 +337,101 @@ def fuzz_bo_method(method: Any, *, max_examples: int = 30, seed: int = 0) -> Non
             raise ContractError(f"{type(method).__name__}.fit returned a non-finite theta "
                                 f"when one individual's loss is {value!r}")
 
+    search()
+
+
+#: the estimator's public parameters that reach its sensitivity (searched when not None)
+ESTIMATOR_PARAMETERS = ("max_weight", "reward_range", "context_bound")
+
+
+def _exact_l2(a: np.ndarray, b: np.ndarray) -> Fraction:
+    """``||a - b||_2^2`` of two float arrays, exactly."""
+    return sum(((Fraction(float(x)) - Fraction(float(y))) ** 2
+                for x, y in zip(np.ravel(a), np.ravel(b), strict=True)), Fraction(0))
+
+
+def _check_move(estimator, what: str, a: np.ndarray, b: np.ndarray, bound: float) -> None:
+    limit = Fraction(bound) * Fraction(1.0 + EXACT_RTOL)
+    size = _exact_l2(a, b)
+    if size > limit * limit:
+        shown = math.sqrt(float(size))
+        raise ContractError(f"{estimator!r}: one replaced round moved {what} by {shown!r} "
+                            f"(exactly), above its sensitivity {bound!r} "
+                            f"({shown / bound:.4g} times)")
+
+
+def _replaced_logs(rounds: list, K: int):
+    """The log of ``rounds[:-1]`` and the one with its first round replaced by the last."""
+    from dpbandits.envs.logged import LoggedBandit
+
+    out = []
+    for first in (rounds[0], rounds[-1]):
+        rows = [first] + rounds[1:-1]
+        log = LoggedBandit(np.array([r[0] for r in rows], dtype=np.float64),
+                           [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows], K)
+        pi = np.array([r[4] for r in rows], dtype=np.float64)
+        q = np.array([r[5] for r in rows], dtype=np.float64)
+        out.append((log, pi, q))
+    return out
+
+
+def fuzz_private_estimator(estimator: Any, *, max_examples: int = 30) -> None:
+    """Search a :class:`~dpbandits.offpolicy.PrivateEstimator`'s parameters
+    (:data:`ESTIMATOR_PARAMETERS`, over the whole float range) and pairs of logs differing in
+    one round (contexts, rewards and predictions anywhere in the finite range, propensities
+    down to the smallest subnormal) for a noiseless query that one replaced round moves
+    beyond ``sensitivity(n)`` (measured exactly), or, for private DR, reward-model sums
+    that move beyond their sensitivities; raises ``ContractError`` with the example. The
+    constructor may refuse parameters with a ``ValueError`` naming them."""
+    from hypothesis import HealthCheck, example, given, settings
+
+    st, finite, positive = _strategies()
+    K, d = 2, 2
+    params = estimator.get_params()
+    pair = st.lists(finite, min_size=2, max_size=2).map(sorted).map(tuple)
+    choices = {"max_weight": positive, "reward_range": pair, "context_bound": positive}
+    changes = st.fixed_dictionaries({n: st.one_of(st.just(None), choices[n])
+                                     for n in ESTIMATOR_PARAMETERS})
+    propensity = st.one_of(st.sampled_from((5e-324, 1e-310, 2.0**-1022, 1e-3, 0.5, 1.0)),
+                           st.floats(min_value=5e-324, max_value=1.0))
+    share = st.one_of(st.sampled_from((0.0, 1.0, 0.5)), st.floats(0.0, 1.0))
+    one_round = st.tuples(st.lists(finite, min_size=d, max_size=d), st.integers(0, K - 1),
+                          finite, propensity, share.map(lambda a: [a, 1.0 - a]),
+                          st.lists(finite, min_size=K, max_size=K))
+    rounds = st.lists(one_round, min_size=2, max_size=7)
+
+    @settings(max_examples=max_examples, deadline=None, derandomize=True, database=None,
+              report_multiple_bugs=False, suppress_health_check=list(HealthCheck))
+    @given(changes=changes, rounds=rounds)
+    def search(changes, rounds):
+        changed = {k: v for k, v in changes.items() if v is not None}
+        if "context_bound" in changed and params.get("estimator") != "dr":
+            changed.pop("context_bound")
+        try:
+            built = estimator.clone(**changed) if changed else estimator
+        except ValueError as exc:
+            if any(name in str(exc) for name in changed):
+                return  # a clear refusal
+            raise ContractError(f"PrivateEstimator({changed}) raised ValueError: {exc} — a "
+                                "refusal must name the parameter") from exc
+        (log0, pi0, q0), (log1, pi1, q1) = _replaced_logs(rounds, K)
+        n = log0.n_rounds
+        preds = (q0, q1) if built.estimator == "dr" else (None, None)
+        s0 = built.statistic(log0, pi0, preds[0])[0]
+        s1 = built.statistic(log1, pi1, preds[1])[0]
+        _check_move(built.estimator, "the query", s0, s1, built.sensitivity(n))
+        if built.model_multiplier is not None:
+            (g0, b0), (g1, b1) = built.model_sums(log0), built.model_sums(log1)
+            sens = built.plan.sensitivities
+            _check_move("dr", "the reward model's Gram sums", g0, g1, sens["model_gram"])
+            _check_move("dr", "the reward model's target sums", b0, b1, sens["model_target"])
+
+    # rewards far from 0 relative to their range: one round's reward moves the float sum of
+    # the DR terms by an ulp of n lo, 2x the range-based Delta (the first order of rewards for
+    # a sequential sum as numpy's mean of 6 terms, the second for a correctly rounded one)
+    lo, hi = 1e20, 1e20 + 2.0**14
+    for order in ((lo, hi, hi, lo, lo, hi, hi), (lo, lo, hi, hi, hi, hi, hi)):
+        far = [([0.0, 0.0], 0, r, 1.0, [1.0, 0.0], [lo, lo]) for r in order]
+        search = example(changes={"max_weight": 1.0, "reward_range": (lo, hi),
+                                  "context_bound": None}, rounds=far)(search)
     search()

@@ -10,7 +10,9 @@ import pytest
 import dpbandits  # noqa: F401  (registers the environments)
 from dpbandits.agents import agent_class, available_agents
 from dpbandits.bo import DPGIBO
-from dpbandits.fuzzing import fuzz_adversarial_inputs, fuzz_bo_method
+from dpbandits.fuzzing import fuzz_adversarial_inputs, fuzz_bo_method, fuzz_private_estimator
+from dpbandits.offpolicy import PrivateEstimator
+from dpbandits.offpolicy import private as private_module
 from dpbandits.optim import OPTIMIZERS
 from dpbandits.optim.batch import oracle as oracle_module
 from dpbandits.optim.batch.dp_gd import DPGD
@@ -56,6 +58,10 @@ def _old_coefficients(psi, norms, unclipped, clipped, limit, bound):
 
 
 def test_the_fuzzer_finds_the_subnormal_clip_factor(monkeypatch):
+    """With the clip of 84eca81 patched back in, the fuzzer reports item 1's violation. It does
+    so through the corpus (the review's reproduction is pinned as an explicit example, tried
+    first); an unpinned search of 25 examples reaches the old clip's other fault instead (a
+    non-finite fit on a row near the float maximum), not this violation."""
     monkeypatch.setattr(oracle_module, "clipped_coefficients", _old_coefficients)
     with pytest.raises(ContractError, match=r"in l_2 \(exactly\), above the declared"):
         fuzz_adversarial_inputs(DPGD(1.0, 1e-5, n_iters=2), max_examples=1)
@@ -75,3 +81,29 @@ def test_the_fuzzer_finds_a_plan_whose_noise_underflows(monkeypatch):
 
 def test_the_fuzzer_passes_the_fixed_clip():
     fuzz_adversarial_inputs(DPGD(1.0, 1e-5, n_iters=2), max_examples=3)
+
+
+_ESTIMATORS = [pytest.param(dict(estimator=e), id=e) for e in ("ips", "snips", "dr")] + [
+    pytest.param(dict(estimator="dr", reward_model="disjoint"), id="dr-disjoint")]
+
+
+@pytest.mark.heavy
+@pytest.mark.parametrize("kind", _ESTIMATORS)
+def test_no_private_estimator_breaks_its_sensitivity_anywhere_in_the_float_range(kind):
+    fuzz_private_estimator(PrivateEstimator(**kind, epsilon=1.0, delta=1e-5, max_weight=10.0),
+                           max_examples=60)
+
+
+def test_the_fuzzer_finds_dr_without_its_rounding_allowance(monkeypatch):
+    """Rewards in (1e20, 1e20 + 2^14): one round's reward moved the float sum of the DR terms
+    by an ulp of 6e20, 2x the range-based Delta, until the sensitivity covered the rounding."""
+    monkeypatch.setattr(private_module, "_rounding_allowance", lambda *args: 0.0)
+    est = PrivateEstimator("dr", epsilon=1.0, delta=1e-5, max_weight=10.0,
+                           reward_model="disjoint")
+    with pytest.raises(ContractError, match=r"moved the query by .* \(2 times\)"):
+        fuzz_private_estimator(est, max_examples=1)
+
+
+def test_the_fuzzer_passes_dr_with_its_rounding_allowance():
+    fuzz_private_estimator(PrivateEstimator("dr", epsilon=1.0, delta=1e-5, max_weight=10.0,
+                                            reward_model="disjoint"), max_examples=3)

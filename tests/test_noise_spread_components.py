@@ -26,12 +26,13 @@ from dpbandits.agents.adac_oful import AdaCOFUL
 from dpbandits.agents.authors_code import DPUCBAuthorsCode
 from dpbandits.agents.budget_ls import BudgetLS
 from dpbandits.agents.dp_ucb import DPUCB
-from dpbandits.agents.ldp_linucb import LDPLinUCB
+from dpbandits.agents.ldp_linucb import UNIT_SENSITIVITY, LDPLinUCB
 from dpbandits.agents.screened_ls import ScreenedLS
 from dpbandits.envs.logged import LoggedBandit
 from dpbandits.losses import SquaredLoss
 from dpbandits.offpolicy.private import PrivateEstimator
 from dpbandits.optim import DPGD, DPSVRG, DPAccMD, NoisySGD, PrivateFTRL, PrivateSGD
+from dpbandits.privacy.accounting import epsilon_of, gaussian_event
 
 P_VALUE = 1e-9
 MIN_N = 20_000
@@ -394,20 +395,6 @@ def test_adac_oful_trigger_threshold_draws_the_plans_laplace_scale():
     _assert_laplace_mean_abs("adac-oful threshold", agent._threshold_noise / b)
 
 
-@pytest.mark.heavy  # the plan's calibration takes ~2 s
-def test_ldp_linucb_randomizer_draws_the_plans_scales():
-    # the local randomizer (public: message) on a zero context and reward returns its noise:
-    # every packed Gram entry N(0, sigma_G^2) (i.i.d., diagonal included), targets
-    # N(0, sigma_b^2), in every arm's block
-    agent = LDPLinUCB(n_arms=2, dim=4, horizon=16, epsilon=1.0, delta=1e-5)
-    R = 1000
-    agent.reset(R, np.random.default_rng(22))
-    gram, target = agent.message(np.zeros((R, 4)), np.zeros(R, dtype=np.int64), np.zeros(R))
-    s = agent.plan.scales
-    _assert_chi_square("ldp-linucb", np.concatenate([(gram / s["gram"]).ravel(),
-                                                     (target / s["target"]).ravel()]))
-
-
 def test_noisy_sgd_theorem_plan_is_the_papers_sigma():
     # Bassily, Feldman, Guzman & Talwar 2020, Algorithm 2: sigma = sqrt(8 L0^2 log(1/delta))
     # / eps, recomputed here; the plan's multiplier is sigma / (2 L0)
@@ -469,3 +456,27 @@ def test_dp_ucb_authors_code_rounds_draw_the_plans_sigma():
         out.append(agent._A[:, iu, ju] / sd)
         agent.update(x, arms, r)
     _assert_chi_square(f"dp-ucb-authors-code {backend}", np.array(out))
+
+
+def test_ldp_linucb_messages_draw_the_plans_scales():
+    # 2,000 users, K = 2, d = 5: 2,000 x 2 x 15 packed Gram entries, 2,000 x 2 x 5 targets
+    R, K, d = 2000, 2, 5
+    agent = LDPLinUCB(n_arms=K, dim=d, horizon=10, epsilon=1.0, delta=1e-5, reward_bound=0.5)
+    agent.reset(R, np.random.default_rng(20261129))
+    gram, target = agent.message(np.zeros((R, d)), np.zeros(R, dtype=np.int64), np.zeros(R))
+    scales = agent.plan.scales
+    _assert_chi_square("ldp-linucb gram", gram / scales["gram"])
+    _assert_chi_square("ldp-linucb target", target / scales["target"])
+
+
+def test_ldp_linucb_plan_scales_carry_the_claim():
+    # recomputed here, not read from the plan: sigma_G = k * UNIT_SENSITIVITY and sigma_b = B
+    # sigma_G, with k the smallest multiplier whose Gaussian event the accountant certifies
+    agent = LDPLinUCB(n_arms=2, dim=5, horizon=10, epsilon=1.0, delta=1e-5, reward_bound=0.5)
+    s = agent.plan.scales
+    k = s["gram"] / UNIT_SENSITIVITY
+    assert s["target"] == 0.5 * s["gram"]
+    assert s["multiplier"] == k
+    # the claim holds at k and fails at 0.99 k (the plan is not needlessly loose either)
+    assert epsilon_of(gaussian_event(k), 1e-5) <= 1.0 * (1 + 1e-9)
+    assert epsilon_of(gaussian_event(0.99 * k), 1e-5) > 1.0

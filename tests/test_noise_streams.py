@@ -46,7 +46,7 @@ BEFORE = {
     "mech:exponential_mechanism": "a9fb08102a08a6c7",
     "mech:generalized_gaussian_noise": "d4b6fde20de588ab",
     "mech:peel": "d876fb04b6bf4271",
-    "offpolicy:release": "1a83b145fd04eeca",
+    "offpolicy:release": "577c7b6aef597ab1",
 }
 
 RUNS = fingerprints()

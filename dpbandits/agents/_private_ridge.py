@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from dpbandits._validation import check_positive, check_real
+from dpbandits._validation import check_bound, check_positive, check_real
 from dpbandits.agents.base import PrivateAgent
 from dpbandits.privacy.plan import PlanView
 from dpbandits.private_ridge import (  # the pure math, shared with offpolicy's private DR
@@ -86,10 +86,12 @@ class PrivateRidgeUCB(PrivateAgent):
     Parameters
     ----------
     context_bound : float or None, default None
-        Bound L > 0 contexts are clipped to; None means ``sqrt(dim)`` (contexts in
-        ``[-1, 1]^d``, the observation space of the package's normalized environments).
+        Bound L contexts are clipped to, in [1e-75, 1e75] for a private agent (> 0 for the
+        non-private twin); None means ``sqrt(dim)`` (contexts in ``[-1, 1]^d``, the
+        observation space of the package's normalized environments).
     reward_bound : float, default 1.0
-        Bound B > 0 rewards are clipped to.
+        Bound B rewards are clipped to, in [1e-75, 1e75] for a private agent (> 0 for the
+        non-private twin).
     noise_std : float, default 0.05
         Sub-Gaussian parameter > 0 of the reward noise (sets the confidence radius).
     theta_bound : float or None, default None
@@ -124,7 +126,13 @@ class PrivateRidgeUCB(PrivateAgent):
                  "noise_std": noise_std, "theta_bound": theta_bound, "reg": reg}
         vars(self).update(given, alpha=alpha)  # each stored unchanged under its own name
         defaults = {"context_bound": math.sqrt(dim), "theta_bound": math.sqrt(n_arms)}
-        value = {k: defaults[k] if v is None else check_positive(k, v) for k, v in given.items()}
+        # the bounds the statistics are clipped to: in BOUND_RANGE when private, so that
+        # ``y u`` and its noise scale ``sigma B`` are normal floats (a subnormal product
+        # rounds up by as much as 2x and leaves the target above its sensitivity)
+        data_check = check_bound if self._private else check_positive
+        value = {k: defaults[k] if v is None else
+                 (data_check if k in ("context_bound", "reward_bound") else check_positive)(k, v)
+                 for k, v in given.items()}
         self._L, self._B, self._reg = value["context_bound"], value["reward_bound"], value["reg"]
         self._sigma_eta = value["noise_std"]
         self._S = self._L * value["theta_bound"]  # in units of u = x / L

@@ -38,6 +38,10 @@ predictions ``q~`` to ``[lo, hi]``), and releases a query with l2 sensitivity ``
   lo)``. The estimate ``(S_r + z_1) / (S_w + z_2)`` is post-processing, cut to ``[lo, hi]``
   (where a ratio of clipped rewards lies); a normalizer ``S_w + z_2 <= 0`` raises.
 
+The query is computed with correctly rounded sums, and the noise is calibrated to ``Delta``
+plus a bound on the rounding of one replaced round's move (:meth:`PrivateEstimator.sensitivity`):
+the guarantee holds for the floats computed, not only in exact arithmetic.
+
 The release is ``f + N(0, (k Delta)^2 I)`` with the noise multiplier ``k`` from
 :func:`~dpbandits.privacy.accounting.calibrate`: the smallest for which the Gaussian event
 ``gaussian_event(k)`` (exactly ``1/k``-GDP) is ``(epsilon, delta)``-DP by the PLD accountant;
@@ -59,8 +63,10 @@ from scipy.stats import norm
 
 from dpbandits._params import Parameterized
 from dpbandits._validation import (
+    BOUND_RANGE,
     SeedLike,
     as_rng,
+    check_bound,
     check_choice,
     check_delta_open,
     check_positive,
@@ -179,6 +185,24 @@ class PrivateRewardModel:
         return self.centre + self.features(np.asarray(contexts, dtype=np.float64)) @ self.theta.T
 
 
+def _rounding_allowance(estimator: str, n: int, m: float, lo: float, hi: float) -> float:
+    """What floating point can add to one replaced round's move of the query, beyond
+    ``Delta``. With ``u = 2^-53`` and ``T`` a bound on a round's term (IPS ``M R``, DR ``R + M
+    (hi - lo)``, ``R = max(|lo|, |hi|)``): a term is off by at most ``4u T`` on each side
+    (products, a difference, a sum), the correctly rounded sum ``fsum`` by ``u |S| <= u n T``
+    and the division by ``n`` by ``u T``. Means (IPS, DR) move by at most ``Delta + 12 u T``
+    (the sum's error divided by ``n``), SNIPS's pair of sums by ``Delta + 2 u (sqrt(2) n + 1)
+    T'`` with ``T' = M max(R, 1)``; the allowance covers each with room for ``Delta``'s own
+    few roundings. Without it, rewards far from 0 relative to their range
+    (``reward_range = (1e75, 1e75 + 1e61)``) move the sum by an ulp of ``n T``, many times
+    ``Delta``."""
+    r = max(abs(lo), abs(hi))
+    if estimator == "snips":
+        return 2.0**-50 * (n + 4) * m * max(r, 1.0)
+    term = m * r if estimator == "ips" else r + m * (hi - lo)
+    return 2.0**-48 * term
+
+
 def _up(x: float) -> float:
     """``x`` (a product of a few correctly rounded floats) raised by a few ulps: the noise
     scale drawn is never below the real value it stands for."""
@@ -244,10 +268,10 @@ class PrivateEstimator(Planned, Parameterized):
     delta : float
         Privacy parameter delta in (0, 1) of one release.
     max_weight : float
-        Weight clip M > 0: every importance weight is cut to ``min(w, M)``.
+        Weight clip M in [1e-75, 1e75]: every importance weight is cut to ``min(w, M)``.
     reward_range : (float, float), default (0.0, 1.0)
-        Reward clip ``(lo, hi)`` with ``lo < hi``: rewards (and DR's predictions) are cut to
-        it.
+        Reward clip ``(lo, hi)`` with ``hi - lo >= 1e-75`` and ``|lo|, |hi| <= 1e75``: rewards
+        (and DR's predictions) are cut to it.
     reward_model : {"private", "disjoint"} or None, default None
         DR's reward model (DR only; None is ``"private"``). ``"private"``: a per-arm ridge
         model fit on the log itself, privately, from ``model_share`` of the budget; the
@@ -258,7 +282,8 @@ class PrivateEstimator(Planned, Parameterized):
         Share in (0, 1) of the budget (of ``mu^2`` in GDP terms:
         :func:`private_estimator_plan`) spent on the private reward model.
     context_bound : float or None, default None
-        The private model's context clip ``||x||_2 <= L`` (None: ``sqrt(d)``).
+        The private model's context clip ``||x||_2 <= L``, L in [1e-75, 1e75] (None:
+        ``sqrt(d)``).
     model_ridge : float, default 1.0
         The private model's ridge penalty ``lambda > 0``.
 
@@ -288,13 +313,20 @@ class PrivateEstimator(Planned, Parameterized):
         check_choice("estimator", estimator, PRIVATE_ESTIMATORS)
         eps = check_positive("epsilon", epsilon)
         dlt = check_delta_open(delta, why="for a private estimate")
-        self._m = check_positive("max_weight", max_weight)
+        # in BOUND_RANGE: the sensitivities m (hi - lo) / n and the noise calibrated from them
+        # stay normal floats (no subnormal rounding, no overflow)
+        self._m = check_bound("max_weight", max_weight)
         if not isinstance(reward_range, tuple | list) or len(reward_range) != 2:
             raise TypeError(f"reward_range must be a pair (low, high), got {reward_range!r}")
         lo = check_real("reward_range[0]", reward_range[0])
         hi = check_real("reward_range[1]", reward_range[1])
         if not lo < hi:
             raise ValueError(f"reward_range must have low < high, got ({lo}, {hi})")
+        if not (BOUND_RANGE[0] <= hi - lo and max(abs(lo), abs(hi)) <= BOUND_RANGE[1]):
+            raise ValueError(f"reward_range must have width at least {BOUND_RANGE[0]:g} and "
+                             f"endpoints within +/-{BOUND_RANGE[1]:g} (outside, the "
+                             f"sensitivity or the noise underflows or overflows), got "
+                             f"({lo!r}, {hi!r})")
         self._range = (lo, hi)
         self._model: str | None
         if estimator == "dr":
@@ -307,8 +339,8 @@ class PrivateEstimator(Planned, Parameterized):
             self._model = None
         self._share = check_real("model_share", model_share, low=0.0, high=1.0, low_open=True,
                                  high_open=True)
-        self._L = None if context_bound is None else check_positive("context_bound",
-                                                                    context_bound)
+        self._L = None if context_bound is None else check_bound("context_bound",
+                                                                 context_bound)
         self._ridge = check_positive("model_ridge", model_ridge)
         self._plan = private_estimator_plan(estimator, eps, dlt, self._m, self._range,
                                             self._model, self._share)
@@ -324,14 +356,19 @@ class PrivateEstimator(Planned, Parameterized):
         return self.plan.scales.get("model")
 
     def sensitivity(self, n: int) -> float:
-        """l2 sensitivity ``Delta`` of the released query on logs of ``n`` rounds."""
+        """l2 sensitivity of the released query, as computed in floating point, on logs of
+        ``n`` rounds: ``Delta`` (module docstring) plus a bound on the rounding of one
+        replaced round's term, of the correctly rounded sums (``math.fsum``) and of the
+        division by ``n`` (:func:`_rounding_allowance`)."""
         lo, hi = self._range
         m = self._m
         if self.estimator == "ips":
-            return m * (max(hi, 0.0) - min(lo, 0.0)) / n
-        if self.estimator == "dr":
-            return (hi - lo) * (1.0 + 2.0 * m) / n
-        return m * max(math.hypot(1.0, lo), math.hypot(1.0, hi), hi - lo)
+            exact = m * (max(hi, 0.0) - min(lo, 0.0)) / n
+        elif self.estimator == "dr":
+            exact = (hi - lo) * (1.0 + 2.0 * m) / n
+        else:
+            exact = m * max(math.hypot(1.0, lo), math.hypot(1.0, hi), hi - lo)
+        return _up(exact + _rounding_allowance(self.estimator, n, m, lo, hi))
 
     # -- DR's private reward model --------------------------------------------------------
     def _features(self, contexts: np.ndarray) -> np.ndarray:
@@ -405,10 +442,12 @@ class PrivateEstimator(Planned, Parameterized):
         r = np.clip(log.rewards, lo, hi)
         counts = {"weights": int((w > self._m).sum()),
                   "rewards": int((r != log.rewards).sum())}
+        n = log.n_rounds
+        # correctly rounded sums: their rounding is bounded in sensitivity()
         if self.estimator == "ips":
-            return np.array([float(np.mean(wc * r))]), counts
+            return np.array([math.fsum(wc * r) / n]), counts
         if self.estimator == "snips":
-            return np.array([float(np.sum(wc * r)), float(np.sum(wc))]), counts
+            return np.array([math.fsum(wc * r), math.fsum(wc)]), counts
         if estimated_rewards is None:
             raise ValueError("estimator='dr' needs estimated_rewards (n, K): the predictions "
                              "of private_reward_model, or of a model fit on data disjoint "
@@ -416,8 +455,11 @@ class PrivateEstimator(Planned, Parameterized):
         q_raw = check_estimated_rewards(log, estimated_rewards)
         q = np.clip(q_raw, lo, hi)
         counts["predictions"] = int((q != q_raw).sum())
-        terms = (pi * q).sum(axis=1) + wc * (r - q[np.arange(log.n_rounds), log.actions])
-        return np.array([float(np.mean(terms))]), counts
+        # the baseline sum_k pi_k q_k is cut to [lo, hi] (the targets' rows sum to 1 only
+        # within 1e-9, and its rounding is not otherwise bounded by the range)
+        baseline = np.clip((pi * q).sum(axis=1), lo, hi)
+        terms = baseline + wc * (r - q[np.arange(n), log.actions])
+        return np.array([math.fsum(terms) / n]), counts
 
     def release(self, statistic: np.ndarray, n: int, rng: np.random.Generator,
                 size: int | None = None) -> np.ndarray:

@@ -63,6 +63,13 @@ def _has_wor_events(event: Any) -> bool:
     """Whether ``event`` holds a ``SampledWithoutReplacementDpEvent`` anywhere."""
     import dp_accounting
 
+    from dpbandits.privacy.accounting.events import flatten
+
+    if isinstance(event, (dp_accounting.ComposedDpEvent, dp_accounting.SelfComposedDpEvent)):
+        # the distinct leaves (flatten is remembered for a ledger), not its 10^4 events
+        return any(isinstance(leaf, dp_accounting.SampledWithoutReplacementDpEvent)
+                   or (getattr(leaf, "event", None) is not None and _has_wor_events(leaf.event))
+                   for leaf in flatten(event)[0])
     if isinstance(event, dp_accounting.SampledWithoutReplacementDpEvent):
         return True
     inner = getattr(event, "event", None)

@@ -36,6 +36,7 @@ import attr
 import dp_accounting
 from dp_accounting import dp_event as _ev
 
+from dpbandits._memo import IdentityMemo
 from dpbandits._validation import check_int, check_positive, check_real
 
 __all__ = [
@@ -231,7 +232,22 @@ class WishartTreeDpEvent(dp_accounting.DpEvent):
 
 
 def flatten(event: _ev.DpEvent) -> tuple[Counter, bool]:
-    """Leaf events with their total multiplicity, and whether a non-private event occurs."""
+    """Leaf events with their total multiplicity, and whether a non-private event occurs.
+
+    A composed ledger's answer is remembered by identity (a certification asks several times
+    for each of DP-HDB's twenty thousand events; events are immutable) and handed out as a
+    copy."""
+    if not isinstance(event, (_ev.ComposedDpEvent, _ev.SelfComposedDpEvent)):
+        return _flatten(event)
+    counts, non_private = _FLAT.get(event, _flatten)
+    return Counter(counts), non_private
+
+
+#: composed ledger -> its flattening (a few ledgers live at a time; see IdentityMemo)
+_FLAT = IdentityMemo(16)
+
+
+def _flatten(event: _ev.DpEvent) -> tuple[Counter, bool]:
     counts: Counter = Counter()
     non_private = False
     stack = [(event, 1)]
