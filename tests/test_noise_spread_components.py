@@ -22,12 +22,9 @@ import pytest
 from scipy import stats
 
 from dpbandits.agents import dp_ucb as dp_ucb_module
-from dpbandits.agents.adac_oful import AdaCOFUL
 from dpbandits.agents.authors_code import DPUCBAuthorsCode
-from dpbandits.agents.budget_ls import BudgetLS
 from dpbandits.agents.dp_ucb import DPUCB
 from dpbandits.agents.ldp_linucb import UNIT_SENSITIVITY, LDPLinUCB
-from dpbandits.agents.screened_ls import ScreenedLS
 from dpbandits.envs.logged import LoggedBandit
 from dpbandits.losses import SquaredLoss
 from dpbandits.offpolicy.private import PrivateEstimator
@@ -76,16 +73,6 @@ def _zero_fit(opt, loss=None):
     return opt.fit(loss or SquaredLoss(), X, y, np.random.default_rng(20261129))
 
 
-def test_dp_gd_steps_draw_the_plans_sigma():
-    # no regularizer: the prox is the identity and x_t = x_{t-1} - eta z_t
-    opt = DPGD(1.0, 1e-5, n_iters=GD_T, clip_norm=1.0, step_size=1.0)
-    res = _zero_fit(opt)
-    hist = np.asarray(res.history)[0]  # (T + 1, d), every step recorded
-    assert hist.shape == (GD_T + 1, GD_D)
-    z = -np.diff(hist, axis=0) / res.extra["step_size"]
-    _assert_chi_square("dp-gd", z / opt.plan_for(GD_N, GD_D).scales["sigma"])
-
-
 def test_dp_accmd_steps_draw_the_plans_sigma():
     # l2 geometry with a radius no iterate reaches: both projections are the identity, so
     # y_{k+1} = x_k - g_k / (4L) with x_k = r_k z_k + (1 - r_k) y_k, and z_k follows from the
@@ -115,24 +102,6 @@ def test_full_gradient_plan_carries_the_claim(cls):
     opt = cls(1.0, 1e-5, n_iters=T, clip_norm=G)
     sigma = opt.plan_for(n, 3).scales["sigma"]
     _assert_gdp_claim(cls.__name__, math.sqrt(T) * (2.0 * G / n) / sigma, 1.0, 1e-5)
-
-
-@pytest.mark.parametrize("backend", ["numpy", pytest.param("numba", marks=pytest.mark.heavy)])
-def test_noisy_sgd_steps_draw_the_plans_sigma(backend):
-    # l2 ball of a radius no iterate reaches (the step, which grows with the radius, is
-    # scaled down so that it is not) (projection = identity), every step recorded:
-    # theta_t - theta_{t-1} = -eta sigma xi_t on zero data; both code paths (numpy, compiled)
-    n, d, T = 3, 2500, 8
-    opt = NoisySGD(p=2.0, radius=1e9, epsilon=1.0, delta=1e-5, n_steps=T, n_history=T,
-                   lr_scale=1e-4, backend=backend)
-    res = opt.fit(SquaredLoss(), np.zeros((n, d)), np.zeros(n), np.random.default_rng(11))
-    it = np.concatenate([np.zeros((1, d)), np.asarray(res.extra["iterates"])[0]])
-    assert it.shape == (T + 1, d) and res.extra["backend"] == backend
-    assert np.max(np.linalg.norm(it, axis=-1)) < 1e8  # the ball (radius 1e9) is not reached
-    z = -np.diff(it, axis=0) / res.extra["eta"]
-    # the plan's scale is the multiplier sigma / (2 L0) (replace-one sensitivity 2 L0, L0 = 1)
-    sigma = opt.plan_for(n, d).scales["multiplier"] * 2.0 * 1.0
-    _assert_chi_square(f"noisy-sgd {backend}", z / sigma)
 
 
 @pytest.mark.heavy  # the accountant's split search takes ~3 s
@@ -176,26 +145,6 @@ def test_private_sgd_steps_draw_the_plans_sigma():
 
 
 # -- private off-policy estimators not covered by test_noise_spread.py ----------------------
-@pytest.mark.heavy  # 10,000 calls of estimate(): ~14 s
-def test_snips_estimate_draws_the_declared_noise():
-    # zero rewards: the query is (sum w r, sum w) = (0, 2 n) exactly (w = 1 / 0.5); n large
-    # enough that the noisy denominator stays > 0 (10 sd away), so estimate() never refuses
-    n = 2000
-    log = LoggedBandit(np.zeros((n, 1)), np.ones(n, dtype=np.int64), np.zeros(n),
-                       np.full(n, 0.5), 2, name="zero")
-    pi = np.tile([0.0, 1.0], (n, 1))
-    probe = PrivateEstimator("snips", epsilon=1.0, delta=1e-5, max_weight=10.0)
-    stat = probe.statistic(log, pi)[0]
-    assert np.array_equal(stat, [0.0, 2.0 * n])
-    # the declared sd, from the plan's multiplier and the sensitivity recomputed here: one
-    # replaced round moves (sum w r, sum w) by at most m * max(|(1, lo)|, |(1, hi)|, hi - lo)
-    sigma = probe.plan.scales["multiplier"] * 10.0 * math.sqrt(2.0)  # rewards in [0, 1]
-    assert stat[1] > 10 * sigma
-    rng = np.random.default_rng(20261129)
-    noisy = np.array([probe.estimate(log, pi, rng=rng).released for _ in range(MIN_N // 2)])
-    _assert_chi_square("snips estimate()", (noisy - stat) / sigma)
-
-
 def test_private_dr_reward_model_draws_the_declared_noise(monkeypatch):
     # Private DR releases its reward model's per-arm sums inside estimate(); the smallest hook
     # is the release function's output (the sums are post-processed by a ridge solve, whose
@@ -255,29 +204,6 @@ def _run_on_zeros(agent, n_reps: int, seed: int, on_release=None) -> None:
 
 
 @pytest.mark.parametrize("backend", ["numpy", pytest.param("numba", marks=pytest.mark.heavy)])
-def test_dp_ucb_gaussian_releases_draw_the_plans_node_sigma(backend):
-    # DP-UCB's release at t is the exact prefix Gram of v = [phi; y] (0 here) plus the sum
-    # of the tree nodes of t's set bits; at t = 2^j it is one node, a fresh one, so those
-    # releases are independent: upper triangles N(0, s^2) off, N(0, 2 s^2) on the diagonal
-    # (the "goe" law). The release is read from the agent (``_release``: the tree's state;
-    # what it exposes publicly is the Cholesky factor of V_t, which mixes in the shift)
-    agent = DPUCB(n_arms=2, dim=4, horizon=64, epsilon=1.0, delta=1e-5, backend=backend)
-    s = agent.plan.scales["node_sigma"]
-    n = agent.feature_dim + 1
-    iu, ju = np.triu_indices(n)
-    sd = np.where(iu == ju, s * math.sqrt(2.0), s)
-    out: list[np.ndarray] = []
-
-    def read(t):
-        if t & (t - 1) == 0:
-            out.append(agent._release[:, iu, ju] / sd)
-
-    _run_on_zeros(agent, 100, 16, read)
-    assert len(out) == 7
-    _assert_chi_square(f"dp-ucb gaussian {backend}", np.array(out))
-
-
-@pytest.mark.parametrize("backend", ["numpy", pytest.param("numba", marks=pytest.mark.heavy)])
 def test_dp_ucb_wishart_releases_have_the_plans_degrees(backend):
     # Wishart variant: every release is its tree nodes plus a top-up, Wishart(L~^2 I, m k)
     # in total (Sheffet 2015 with the top-up to m k degrees). On zero data trace(W) / L~^2
@@ -302,97 +228,6 @@ def test_dp_ucb_wishart_releases_have_the_plans_degrees(backend):
     assert len(traces) == 7
     _assert_chi_square_stat(f"dp-ucb wishart {backend}", float(np.sum(traces)),
                             7 * R * n * m * k)
-
-
-def _symmetric_standardized(noise: np.ndarray, sigma_diag: float) -> np.ndarray:
-    """The upper triangle of symmetric matrices (..., s, s) with ``N(0, sigma^2)`` on the
-    diagonal and ``N(0, sigma^2/2)`` off it (the law of ``gram_noise``), standardized."""
-    s = noise.shape[-1]
-    iu, ju = np.triu_indices(s)
-    sd = np.where(iu == ju, sigma_diag, sigma_diag / np.sqrt(2.0))
-    return noise[..., iu, ju] / sd
-
-
-@pytest.mark.heavy  # 400 rounds x 1000 replications: ~5 s
-def test_screened_ls_releases_draw_the_plans_scales():
-    # zero contexts and rewards: the released contrasts, Gram and target sums are the sums of
-    # the noise of the releases made so far (independent releases: sd sigma sqrt(count));
-    # K = 2 contrasts keep 1 degree of freedom per coordinate: |c|^2 = 2 c_0^2
-    agent = ScreenedLS(n_arms=2, dim=20, horizon=400, epsilon=1.0, delta=1e-5)
-    R = 1000
-    _run_on_zeros(agent, R, 18)
-    s = agent.plan.scales
-    n_scr, n_fit = agent._n_releases, agent._n_fits
-    assert n_scr >= 1 and n_fit >= 1, (n_scr, n_fit)
-    c = agent._released
-    assert np.allclose(c.sum(axis=1), 0.0, atol=1e-12 * s["screen"])
-    _assert_chi_square("screened-ls screen",
-                       np.sqrt(2.0) * c[:, 0] / (s["screen"] * np.sqrt(n_scr)))
-    _assert_chi_square("screened-ls gram", _symmetric_standardized(
-        agent._gram_released, s["gram"] * np.sqrt(n_fit)))
-    _assert_chi_square("screened-ls target",
-                       agent._b_released / (s["target"] * np.sqrt(n_fit)))
-
-
-@pytest.mark.heavy  # ~4 s
-def test_budget_ls_releases_draw_the_plans_scales():
-    # dp-budget-ls releases as dp-moment-ls does (test_noise_spread.py), with its own plan;
-    # fit_snr = 0 makes it fit after the first screen episode (it would screen throughout)
-    agent = BudgetLS(n_arms=2, dim=20, horizon=400, epsilon=1.0, delta=1e-5, fit_snr=0.0,
-                     min_screen=1)
-    _run_on_zeros(agent, 1000, 19)
-    s = agent.plan.scales
-    n_scr, n_fit = agent._n_screens, agent._n_fits
-    assert n_scr >= 1 and n_fit >= 1, (n_scr, n_fit)
-    _assert_chi_square("budget-ls moment", _symmetric_standardized(
-        agent._M_released, s["moment"] * np.sqrt(n_scr)))
-    c = agent._c_released
-    assert np.allclose(c.sum(axis=1), 0.0, atol=1e-12 * s["contrast"])
-    _assert_chi_square("budget-ls contrast",
-                       np.sqrt(2.0) * c[:, 0] / (s["contrast"] * np.sqrt(n_scr)))
-    _assert_chi_square("budget-ls gram", _symmetric_standardized(
-        agent._gram_released, s["gram"] * np.sqrt(n_fit)))
-    _assert_chi_square("budget-ls target", agent._b_released / (s["target"] * np.sqrt(n_fit)))
-
-
-def _assert_laplace_mean_abs(name: str, z_over_b: np.ndarray) -> None:
-    """``z_over_b`` are Laplace(0, b) draws over their declared ``b``: ``|z|/b`` is Exp(1),
-    so ``sum |z|/b`` is Gamma(N, 1) (mean N, sd sqrt N: +/- 6.1/sqrt(N) = 4.3% at N = 20,000
-    at the same two-sided p = 1e-9; a x0.8 cut moves it by -20%)."""
-    n = z_over_b.size
-    assert n >= MIN_N, f"{name}: only {n} draws"
-    stat = float(np.sum(np.abs(z_over_b)))
-    lo, hi = stats.gamma.ppf(P_VALUE / 2, n), stats.gamma.isf(P_VALUE / 2, n)
-    assert lo <= stat <= hi, (f"{name}: sum |z|/b = {stat:.1f} over {n} draws "
-                              f"(ratio {stat / n:.3f}), outside [{lo:.1f}, {hi:.1f}]")
-
-
-def test_adac_oful_releases_draw_the_plans_scales():
-    # user-level protection, doubling schedule (releases at fixed rounds): on zero data the
-    # summed released Gram and targets of replication r are the noise of its n_releases_[r]
-    # releases (the screened Gram's law for the Gram)
-    agent = AdaCOFUL(n_arms=2, dim=5, horizon=64, epsilon=1.0, delta=1e-5, protect="user",
-                     schedule="doubling")
-    R = 2000
-    _run_on_zeros(agent, R, 20)
-    m = agent.n_releases_
-    assert np.all(m >= 1)
-    s = agent.plan.scales
-    _assert_chi_square("adac-oful gram", _symmetric_standardized(
-        agent._gram / np.sqrt(m)[:, None, None, None], s["gram"]))
-    _assert_chi_square("adac-oful target",
-                       agent._target / (s["target"] * np.sqrt(m))[:, None, None])
-
-
-def test_adac_oful_trigger_threshold_draws_the_plans_laplace_scale():
-    # AboveThreshold's threshold noise, drawn for every replication at reset; its scale is
-    # 2 Delta / eps_1 (Dwork & Roth 2014, Algorithm 1), recomputed here from the plan's
-    # trigger sensitivity and budget so a cut inside the plan fails too
-    agent = AdaCOFUL(n_arms=2, dim=2, horizon=16, epsilon=1.0, delta=1e-5)
-    agent.reset(MIN_N, np.random.default_rng(21))
-    b = 2.0 * agent.plan.sensitivities["trigger"] / agent.plan.scales["eps_trigger"]
-    assert agent.plan.scales["trigger_query"] == pytest.approx(2.0 * b, rel=1e-12)
-    _assert_laplace_mean_abs("adac-oful threshold", agent._threshold_noise / b)
 
 
 def test_noisy_sgd_theorem_plan_is_the_papers_sigma():
