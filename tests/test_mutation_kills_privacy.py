@@ -135,3 +135,10 @@ def test_adopt_keeps_an_equal_plan_and_refuses_other_scale_names():
         own.adopt(other)
     with pytest.raises(ValueError, match="NoisePlan"):
         own.adopt("plan")  # type: ignore[arg-type]
+
+
+def test_replaced_keeps_the_scales_it_does_not_name():
+    plan = NoisePlan("theorem", {"a": 1.0, "b": 2.0}, PrivacyGuarantee(1.0, 1e-5))
+    changed = plan.replaced(a=0.5)
+    assert dict(changed.scales) == {"a": 0.5, "b": 2.0}
+    assert changed.is_flagged and not changed.guarantee.certified
