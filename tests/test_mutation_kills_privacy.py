@@ -142,3 +142,9 @@ def test_replaced_keeps_the_scales_it_does_not_name():
     changed = plan.replaced(a=0.5)
     assert dict(changed.scales) == {"a": 0.5, "b": 2.0}
     assert changed.is_flagged and not changed.guarantee.certified
+
+
+def test_a_non_private_plan_draws_no_noise_and_claims_nothing():
+    plan = NoisePlan.non_private("epsilon = inf", {"s": 5.0, "t": 1.0})
+    assert dict(plan.scales) == {"s": 0.0, "t": 0.0}
+    assert plan.calibration == "none" and not plan.is_private and plan.ledger is None
