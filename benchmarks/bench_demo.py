@@ -8,7 +8,12 @@ with the store the first filled (``warm``: any later run). For each, the wall ti
 CPU time of the command and its workers, and the seconds each agent's simulation took (from
 ``panel_*_summary.csv``, column ``seconds``, when written). Prints one JSON object.
 
-Usage: ``python -m benchmarks.bench_demo [--size tiny|small] [--jobs N]``
+``--pool-prefetch on`` runs the command as it was before issue 37 for comparison: every
+worker also draws its noise in a second thread, whatever the cores (``auto``, the default,
+is the command as shipped: a worker prefetches only when processes x 2 threads fit).
+
+Usage: ``python -m benchmarks.bench_demo [--size tiny|small] [--jobs N] [--pool-prefetch
+auto|on] [--warm-only]``
 """
 
 from __future__ import annotations
@@ -24,14 +29,24 @@ import tempfile
 import time
 from pathlib import Path
 
+#: the command with every pool worker prefetching (``--pool-prefetch on``)
+_PREFETCH_ON = ("import sys; import dpbandits.harness.reproduce as r; "
+                "r.prefetch_in_pool = lambda *a, **k: True; from dpbandits.cli import main; "
+                "sys.exit(main(sys.argv[1:]))")
 
-def run_demo(out: Path, cache: Path, size: str, jobs: int) -> dict:
-    """One run of the demo's command into ``out`` with the certificate store ``cache``."""
-    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
-           "DPBANDITS_CACHE_DIR": os.fspath(cache)}
-    cmd = [sys.executable, "-m", "dpbandits.cli", "reproduce", "fig5.1", "--size", size,
-           "--panels", "AB", "--jobs", str(jobs), "--out", os.fspath(out), "--overwrite",
-           "--quiet"]
+
+def run_demo(out: Path, cache: Path | None, size: str, jobs: int,
+             pool_prefetch: str = "auto") -> dict:
+    """One run of the demo's command into ``out`` with the certificate store ``cache``
+    (``None``: the user's own store)."""
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    if cache is not None:
+        env["DPBANDITS_CACHE_DIR"] = os.fspath(cache)
+    args = ["reproduce", "fig5.1", "--size", size, "--panels", "AB", "--jobs", str(jobs),
+            "--out", os.fspath(out), "--overwrite", "--quiet"]
+    head = ([sys.executable, "-c", _PREFETCH_ON] if pool_prefetch == "on"
+            else [sys.executable, "-m", "dpbandits.cli"])
+    cmd = head + args
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     load = os.getloadavg()
     start = time.perf_counter()
@@ -54,13 +69,20 @@ def run_demo(out: Path, cache: Path, size: str, jobs: int) -> dict:
             "agent_seconds": agents}
 
 
-def bench(size: str = "small", jobs: int = 2) -> dict:
+def bench(size: str = "small", jobs: int = 2, pool_prefetch: str = "auto",
+          warm_only: bool = False) -> dict:
+    from dpbandits._background import available_cores, prefetch_in_pool
+
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        cold = run_demo(tmp / "cold", tmp / "cache", size, jobs)
-        warm = run_demo(tmp / "warm", tmp / "cache", size, jobs)
+        if warm_only:  # the user's store, filled by an earlier run
+            cold, warm = None, run_demo(tmp / "warm", None, size, jobs, pool_prefetch)
+        else:
+            cold = run_demo(tmp / "cold", tmp / "cache", size, jobs, pool_prefetch)
+            warm = run_demo(tmp / "warm", tmp / "cache", size, jobs, pool_prefetch)
     return {"benchmark": "demo", "command": "dpbandits reproduce fig5.1 --size "
-            f"{size} --panels AB --jobs {jobs}", "cpus": os.cpu_count(), "target_s": 30,
+            f"{size} --panels AB --jobs {jobs}", "cpus": available_cores(), "target_s": 30,
+            "workers_prefetch": pool_prefetch == "on" or prefetch_in_pool(jobs),
             "cold_store": cold, "warm_store": warm}
 
 
@@ -68,8 +90,13 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", choices=["tiny", "small"], default="small")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--pool-prefetch", choices=["auto", "on"], default="auto",
+                    help="on: every worker prefetches (the command before issue 37)")
+    ap.add_argument("--warm-only", action="store_true",
+                    help="one run with the user's certificate store")
     args = ap.parse_args(argv)
-    print(json.dumps(bench(args.size, args.jobs), indent=2))
+    print(json.dumps(bench(args.size, args.jobs, args.pool_prefetch, args.warm_only),
+                     indent=2))
 
 
 if __name__ == "__main__":

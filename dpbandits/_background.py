@@ -15,7 +15,8 @@ import atexit
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
 
-__all__ = ["PicklesPending", "executor", "prefetch_enabled"]
+__all__ = ["PicklesPending", "available_cores", "executor", "prefetch_enabled",
+           "prefetch_in_pool"]
 
 _EXECUTOR: ThreadPoolExecutor | None = None
 
@@ -23,6 +24,21 @@ _EXECUTOR: ThreadPoolExecutor | None = None
 def prefetch_enabled() -> bool:
     """False when the environment variable ``DPBANDITS_PREFETCH`` is ``"0"``."""
     return os.environ.get("DPBANDITS_PREFETCH", "1") != "0"
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system reports it)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def prefetch_in_pool(n_processes: int, cores: int | None = None) -> bool:
+    """Whether the worker processes of a pool of ``n_processes`` should prefetch: each one
+    then runs two busy threads (its work and its drawing thread), so only when they fit on
+    the ``cores`` (default: :func:`available_cores`); one process (no pool) always may."""
+    cores = available_cores() if cores is None else cores
+    return n_processes <= 1 or 2 * n_processes <= cores
 
 
 def executor() -> ThreadPoolExecutor:

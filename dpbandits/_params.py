@@ -85,10 +85,10 @@ class Parameterized(metaclass=_FreezeAfterInit):
         or every value the one already set) keeps the agent as it is, fitted state
         included."""
         merged = self._merged_params(changes)
+        fresh = type(self)(**merged)  # validated first, even when nothing changes
         current = self.get_params(deep=False)
         if all(key in current and _same(current[key], value) for key, value in changes.items()):
             return self
-        fresh = type(self)(**merged)
         object.__setattr__(self, "_frozen_params", frozenset())
         self.__dict__.clear()
         self.__dict__.update(fresh.__dict__)

@@ -135,10 +135,14 @@ def as_float64(name: str, value: ArrayLike) -> np.ndarray:
     float64 arrays pass as they are (not copied); bool, float16 and float32 convert exactly;
     integers (and long doubles) convert when every entry is a float64 exactly (a ``ValueError``
     names the first entry that is not, e.g. ``2^53 + 1``); any other dtype (complex, object,
-    strings, dates) is refused with a ``TypeError`` naming ``name`` and the dtype. The
+    strings, dates) is refused with a ``TypeError`` naming ``name`` and the dtype, and so is a
+    masked array (its masked-out entries would pass as data). The
     unvalidated numerical cores assume float64: float32 arithmetic misses a bound by a
     relative ``1e-7``, and ``abs`` of the int64 ``-2^63`` is negative.
     """
+    if isinstance(value, np.ma.MaskedArray):  # asarray would keep the masked-out values
+        raise TypeError(f"{name} must be a plain array, got a masked array; fill or drop the "
+                        "masked entries first (e.g. value.filled(...) or value.compressed())")
     try:
         arr = np.asarray(value)
     except (TypeError, ValueError) as exc:

@@ -18,7 +18,11 @@ every argument that reaches a sensitivity:
   ``fit`` must run to the end with a finite result (an exception that depends on one
   individual's data is an output of unbounded epsilon).
 
-The search is derandomized (the same component gives the same examples). It needs the
+The search is derandomized, but hypothesis also mixes in constants it collects from the
+project's modules loaded at the time, so the examples tried depend on which modules are
+loaded. Each search first loads every module of the package (:func:`_load_package`), which
+leaves only the caller's own modules (the test files) to vary; every case a search has found
+is kept in its corpus of explicit examples, tried first whatever the order. It needs the
 ``hypothesis`` package (the ``test`` extra); it runs in the test suite's heavy tier on every
 registered private component.
 """
@@ -62,7 +66,26 @@ _SPECIAL = (0.0, -0.0, 5e-324, -5e-324, 2.0**-1022, 2.0**-537, 1.0, -1.0, 1.9 * 
             -1.9 * 2.0**1023, 4.25e307, _MAX, -_MAX)
 
 
+def _load_package() -> None:
+    """Import every module of ``dpbandits`` (those whose optional dependencies are missing
+    excepted), so that hypothesis's constants from loaded modules do not depend on what
+    other code imported before the search."""
+    import importlib
+    import pkgutil
+
+    import dpbandits
+
+    for info in pkgutil.walk_packages(dpbandits.__path__, "dpbandits."):
+        if info.name.endswith("__main__"):
+            continue
+        try:
+            importlib.import_module(info.name)
+        except ImportError:  # pragma: no cover - an optional extra not installed
+            pass
+
+
 def _strategies():
+    _load_package()
     try:
         from hypothesis import strategies as st
     except ImportError:  # pragma: no cover - the test extra

@@ -122,3 +122,11 @@ def test_reward_model_refuses(kind):
     X[0, 0] = value[0, 0]
     with pytest.raises(err, match=msg.replace("contexts", "X")):
         RidgeRegressor().fit(X, np.zeros(3))
+
+
+def test_a_masked_array_is_refused_not_unmasked():
+    from dpbandits._validation import as_float64
+
+    masked = np.ma.masked_array([1.0, 1e300], mask=[False, True])
+    with pytest.raises(TypeError, match="contexts must be a plain array, got a masked array"):
+        as_float64("contexts", masked)

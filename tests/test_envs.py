@@ -726,3 +726,14 @@ def test_chunks_drawn_ahead_in_the_background_are_the_same_numbers(monkeypatch):
         o1, r1, *_ = venv.step(a)
         o2, r2, *_ = twin.step(a)
         assert np.array_equal(o1, o2) and np.array_equal(r1, r2)
+
+
+def test_a_pool_prefetches_only_when_its_threads_fit_on_the_cores():
+    from dpbandits._background import prefetch_in_pool
+
+    # each pooled process runs its simulation and a drawing thread (issue 37: two processes
+    # with prefetch put four busy threads on two cores)
+    assert not prefetch_in_pool(2, cores=2)
+    assert prefetch_in_pool(2, cores=4)
+    assert not prefetch_in_pool(3, cores=5)
+    assert prefetch_in_pool(1, cores=1)  # no pool: the calling process may always prefetch

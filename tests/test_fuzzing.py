@@ -58,6 +58,10 @@ def _old_coefficients(psi, norms, unclipped, clipped, limit, bound):
 
 
 def test_the_fuzzer_finds_the_subnormal_clip_factor(monkeypatch):
+    """With the clip of 84eca81 patched back in, the fuzzer reports item 1's violation. It does
+    so through the corpus (the review's reproduction is pinned as an explicit example, tried
+    first); an unpinned search of 25 examples reaches the old clip's other fault instead (a
+    non-finite fit on a row near the float maximum), not this violation."""
     monkeypatch.setattr(oracle_module, "clipped_coefficients", _old_coefficients)
     with pytest.raises(ContractError, match=r"in l_2 \(exactly\), above the declared"):
         fuzz_adversarial_inputs(DPGD(1.0, 1e-5, n_iters=2), max_examples=1)

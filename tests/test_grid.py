@@ -119,3 +119,37 @@ def test_csv_table_resumes_from_rows_keyed_by_columns(tmp_path):
     pd.testing.assert_frame_equal(pd.read_csv(path), pd.concat(frames, ignore_index=True))
     with pytest.raises(ValueError, match="one writer"):
         run_grid(cells, _compute, table, n_jobs=2)
+
+
+def test_a_pool_draws_noise_in_a_second_thread_only_when_the_threads_fit(monkeypatch):
+    """Processes x 2 threads (main + noise drawing) must fit on the cores: on 2 cores a pool
+    of 2 busy workers draws synchronously, 1 busy worker (or 4 cores) prefetches."""
+    from dpbandits import _background
+    from dpbandits.harness.grid import pool_prefetch
+
+    monkeypatch.setattr(_background, "available_cores", lambda: 2)
+    assert not pool_prefetch(2, 10)
+    assert pool_prefetch(1, 10) and pool_prefetch(2, 1)  # one busy worker
+    monkeypatch.setattr(_background, "available_cores", lambda: 4)
+    assert pool_prefetch(2, 10) and not pool_prefetch(3, 10)
+
+
+def test_a_worker_told_not_to_prefetch_creates_synchronous_streams(tmp_path, monkeypatch):
+    """The flag a pool passes with each task reaches the streams its cell creates, and the
+    worker's environment is as before once the task is done."""
+    import os
+
+    from dpbandits.harness.grid import _compute_and_store
+    from dpbandits.privacy.streams import ChunkedDraws
+
+    def compute(cell):
+        seen.append(ChunkedDraws(lambda start, n: (np.zeros(n),), 10, 1, chunk=2,
+                                 prefetch=True).prefetch)
+        return None
+
+    monkeypatch.delenv("DPBANDITS_PREFETCH", raising=False)
+    seen: list[bool] = []
+    for flag in (False, True, None):
+        _compute_and_store(_cells()[0], compute, CellFiles(tmp_path), None, None, flag)
+        assert "DPBANDITS_PREFETCH" not in os.environ
+    assert seen == [False, True, True]

@@ -126,3 +126,27 @@ def test_an_interrupted_resumable_overwrite_resumes_beside_the_earlier_results(t
     again.commit()
     assert (out / "cell1").read_text() == "new"
     assert [p.name for p in tmp_path.iterdir()] == ["sw"]
+
+
+@pytest.mark.parametrize("finished", [True, False])
+def test_a_commit_cut_between_its_renames_is_finished_by_the_next_claim(tmp_path, finished):
+    """A SIGKILL between ``out -> .out.dpbandits-old`` and ``.out.dpbandits-new -> out``: the
+    next claim puts the finished run in place (the earlier results deleted, as the commit
+    would have), or, with no finished run, the earlier results back; nothing is orphaned."""
+    import os
+
+    out = tmp_path / "out"
+    first = claim_out_dir(out, command="run", fingerprint="a")
+    (out / "old.txt").write_text("earlier")
+    first.commit()
+    replacing = claim_out_dir(out, command="run", fingerprint="b", overwrite=True)
+    (replacing.path / "new.txt").write_text("finished")
+    os.rename(out, tmp_path / ".out.dpbandits-old")  # the commit's first rename, then the cut
+    if not finished:
+        import shutil
+
+        shutil.rmtree(replacing.path)
+    again = claim_out_dir(out, command="run", fingerprint="b", overwrite=True)
+    kept = "new.txt" if finished else "old.txt"
+    assert (out / kept).exists() and not (tmp_path / ".out.dpbandits-old").exists()
+    again.abandon()

@@ -235,3 +235,14 @@ def test_sklearn_clone_works_on_a_private_estimator():
     est = PrivateEstimator("ips", epsilon=1.0, delta=1e-5, max_weight=5.0,
                            reward_range=(0.0, 1.0))
     assert base.clone(est).get_params(deep=False) == est.get_params(deep=False)
+
+
+@pytest.mark.parametrize("name", ["dp-ucb", "linucb"])
+def test_set_params_validates_even_a_value_equal_to_the_current_one(name):
+    # horizon=100.0 equals 100 but the constructor refuses a float horizon: so must set_params
+    from dpbandits.agents import make_agent
+
+    agent = make_agent(name, n_arms=3, dim=2, horizon=100)
+    with pytest.raises(TypeError, match="horizon must be an integer"):
+        agent.set_params(horizon=100.0)
+    assert agent.horizon == 100 and type(agent.horizon) is int

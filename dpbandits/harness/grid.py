@@ -250,11 +250,24 @@ def run_grid(cells: Sequence, compute: Callable[[Any], Any], store: Store, *, n_
     return [store.load(c.key) if store.done(c.key) else None for c in cells]
 
 
-def _compute_and_store(cell, compute, store, setup, parent_pid: int | None) -> str:
+def _compute_and_store(cell, compute, store, setup, parent_pid: int | None,
+                       prefetch: bool | None = None) -> str:
     """Run one cell and store its result. ``parent_pid`` is the pid of the process that runs
-    the grid when this is a local worker (the worker then dies with it), else ``None``."""
+    the grid when this is a local worker (the worker then dies with it), else ``None``.
+    ``prefetch=False`` turns prefetching off for this task (``DPBANDITS_PREFETCH=0``, restored
+    after it); ``None`` or ``True`` leave it to the environment."""
     if parent_pid is not None:
         follow_parent(parent_pid)
+    if prefetch is False:
+        before = os.environ.get("DPBANDITS_PREFETCH")
+        os.environ["DPBANDITS_PREFETCH"] = "0"  # in this worker process, for this task
+        try:
+            return _compute_and_store(cell, compute, store, setup, None, None)
+        finally:
+            if before is None:
+                os.environ.pop("DPBANDITS_PREFETCH", None)
+            else:
+                os.environ["DPBANDITS_PREFETCH"] = before
     if setup is not None:
         setup()
     result = compute(cell)
@@ -271,7 +284,9 @@ def _run_parallel(todo, compute, store, setup, n_jobs, scheduler, progress, desc
     # Every task names the grid's own process: a worker that sees another parent (it was
     # orphaned while starting up, before any task reached it) exits instead of computing.
     parent = os.getpid() if scheduler is None else None
-    jobs = (delayed(_compute_and_store)(c, compute, store, setup, parent) for c in todo)
+    prefetch = pool_prefetch(n_jobs, len(todo)) if scheduler is None else None
+    jobs = (delayed(_compute_and_store)(c, compute, store, setup, parent, prefetch)
+            for c in todo)
 
     def consume(results) -> None:
         for key in tqdm(results, total=len(todo), disable=not progress, desc=desc):
@@ -292,6 +307,18 @@ def _run_parallel(todo, compute, store, setup, n_jobs, scheduler, progress, desc
     finally:
         if isinstance(scheduler, str):
             client.close()
+
+
+def pool_prefetch(n_jobs: int, n_tasks: int) -> bool:
+    """Whether the local workers of a pool of ``n_jobs`` processes (joblib's count: ``-1``
+    is every core) running ``n_tasks`` tasks may each draw noise in a second thread: only
+    when the busy processes times two threads fit on the cores
+    (:func:`~dpbandits._background.prefetch_in_pool`)."""
+    from joblib import effective_n_jobs
+
+    from dpbandits._background import prefetch_in_pool
+
+    return prefetch_in_pool(min(effective_n_jobs(n_jobs), max(1, n_tasks)))
 
 
 _FOLLOWED_PARENT: int | None = None

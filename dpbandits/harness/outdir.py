@@ -14,7 +14,8 @@ command and the fingerprint of its configuration. :func:`claim_out_dir` applies 
   (:meth:`OutDir.commit`: two renames on one file system, the earlier results deleted last).
   A run that fails or is interrupted leaves the earlier results exactly as they were
   (:meth:`OutDir.abandon`); a resumable command keeps its unfinished new run in the sibling,
-  and re-running it with ``overwrite`` resumes there;
+  and re-running it with ``overwrite`` resumes there; a commit cut short between its two
+  renames is finished by the next claim of the directory;
 * not writable: refused with one line.
 """
 
@@ -104,6 +105,7 @@ def claim_out_dir(out: str | os.PathLike[str], *, command: str, fingerprint: str
     (or use it as a context manager).
     """
     path = Path(out).expanduser()
+    _finish_cut_commit(path)
     if path.exists() and not path.is_dir():
         raise ConfigError(f"--out '{path}' exists and is not a directory")
     target, replacing = path, False
@@ -132,6 +134,22 @@ def claim_out_dir(out: str | os.PathLike[str], *, command: str, fingerprint: str
     except OSError as exc:
         raise ConfigError(f"--out '{path}' is not writable: {exc.strerror or exc}") from None
     return OutDir(path, target, replacing=replacing, resumable=resumable)
+
+
+def _finish_cut_commit(path: Path) -> None:
+    """A commit cut short between its two renames (a SIGKILL, a power loss) leaves ``path``
+    missing, the earlier results aside and the finished run in the new sibling: finish it
+    (the finished run in place, then the earlier results deleted, as the commit would have),
+    or, without a finished run, put the earlier results back."""
+    aside = path.with_name(f".{path.name}{OLD}")
+    if path.exists() or not aside.is_dir() or _marker(aside) is None:
+        return
+    new = path.with_name(f".{path.name}{NEW}")
+    if new.is_dir() and _marker(new) is not None:
+        os.rename(new, path)
+        shutil.rmtree(aside, ignore_errors=True)
+    else:
+        os.rename(aside, path)
 
 
 def _sibling(path: Path, command: str, fingerprint: str, resumable: bool) -> Path:

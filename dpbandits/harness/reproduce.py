@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from dpbandits._background import prefetch_in_pool
 from dpbandits.harness.compare import compare, privacy_records, summary_table
 from dpbandits.harness.results import (
     SimulationResult,
@@ -140,8 +142,22 @@ def simulate_panels(panels: str, horizon: int, n_reps: int, seed: int, epsilon: 
     tasks.sort(key=lambda task: (_LONGEST_FIRST.index(task[0]) if task[0] in _LONGEST_FIRST
                                  else len(_LONGEST_FIRST)))
 
+    # the pool is sized by threads, not processes: each worker runs its simulation and, with
+    # prefetching, a noise-drawing thread; when the processes alone fill the cores, the
+    # workers draw in their own thread (the same numbers: prefetching never changes them)
+    prefetch = prefetch_in_pool(n_jobs)
+
     def one(label, env, spec):
-        _, _, res = compare({label: spec}, env, horizon=horizon, n_reps=n_reps, seed=seed)
+        before = os.environ.get("DPBANDITS_PREFETCH")
+        if not prefetch:
+            os.environ["DPBANDITS_PREFETCH"] = "0"  # in this worker process, for this task
+        try:
+            _, _, res = compare({label: spec}, env, horizon=horizon, n_reps=n_reps, seed=seed)
+        finally:
+            if before is None:
+                os.environ.pop("DPBANDITS_PREFETCH", None)
+            else:
+                os.environ["DPBANDITS_PREFETCH"] = before
         return label, res[label]
 
     return dict(Parallel(n_jobs=n_jobs)(delayed(one)(*task) for task in tasks))

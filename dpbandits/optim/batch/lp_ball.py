@@ -67,12 +67,13 @@ class LpBallOptimizer(PrivateBatchOptimizer):
         :func:`~dpbandits.optim.base.clipped_gradients` (the path of LocalMD's and NoisySFW's
         fits; NoisySGD has its own), sensitivity ``2 lipschitz`` in
         ``l_q`` (:mod:`dpbandits.privacy.contributions`)."""
+        from dpbandits._validation import as_float64
         from dpbandits.optim.base import clipped_gradients, resolve_loss
         from dpbandits.privacy.contributions import Contribution
 
-        X = np.asarray(X, dtype=np.float64)
-        theta = np.broadcast_to(np.asarray(theta, dtype=np.float64), X.shape)
-        g, _ = clipped_gradients(resolve_loss(loss), theta, X, np.asarray(y, dtype=float),
+        X = as_float64("X", X)
+        theta = np.broadcast_to(as_float64("theta", theta), X.shape)
+        g, _ = clipped_gradients(resolve_loss(loss), theta, X, as_float64("y", y),
                                  self._q, self._L0)
         return [Contribution("gradient", g, 2.0 * self._L0, self._q)]
 
