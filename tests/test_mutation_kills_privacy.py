@@ -17,7 +17,7 @@ from scipy import stats
 
 from dpbandits.privacy import mechanisms as mech
 from dpbandits.privacy.guarantee import PrivacyGuarantee
-from dpbandits.privacy.plan import NoisePlan
+from dpbandits.privacy.plan import NoisePlan, Scales
 
 P_VALUE = 1e-9
 N = 20_000
@@ -134,3 +134,142 @@ def test_a_non_private_plan_has_zero_scales():
     plan = NoisePlan.non_private("no noise", {"sigma": 1.0, "b": 2.0})
     assert dict(plan.scales) == {"sigma": 0.0, "b": 0.0}
     assert plan.calibration == "none" and not plan.is_private
+
+
+
+# ------------------------------------------------------------------ second triage (m-mech2):
+# draws compared exactly with the documented construction from the same seed
+# ------------------------------------------------------------------ mechanisms: draws
+def test_gaussian_noise_into_a_buffer_is_scaled_by_every_sigma():
+    # a skipped multiplication (``s != 2.0`` for ``s != 1.0``) drew sigma 1 for sigma 2
+    for sigma in (0.5, 1.0, 2.0, 3.0):
+        want = mech.gaussian_noise(np.random.default_rng(5), sigma, (7, 3))
+        buf = np.empty((7, 3))
+        got = mech.gaussian_noise(np.random.default_rng(5), sigma, (7, 3), out=buf)
+        assert np.array_equal(got, want), sigma
+
+
+def test_standard_laplace_is_its_documented_construction():
+    # exponentials, then ceil(n/8) uniform bytes whose bits are the signs; a byte range of
+    # 1..255 (a biased sign) or another variate changes the draws
+    n = 1000
+    got = mech.standard_laplace(np.random.default_rng(11), (n,))
+    rng = np.random.default_rng(11)
+    e = rng.standard_exponential(n)
+    bits = np.unpackbits(rng.integers(0, 256, -(-n // 8), dtype=np.uint8), count=n)
+    assert np.array_equal(got, np.where(bits == 1, -e, e))
+
+
+def test_laplace_noise_by_inversion_is_numpys_laplace_times_the_scale():
+    got = mech.laplace_noise(np.random.default_rng(3), 2.5, (50,), method="inversion")
+    want = 2.5 * np.random.default_rng(3).laplace(0.0, 1.0, (50,))
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("largest", [True, False])
+def test_report_noisy_selection_adds_laplace_by_inversion(largest):
+    # the pick is the argmax/argmin of scores + scale * Laplace drawn by inversion; the
+    # noise subtracted, or drawn another way, picks other indices
+    scores = np.random.default_rng(0).normal(size=(400, 4))
+    f = mech.report_noisy_argmax if largest else mech.report_noisy_argmin
+    got = f(np.random.default_rng(9), scores, 0.7)
+    noisy = scores + 0.7 * np.random.default_rng(9).laplace(0.0, 1.0, scores.shape)
+    want = np.argmax(noisy, axis=1) if largest else np.argmin(noisy, axis=1)
+    assert np.array_equal(got, want)
+
+
+def test_exponential_mechanism_by_inversion_is_stable_and_per_row():
+    # rows of very different magnitudes, scores near exp's overflow: the shift by the row's
+    # own maximum keeps both rows' CDFs exact (P(0) = P(1) = 1/2 in each row)
+    scores = np.array([[0.0, 0.0], [1000.0, 1000.0]])
+    for u, want in ((0.25, 0), (0.75, 1)):
+        got = mech.exponential_mechanism_from_uniforms(scores, 1.0, np.full(2, u))
+        assert got.tolist() == [want, want], u
+
+
+def test_wishart_without_a_leading_shape_and_at_n_one():
+    w = mech.wishart_matrix(np.random.default_rng(2), 3, 5.0, scale=2.0)
+    assert w.shape == (3, 3)
+    u = mech.bartlett_factor(np.arange(3.0), np.array([1.0, 4.0, 9.0]), 3)
+    assert np.array_equal(u, [[1.0, 0.0, 1.0], [0.0, 2.0, 2.0], [0.0, 0.0, 3.0]])
+    # n = 1: scale times a chi^2(df) draw
+    one = mech.wishart_matrix(np.random.default_rng(4), 1, 3.0, scale=2.0)
+    assert one.shape == (1, 1)
+    assert one[0, 0] == pytest.approx(2.0 * np.random.default_rng(4).chisquare(3.0, (1,))[0],
+                                      rel=1e-15)
+
+
+# ------------------------------------------------------------------ mechanisms: calibration
+def test_classical_gaussian_sigma_is_the_closed_form():
+    for eps, delta, sens in ((0.5, 1e-5, 2.0), (0.9, 1e-3, 1.0)):
+        want = math.sqrt(2.0 * math.log(1.25 / delta)) * sens / eps
+        assert mech.gaussian_sigma_classical(eps, delta, sens) == pytest.approx(want, rel=1e-14)
+
+
+@pytest.mark.parametrize("eps, delta", [(1.0, 1e-5), (20.0, 1e-5), (0.1, 1e-8)])
+def test_analytic_sigma_at_unit_sensitivity_is_the_smallest_certifying_sigma(eps, delta):
+    # sensitivity 1 (a mutant returned 0 for it) and a large epsilon (sigma/Delta < e^-1:
+    # the downward bracket search); the sigma certifies delta and 1e-6 less does not
+    sigma = mech.gaussian_sigma_analytic(eps, delta, 1.0)
+    assert sigma > 0.0
+    assert mech.gaussian_mechanism_delta(sigma, eps, 1.0) <= delta
+    assert mech.gaussian_mechanism_delta(sigma * (1 - 1e-6), eps, 1.0) > delta
+
+
+def test_gaussian_delta_is_zero_not_infinite_where_it_underflows():
+    # sigma/Delta = 1e4 at epsilon 10: log Phi(B) - log Phi(A) + epsilon rounds to exactly 0,
+    # the branch where delta is numerically 0 (a mutant returned +inf there, another took
+    # the log of 0)
+    d = mech.gaussian_mechanism_delta(1e4, 10.0, 1.0)
+    assert d == 0.0
+
+
+# ------------------------------------------------------------------ plan: certificates
+def _plan(sensitivity: float = 1.0, scale: float = 1.0) -> NoisePlan:
+    return NoisePlan("theorem", {"s": scale}, PrivacyGuarantee(1.0, 1e-5),
+                     sensitivities={"d": sensitivity})
+
+
+@pytest.mark.parametrize("sensitivity, scale, certified", [
+    (1.0, 1.0, True),
+    (sys.float_info.min, 1.0, True),   # smallest normal: fine
+    (5e-324, 1.0, False),              # subnormal sensitivity
+    (math.inf, 1.0, False),
+    (0.0, 1.0, False),
+    (1.0, 0.0, True),                  # an unused release
+    (1.0, sys.float_info.min, True),
+    (1.0, 1e-310, False),              # subnormal scale
+])
+def test_a_plan_with_a_degenerate_sensitivity_or_scale_is_not_certified(sensitivity, scale,
+                                                                        certified):
+    assert _plan(sensitivity, scale).guarantee.certified is certified
+
+
+def test_scales_accept_zero_and_a_plan_can_be_scaled_up():
+    assert Scales({"a": 0.0})["a"] == 0.0
+    up = _plan().scaled(0.5)  # factor < 1: more noise, still flagged as changed
+    assert up.scales["s"] == 2.0 and up.is_flagged and not up.guarantee.certified
+
+
+def test_adopt_keeps_an_equal_plan_and_refuses_other_scale_names():
+    own = _plan()
+    same = _plan()
+    assert same is not own and own.adopt(same) is own and own.guarantee.certified
+    other = NoisePlan("theorem", {"t": 1.0}, PrivacyGuarantee(1.0, 1e-5))
+    with pytest.raises(ValueError, match="scales"):
+        own.adopt(other)
+    with pytest.raises(ValueError, match="NoisePlan"):
+        own.adopt("plan")  # type: ignore[arg-type]
+
+
+def test_replaced_keeps_the_scales_it_does_not_name():
+    plan = NoisePlan("theorem", {"a": 1.0, "b": 2.0}, PrivacyGuarantee(1.0, 1e-5))
+    changed = plan.replaced(a=0.5)
+    assert dict(changed.scales) == {"a": 0.5, "b": 2.0}
+    assert changed.is_flagged and not changed.guarantee.certified
+
+
+def test_a_non_private_plan_draws_no_noise_and_claims_nothing():
+    plan = NoisePlan.non_private("epsilon = inf", {"s": 5.0, "t": 1.0})
+    assert dict(plan.scales) == {"s": 0.0, "t": 0.0}
+    assert plan.calibration == "none" and not plan.is_private and plan.ledger is None
