@@ -103,7 +103,7 @@ def test_theorem_calibrated_agent_ledger_certifies_the_claim(T, eps, delta, lt):
 
 def test_release_noise_has_the_calibrated_node_sigma():
     """The noise in the first release is one node: off-diagonal entries N(0, s^2) and
-    diagonal entries N(0, 2 s^2) with ``s = constants["node_sigma"]``, the value the ledger
+    diagonal entries N(0, 2 s^2) with ``s`` the plan's ``node_sigma``, the value the ledger
     certifies; sample variances of n normals have relative std sqrt(2/n) (5 of them)."""
     R, d, K = 4000, 2, 2
     D = d * K
@@ -114,7 +114,9 @@ def test_release_noise_has_the_calibrated_node_sigma():
     v = np.zeros(D + 1)
     v[:d], v[D] = x[0], 0.3
     noise = agent._release - np.outer(v, v)
-    s = agent.constants["node_sigma"]
+    # the plan's scale (what the ledger certifies), not the constants view a cut would follow
+    s = agent.plan.scales["node_sigma"]
+    assert agent.constants["node_sigma"] == s
     off = noise[:, np.triu_indices(D + 1, 1)[0], np.triu_indices(D + 1, 1)[1]].ravel()
     diag = noise[:, np.arange(D + 1), np.arange(D + 1)].ravel()
     assert np.mean(off**2) / s**2 == pytest.approx(1.0, abs=5 * math.sqrt(2 / off.size))

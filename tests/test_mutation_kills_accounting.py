@@ -22,6 +22,7 @@ from scipy import stats
 
 from dpbandits.envs.logged import LoggedBandit
 from dpbandits.offpolicy.private import PrivateEstimator, _up
+from dpbandits.privacy import peeling
 from dpbandits.privacy.accounting import (
     GeneralizedGaussianDpEvent,
     GeneralizedGaussianTreeDpEvent,
@@ -34,14 +35,6 @@ from dpbandits.privacy.accounting import (
     wishart,
 )
 from dpbandits.privacy.accounting.events import flatten, svrg_event, wor_gaussian_event
-from dpbandits.privacy.peeling import (
-    hard_threshold,
-    peel,
-    peeling_epsilon,
-    peeling_event,
-    peeling_noise_multiplier,
-    peeling_scale_theorem,
-)
 from dpbandits.private_ridge import (
     noisy_arm_sums,
     normalized_rows,
@@ -380,53 +373,29 @@ def test_gdp_epsilon_is_the_smallest_epsilon_at_delta(mu, delta):
     assert conversions.gdp_delta(mu, eps * (1 - 1e-9)) > delta  # and not loose
 
 
-@pytest.mark.parametrize("eps, delta", [(0.1, 1e-5), (1.0, 1e-5), (1.0, 1e-9), (8.0, 1e-3),
-                                        (30.0, 1e-6)])
-def test_gdp_mu_is_the_largest_mu_certifying_the_target(eps, delta):
-    # computed without the store and through it: mu-GDP is (eps, delta)-DP, a mu 1e-9 larger
-    # is not; the confirmation accepts exactly such a mu
-    for mu in (conversions._gdp_mu(eps, delta), conversions.gdp_mu(eps, delta)):
-        assert conversions._gdp_delta(mu, eps) <= delta
-        assert conversions._gdp_delta(mu * (1 + 1e-9), eps) > delta
-        assert conversions._is_gdp_mu(mu, eps, delta)
-        assert not conversions._is_gdp_mu(mu * (1 + 1e-6), eps, delta)
-        assert not conversions._is_gdp_mu(mu * (1 - 1e-6), eps, delta)
+@pytest.mark.parametrize("kind, eps, delta", [
+    ("gdp", 0.1, 1e-5), ("gdp", 1.0, 1e-5), ("gdp", 1.0, 1e-9), ("gdp", 8.0, 1e-3),
+    ("gdp", 30.0, 1e-6), ("zcdp", 0.5, 1e-5), ("zcdp", 1.0, 1e-6), ("zcdp", 5.0, 1e-3)])
+def test_the_conversions_give_the_largest_parameter_certifying_the_target(kind, eps, delta):
+    # computed without the store and through it: the parameter is (eps, delta)-DP, one a
+    # little larger is not (1e-9 for mu, 1e-6 for rho); the confirmation accepts exactly it
+    if kind == "gdp":
+        searches = (conversions._gdp_mu, conversions.gdp_mu)
+        confirms, step = conversions._is_gdp_mu, 1e-9
 
+        def certifies(v):
+            return conversions._gdp_delta(v, eps) <= delta
+    else:
+        searches = (conversions._zcdp_rho, conversions.zcdp_rho)
+        confirms, step = conversions._is_zcdp_rho, 1e-6
 
-def _zcdp_to_dp_inf(rho: float, delta: float) -> float:
-    """inf over orders alpha > 1 of the RDP-to-DP conversion dp_accounting applies to the RDP
-    curve rho alpha of rho-zCDP (Canonne, Kamath & Steinke 2020, Proposition 12):
-    ``rho alpha + log((alpha - 1) / alpha) - (log delta + log alpha) / (alpha - 1)``."""
-    from scipy import optimize
-
-    def eps(log_a1: float) -> float:
-        a = 1.0 + math.exp(log_a1)
-        return rho * a + math.log1p(-1.0 / a) - (math.log(delta) + math.log(a)) / (a - 1.0)
-
-    res = optimize.minimize_scalar(eps, bounds=(-12.0, 12.0), method="bounded",
-                                   options={"xatol": 1e-10})
-    return float(res.fun)
-
-
-@pytest.mark.parametrize("rho, delta", [(0.01, 1e-5), (0.5, 1e-6), (2.0, 1e-3), (0.05, 0.1)])
-def test_zcdp_epsilon_is_the_rdp_conversion_on_a_grid_with_the_minimizer(rho, delta):
-    # never below the infimum over all orders (privacy), within 1% of it (its order grid
-    # holds the standard bound's minimizer), and never above rho + 2 sqrt(rho log(1/delta))
-    got = conversions.zcdp_epsilon(rho, delta)
-    best = _zcdp_to_dp_inf(rho, delta)
-    assert best * (1 - 1e-9) <= got <= best * 1.01
-    assert got <= rho + 2 * math.sqrt(rho * math.log(1 / delta))
-
-
-@pytest.mark.parametrize("eps, delta", [(0.5, 1e-5), (1.0, 1e-6), (5.0, 1e-3)])
-def test_zcdp_rho_is_the_largest_rho_certifying_the_target(eps, delta):
-    for rho in (conversions._zcdp_rho(eps, delta), conversions.zcdp_rho(eps, delta)):
-        assert conversions.zcdp_epsilon(rho, delta) <= eps
-        assert conversions.zcdp_epsilon(rho * (1 + 1e-6), delta) > eps
-        assert conversions._is_zcdp_rho(rho, eps, delta)
-        assert not conversions._is_zcdp_rho(rho * (1 + 1e-6), eps, delta)
-        assert not conversions._is_zcdp_rho(rho * (1 - 1e-6), eps, delta)
-
+        def certifies(v):
+            return conversions.zcdp_epsilon(v, delta) <= eps
+    for v in (search(eps, delta) for search in searches):
+        assert certifies(v) and not certifies(v * (1 + step))
+        assert confirms(v, eps, delta)
+        assert not confirms(v * (1 + 1e-6), eps, delta)
+        assert not confirms(v * (1 - 1e-6), eps, delta)
 
 @pytest.mark.parametrize("eps", [0.1, 1.0, 3.0])
 def test_pure_and_bounded_range_to_zcdp_are_the_papers_constants(eps):
@@ -627,31 +596,32 @@ def test_without_replacement_and_svrg_events_are_the_documented_compositions():
 # -- dpbandits/privacy/peeling.py ------------------------------------------------------------------
 def test_hard_threshold_keeps_the_largest_and_breaks_ties_to_the_lowest_index():
     v = np.random.default_rng(0).integers(-2, 3, (3, 200)).astype(float)
-    out = hard_threshold(v, 50)
+    out = peeling.hard_threshold(v, 50)
     for row, kept in zip(v, out, strict=True):
         order = sorted(range(200), key=lambda j: (-abs(row[j]), j))[:50]
         expect = np.zeros(200)
         expect[order] = row[order]
         np.testing.assert_array_equal(kept, expect)
     with pytest.raises(ValueError, match="s \\(sparsity\\)"):
-        hard_threshold(v, 201)
+        peeling.hard_threshold(v, 201)
 
 
 def test_peel_scale_arrays_are_validated_and_zero_is_exact_thresholding():
     v = np.random.default_rng(1).normal(size=(4, 30))
     rng = np.random.default_rng(2)
-    np.testing.assert_array_equal(peel(rng, v, 5, np.zeros(4)).values, hard_threshold(v, 5))
+    np.testing.assert_array_equal(peeling.peel(rng, v, 5, np.zeros(4)).values,
+                                  peeling.hard_threshold(v, 5))
     with pytest.raises(ValueError, match="scale"):
-        peel(rng, v, 5, np.array([1.0, 1.0, -1.0, 1.0]))
+        peeling.peel(rng, v, 5, np.array([1.0, 1.0, -1.0, 1.0]))
     with pytest.raises(ValueError, match="scale"):
-        peel(rng, v, 5, np.ones(5))
+        peeling.peel(rng, v, 5, np.ones(5))
 
 
 def test_peeling_calibration_parameters_and_methods():
-    assert peeling_scale_theorem(math.inf, 1e-5, 3, 1.0) == 0.0
+    assert peeling.peeling_scale_theorem(math.inf, 1e-5, 3, 1.0) == 0.0
     with pytest.raises(ValueError, match="s \\(sparsity\\)"):
-        peeling_scale_theorem(1.0, 1e-5, 0, 1.0)
+        peeling.peeling_scale_theorem(1.0, 1e-5, 0, 1.0)
     # s = 1 and the RDP method are accepted (validated before epsilon = inf returns no noise)
-    assert peeling_noise_multiplier(math.inf, 1e-5, 1, method="rdp") == 0.0
-    assert peeling_epsilon(3.0, 1, 1e-5, method="rdp") == epsilon_of(peeling_event(3.0, 1),
-                                                                     1e-5, "rdp")
+    assert peeling.peeling_noise_multiplier(math.inf, 1e-5, 1, method="rdp") == 0.0
+    assert peeling.peeling_epsilon(3.0, 1, 1e-5, method="rdp") == epsilon_of(
+        peeling.peeling_event(3.0, 1), 1e-5, "rdp")

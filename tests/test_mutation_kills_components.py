@@ -282,33 +282,6 @@ def test_dp_pofw_accountant_fallback_bracket_still_calibrates(monkeypatch):
     assert _rr_composition_delta(_pofw_per_step(n, kappa * 0.99), eps) > delta
 
 
-def test_dp_ucb_draws_the_node_sigma_its_plan_certifies():
-    """The first release's noise is one Gaussian node: off-diagonal entries N(0, s^2),
-    diagonal N(0, 2 s^2), with ``s`` the plan's ``node_sigma`` (what the ledger certifies;
-    test_dp_ucb.py compares with the ``constants`` view, which a cut there follows). The
-    mean of z^2/s^2 over N entries has relative std sqrt(2/N); 5 of them (N = 8,000 and
-    4,000 here: 0.079 and 0.11) are far from the 0.36 a scale cut to 0.8 s gives."""
-    import numpy as np
-
-    R, d, K = 800, 2, 2
-    D = d * K
-    agent = make_agent("dp-ucb", n_arms=K, dim=d, horizon=100, epsilon=1.0, delta=1e-3,
-                       backend="numpy")
-    s = agent.plan.scales["node_sigma"]
-    assert agent.constants["node_sigma"] == s
-    agent.reset(R, np.random.default_rng(6))
-    x = np.tile([[0.5, -1.0]], (R, 1))
-    agent.update(x, np.zeros(R, dtype=np.int64), np.full(R, 0.3))
-    v = np.zeros(D + 1)
-    v[:d], v[D] = x[0], 0.3
-    noise = agent._release - np.outer(v, v)
-    iu, ju = np.triu_indices(D + 1, 1)
-    off = noise[:, iu, ju].ravel()
-    diag = noise[:, np.arange(D + 1), np.arange(D + 1)].ravel()
-    assert np.mean(off**2) / s**2 == pytest.approx(1.0, abs=5 * math.sqrt(2 / off.size))
-    assert np.mean(diag**2) / (2 * s**2) == pytest.approx(1.0, abs=5 * math.sqrt(2 / diag.size))
-
-
 def test_dp_gd_fit_draws_the_plans_sigma():
     """On zero data every clipped gradient is 0, so one DP-GD step from 0 with step size
     eta is ``-eta z``, ``z ~ N(0, sigma^2 I)`` with sigma the plan's (what the ledger

@@ -11,10 +11,11 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-import mpmath
 import numpy as np
 import pytest
+from _exact import exact_norm, exact_norm_at_most
 
+from dpbandits import geometry
 from dpbandits.geometry import (
     _limits,
     clip_limits,
@@ -34,10 +35,6 @@ from dpbandits.geometry import (
     normalize_to_norm,
     pairwise_sum,
     plus_norm,
-    project_l1_ball,
-    project_l2_ball,
-    project_linf_ball,
-    project_lp_ball,
     q_plus,
     row_lq_norm,
     row_max,
@@ -46,26 +43,6 @@ from dpbandits.geometry import (
 
 INF = math.inf
 _U = 2.0**-53
-
-
-def exact_norm_at_most(row: np.ndarray, q: float, c: float) -> bool:
-    """``||row||_q <= c`` exactly for q in {1, 2, inf} (rationals), else to 60 digits."""
-    vals = [Fraction(float(v)) for v in row]
-    if math.isinf(q):
-        return max(abs(v) for v in vals) <= Fraction(c)
-    if q == 1.0:
-        return sum(abs(v) for v in vals) <= Fraction(c)
-    if q == 2.0:
-        return sum(v * v for v in vals) <= Fraction(c) ** 2
-    with mpmath.workdps(60):
-        s = mpmath.fsum(mpmath.power(abs(mpmath.mpf(float(v))), q) for v in row)
-        return bool(mpmath.power(s, 1 / mpmath.mpf(q)) <= mpmath.mpf(c))
-
-
-def exact_norm(row: np.ndarray, q: float) -> float:
-    with mpmath.workdps(60):  # float() of a norm above the largest float is inf
-        s = mpmath.fsum(mpmath.power(abs(mpmath.mpf(float(v))), q) for v in row)
-        return float(mpmath.power(s, 1 / mpmath.mpf(q)))
 
 
 def _rows() -> list[np.ndarray]:
@@ -335,16 +312,16 @@ _NAN = np.array([[1.0, np.nan]])
     (lambda: lmo_lp_ball(_GOOD, 0.5, 1.0), "p"),
     (lambda: lmo_lp_ball(_GOOD, 2.0, 0.0), "radius"),
     (lambda: lmo_lp_ball(_NAN, 2.0, 1.0), "grad"),
-    (lambda: project_l2_ball(_GOOD, -1.0), "radius"),
-    (lambda: project_l2_ball(_NAN, 1.0), "x"),
-    (lambda: project_linf_ball(_GOOD, 0.0), "radius"),
-    (lambda: project_linf_ball(_NAN, 1.0), "x"),
-    (lambda: project_l1_ball(_GOOD, 0.0), "radius"),
-    (lambda: project_l1_ball(_NAN, 1.0), "x"),
-    (lambda: project_lp_ball(_GOOD, 0.5, 1.0), "p"),
-    (lambda: project_lp_ball(_GOOD, 3.0, 0.0), "radius"),
-    (lambda: project_lp_ball(_GOOD, 3.0, 1.0, tol=0.5), "tol"),
-    (lambda: project_lp_ball(_NAN, 3.0, 1.0), "x"),
+    (lambda: geometry.project_l2_ball(_GOOD, -1.0), "radius"),
+    (lambda: geometry.project_l2_ball(_NAN, 1.0), "x"),
+    (lambda: geometry.project_linf_ball(_GOOD, 0.0), "radius"),
+    (lambda: geometry.project_linf_ball(_NAN, 1.0), "x"),
+    (lambda: geometry.project_l1_ball(_GOOD, 0.0), "radius"),
+    (lambda: geometry.project_l1_ball(_NAN, 1.0), "x"),
+    (lambda: geometry.project_lp_ball(_GOOD, 0.5, 1.0), "p"),
+    (lambda: geometry.project_lp_ball(_GOOD, 3.0, 0.0), "radius"),
+    (lambda: geometry.project_lp_ball(_GOOD, 3.0, 1.0, tol=0.5), "tol"),
+    (lambda: geometry.project_lp_ball(_NAN, 3.0, 1.0), "x"),
     (lambda: clip_to_norm(_GOOD, 0.5, 1.0), "q"),
     (lambda: clip_to_norm(_GOOD, 2.0, -1.0), "bound"),
     (lambda: normalize_to_norm(_GOOD, 0.5), "q"),

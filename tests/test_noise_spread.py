@@ -12,34 +12,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy import stats
+from _spread import (
+    MIN_N,
+    assert_chi_square,
+    check_fit_releases,
+    check_moment_screening,
+    gdp_delta,
+)
 
 from dpbandits.agents.moment_ls import MomentLS
 from dpbandits.envs.logged import LoggedBandit
 from dpbandits.offpolicy.private import PrivateEstimator
-
-P_VALUE = 1e-9
-MIN_N = 20_000
-
-
-def _assert_chi_square(name: str, standardized: np.ndarray) -> None:
-    """``standardized`` are the noise coordinates over their declared sd: N(0, 1) i.i.d."""
-    n = standardized.size
-    assert n >= MIN_N, f"{name}: only {n} coordinates"
-    stat = float(np.sum(standardized ** 2))
-    lo, hi = stats.chi2.ppf(P_VALUE / 2, n), stats.chi2.isf(P_VALUE / 2, n)
-    assert lo <= stat <= hi, (f"{name}: sum z^2/sigma^2 = {stat:.1f} over {n} coordinates "
-                              f"(ratio {stat / n:.3f}), outside [{lo:.1f}, {hi:.1f}]")
-
-
-def _symmetric_standardized(noise: np.ndarray, sigma_diag: float) -> np.ndarray:
-    """The upper triangle of symmetric matrices (..., s, s) with ``N(0, sigma^2)`` on the
-    diagonal and ``N(0, sigma^2/2)`` off it (the law of ``gram_noise``), standardized."""
-    s = noise.shape[-1]
-    iu, ju = np.triu_indices(s)
-    sd = np.where(iu == ju, sigma_diag, sigma_diag / np.sqrt(2.0))
-    return noise[..., iu, ju] / sd
-
 
 # -- off-policy estimators: through the entry point users call -----------------------------
 N_ROUNDS = 10
@@ -69,7 +52,7 @@ def test_estimate_draws_the_declared_noise(estimator):
     rng = np.random.default_rng(20261128)
     noise = np.array([probe.estimate(log, pi, rng=rng, **extra).released
                       for _ in range(MIN_N)])
-    _assert_chi_square(f"{estimator} estimate()", (noise - stat) / sigma)
+    assert_chi_square(f"{estimator} estimate()", (noise - stat) / sigma)
 
 
 # -- dp-moment-ls: every release of both phases ----------------------------------------------
@@ -90,24 +73,8 @@ def test_moment_ls_releases_draw_the_plans_scales():
     scales = agent._plan.scales
     n_scr, n_fit = agent._n_screens, agent._n_fits
     assert n_scr >= 1 and n_fit >= 1, (n_scr, n_fit)
-    # the sum of n releases' independent noise has sd sigma sqrt(n)
-    _assert_chi_square("moment", _symmetric_standardized(
-        agent._M_released, scales["moment"] * np.sqrt(n_scr)))
-    # contrasts: N(0, sigma_c^2 I) projected on the contrast subspace (mean over arms 0):
-    # K - 1 = 1 degree of freedom per (replication, coordinate), |c|^2 = 2 c_0^2 for K = 2
-    c = agent._c_released
-    assert np.allclose(c.sum(axis=1), 0.0, atol=1e-12 * scales["contrast"])
-    _assert_chi_square("contrast", np.sqrt(2.0) * c[:, 0] / (scales["contrast"] * np.sqrt(n_scr)))
-    _assert_chi_square("gram", _symmetric_standardized(
-        agent._gram_released, scales["gram"] * np.sqrt(n_fit)))
-    _assert_chi_square("target", agent._b_released / (scales["target"] * np.sqrt(n_fit)))
-
-
-def _gdp_delta(mu: float, eps: float) -> float:
-    """The exact delta at ``eps`` of a ``mu``-GDP mechanism (Dong, Roth and Su, Gaussian
-    differential privacy, 2019/2022, Corollary 2.13)."""
-    return float(stats.norm.cdf(-eps / mu + mu / 2)
-                 - np.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2))
+    check_moment_screening(agent, scales["moment"], scales["contrast"], n_scr)
+    check_fit_releases(agent, scales["gram"], scales["target"], n_fit)
 
 
 @pytest.mark.parametrize("kind", ["screen", "fit"])
@@ -132,6 +99,6 @@ def test_moment_ls_plan_scales_carry_the_claim(kind):
     mu = np.sqrt(a + b + b * b / (4.0 * a) if b <= 2.0 * a else 2.0 * b)
     # one release per user: the claim holds iff the release's delta at eps = 1 is <= 1e-5;
     # relative slack 1e-6 only for rounding of the calibrated multiplier
-    assert _gdp_delta(mu, 1.0) <= 1e-5 * (1 + 1e-6)
+    assert gdp_delta(mu, 1.0) <= 1e-5 * (1 + 1e-6)
     # and the plan is not needlessly loose (a scale off by a constant would show here too)
-    assert _gdp_delta(mu, 1.0) >= 0.9e-5
+    assert gdp_delta(mu, 1.0) >= 0.9e-5

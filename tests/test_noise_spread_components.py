@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 import pytest
+from _spread import MIN_N, P_VALUE, assert_chi_square, gdp_delta
 from scipy import stats
 
 from dpbandits.agents import dp_ucb as dp_ucb_module
@@ -31,33 +32,13 @@ from dpbandits.offpolicy.private import PrivateEstimator
 from dpbandits.optim import DPGD, DPSVRG, DPAccMD, NoisySGD, PrivateFTRL, PrivateSGD
 from dpbandits.privacy.accounting import epsilon_of, gaussian_event
 
-P_VALUE = 1e-9
-MIN_N = 20_000
-
-
-def _assert_chi_square(name: str, standardized: np.ndarray) -> None:
-    """``standardized`` are the noise coordinates over their declared sd: N(0, 1) i.i.d."""
-    n = standardized.size
-    assert n >= MIN_N, f"{name}: only {n} coordinates"
-    stat = float(np.sum(standardized ** 2))
-    lo, hi = stats.chi2.ppf(P_VALUE / 2, n), stats.chi2.isf(P_VALUE / 2, n)
-    assert lo <= stat <= hi, (f"{name}: sum z^2/sigma^2 = {stat:.1f} over {n} coordinates "
-                              f"(ratio {stat / n:.3f}), outside [{lo:.1f}, {hi:.1f}]")
-
-
-def _gdp_delta(mu: float, eps: float) -> float:
-    """The exact delta at ``eps`` of a ``mu``-GDP mechanism (Dong, Roth and Su, Gaussian
-    differential privacy, 2019/2022, Corollary 2.13)."""
-    return float(stats.norm.cdf(-eps / mu + mu / 2)
-                 - np.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2))
-
 
 def _assert_gdp_claim(name: str, mu: float, eps: float, delta: float) -> None:
     """A ``mu``-GDP release (composition of Gaussians, exact) meets ``(eps, delta)`` and is
     not needlessly loose: a scale cut by 0.8 raises mu by 1.25x, which moves delta by orders
     of magnitude at these targets; relative slack 1e-6 only for rounding of the calibrated
     multiplier."""
-    got = _gdp_delta(mu, eps)
+    got = gdp_delta(mu, eps)
     assert got <= delta * (1 + 1e-6), f"{name}: delta {got:.3g} > {delta:g} at mu {mu:.4g}"
     assert got >= 0.9 * delta, f"{name}: delta {got:.3g} far below {delta:g} (loose plan)"
 
@@ -91,7 +72,7 @@ def test_dp_accmd_steps_draw_the_plans_sigma():
         g = 4.0 * L * (x - ys[k + 1])
         noise.append(g)
         z_k = z_k - (k + 2) / (4.0 * L * (2.0 * r) ** 2) * r * r * g
-    _assert_chi_square("dp-accmd", np.array(noise) / opt.plan_for(GD_N, GD_D).scales["sigma"])
+    assert_chi_square("dp-accmd", np.array(noise) / opt.plan_for(GD_N, GD_D).scales["sigma"])
 
 
 @pytest.mark.parametrize("cls", [DPGD, DPAccMD])
@@ -114,7 +95,7 @@ def test_dp_svrg_steps_draw_the_plans_sigma():
     hist = np.asarray(res.history)[0]
     assert hist.shape == (E + 1, d)
     z = -np.diff(hist, axis=0) / res.extra["step_size"]
-    _assert_chi_square("dp-svrg", z / opt.plan_for(n, d).scales["sigma"])
+    assert_chi_square("dp-svrg", z / opt.plan_for(n, d).scales["sigma"])
 
 
 def test_private_ftrl_rounds_draw_the_plans_sigma():
@@ -127,7 +108,7 @@ def test_private_ftrl_rounds_draw_the_plans_sigma():
     w = np.asarray(res.history)[0]
     assert w.shape == (T + 1, d) and np.max(np.abs(w)) < 1e8
     sigma = opt.plan_for(T, d).scales["sigma"]
-    _assert_chi_square("private-ftrl", np.diff(w, axis=0) / eta / sigma)
+    assert_chi_square("private-ftrl", np.diff(w, axis=0) / eta / sigma)
 
 
 @pytest.mark.heavy  # the accountant's calibration takes ~3 s
@@ -141,7 +122,7 @@ def test_private_sgd_steps_draw_the_plans_sigma():
     last, tau = res.extra["last_iterate"], res.extra["tau"]
     assert last.shape == (R, d) and np.max(np.abs(last)) < 1e8
     sigma = opt.plan_for(n, d).scales["sigma"]
-    _assert_chi_square("private-sgd", last / (eta * sigma * np.sqrt(tau))[:, None])
+    assert_chi_square("private-sgd", last / (eta * sigma * np.sqrt(tau))[:, None])
 
 
 # -- private off-policy estimators not covered by test_noise_spread.py ----------------------
@@ -179,7 +160,7 @@ def test_private_dr_reward_model_draws_the_declared_noise(monkeypatch):
     b = np.array([r[1] for r in released]) - target0
     iu, ju = np.triu_indices(d + 1)
     sd = np.where(iu == ju, 1.0, 1.0 / math.sqrt(2.0)) * sens["model_gram"] * c
-    _assert_chi_square("private dr model", np.concatenate([
+    assert_chi_square("private dr model", np.concatenate([
         (g[..., iu, ju] / sd).ravel(), (b / (sens["model_target"] * c)).ravel()]))
 
 
@@ -290,7 +271,7 @@ def test_dp_ucb_authors_code_rounds_draw_the_plans_sigma():
         arms = agent.act(x)
         out.append(agent._A[:, iu, ju] / sd)
         agent.update(x, arms, r)
-    _assert_chi_square(f"dp-ucb-authors-code {backend}", np.array(out))
+    assert_chi_square(f"dp-ucb-authors-code {backend}", np.array(out))
 
 
 def test_ldp_linucb_messages_draw_the_plans_scales():
@@ -300,8 +281,8 @@ def test_ldp_linucb_messages_draw_the_plans_scales():
     agent.reset(R, np.random.default_rng(20261129))
     gram, target = agent.message(np.zeros((R, d)), np.zeros(R, dtype=np.int64), np.zeros(R))
     scales = agent.plan.scales
-    _assert_chi_square("ldp-linucb gram", gram / scales["gram"])
-    _assert_chi_square("ldp-linucb target", target / scales["target"])
+    assert_chi_square("ldp-linucb gram", gram / scales["gram"])
+    assert_chi_square("ldp-linucb target", target / scales["target"])
 
 
 def test_ldp_linucb_plan_scales_carry_the_claim():

@@ -21,6 +21,15 @@ import math
 
 import numpy as np
 import pytest
+from _spread import (
+    MIN_N,
+    P_VALUE,
+    assert_chi_square,
+    check_contrasts,
+    check_fit_releases,
+    check_moment_screening,
+    symmetric_standardized,
+)
 from scipy import stats
 
 from dpbandits.agents.adac_oful import AdaCOFUL
@@ -38,21 +47,6 @@ from dpbandits.optim.batch.dp_gd import DPGD
 from dpbandits.optim.batch.noisy_sgd import NoisySGD
 from dpbandits.optim.streaming.dp_pofw import DPPOFW
 from dpbandits.optim.streaming.dp_tofw import DPTOFW
-
-P_VALUE = 1e-9
-MIN_N = 20_000
-
-
-def _assert_chi_square(name: str, standardized: np.ndarray) -> float:
-    """``standardized``: the noise coordinates over their declared sd, N(0, 1) i.i.d.
-    Returns the statistic over N (for the mutation table)."""
-    n = standardized.size
-    assert n >= MIN_N, f"{name}: only {n} coordinates"
-    stat = float(np.sum(standardized ** 2))
-    lo, hi = stats.chi2.ppf(P_VALUE / 2, n), stats.chi2.isf(P_VALUE / 2, n)
-    assert lo <= stat <= hi, (f"{name}: sum z^2/sigma^2 = {stat:.1f} over {n} coordinates "
-                              f"(ratio {stat / n:.3f}), outside [{lo:.1f}, {hi:.1f}]")
-    return stat / n
 
 
 def _assert_binomial(name: str, count: int, n: int, p: float) -> float:
@@ -100,7 +94,7 @@ def test_dp_ucb_tree_releases_draw_the_plans_node_scale(backend):
     for t in range(1, horizon + 1):
         agent.update(x, agent.act(x), np.zeros(reps))
         assert agent.t_ == t
-        _assert_chi_square(f"dp-ucb release t={t}",
+        assert_chi_square(f"dp-ucb release t={t}",
                            _upper_standardized(agent._release, s * math.sqrt(t.bit_count())))
 
 
@@ -144,7 +138,7 @@ def test_dp_gd_steps_draw_the_plans_sigma():
     assert res.extra["noise_std"] == sigma and list(res.history_steps) == list(range(steps + 1))
     increments = -np.diff(res.history, axis=1) / eta  # (R, T, d)
     for t in range(steps):
-        _assert_chi_square(f"dp-gd step {t + 1}", increments[:, t] / sigma)
+        assert_chi_square(f"dp-gd step {t + 1}", increments[:, t] / sigma)
 
 
 # -- NoisySGD: the noise of every step, Python and compiled paths ----------------------------
@@ -166,7 +160,7 @@ def test_noisy_sgd_steps_draw_the_plans_sigma(backend):
     assert np.max(np.linalg.norm(iterates, axis=2)) < 0.5 * opt.radius
     increments = -np.diff(iterates, axis=1, prepend=0.0) / res.extra["eta"]
     for t in range(n * n):
-        _assert_chi_square(f"noisy-sgd step {t + 1} ({backend})", increments[:, t] / sigma)
+        assert_chi_square(f"noisy-sgd step {t + 1} ({backend})", increments[:, t] / sigma)
 
 
 # -- DP-TOFW (Gaussian branch): every release of the node tree -------------------------------
@@ -183,19 +177,10 @@ def test_dp_tofw_tree_releases_draw_the_plans_node_std():
     for t in range(1, horizon + 1):
         opt.step(np.zeros((reps, d)), np.zeros(reps))
         prefix = opt.last_direction * (t + 1.0)
-        _assert_chi_square(f"dp-tofw release t={t}", prefix / (std * math.sqrt(t.bit_count())))
+        assert_chi_square(f"dp-tofw release t={t}", prefix / (std * math.sqrt(t.bit_count())))
 
 
 # -- dp-screened-ls and dp-budget-ls: every release of both phases ---------------------------
-def _symmetric_standardized(noise: np.ndarray, sigma_diag: float) -> np.ndarray:
-    """The upper triangle of symmetric matrices (..., s, s) with ``N(0, sigma^2)`` on the
-    diagonal and ``N(0, sigma^2/2)`` off it (the law of ``gram_noise``), standardized."""
-    s = noise.shape[-1]
-    iu, ju = np.triu_indices(s)
-    sd = np.where(iu == ju, sigma_diag, sigma_diag / np.sqrt(2.0))
-    return noise[..., iu, ju] / sd
-
-
 def _run_on_zeros(agent, n_reps: int):
     """Zero contexts and rewards: every contrast, moment, Gram and target sum is exactly 0,
     so the released statistics are the sums of the noise of the releases made so far."""
@@ -214,15 +199,8 @@ def test_screened_ls_releases_draw_the_plans_scales():
     scales = agent._plan.scales
     n_scr, n_fit = agent._n_releases, agent._n_fits
     assert n_scr >= 1 and n_fit >= 1, (n_scr, n_fit)
-    # contrasts: N(0, sigma^2 I) projected on the contrast subspace (mean over arms 0):
-    # K - 1 = 1 degree of freedom per (replication, coordinate), |c|^2 = 2 c_0^2 for K = 2;
-    # the sum of n releases' independent noise has sd sigma sqrt(n)
-    c = agent._released
-    assert np.allclose(c.sum(axis=1), 0.0, atol=1e-12 * scales["screen"])
-    _assert_chi_square("screen", np.sqrt(2.0) * c[:, 0] / (scales["screen"] * np.sqrt(n_scr)))
-    _assert_chi_square("gram", _symmetric_standardized(
-        agent._gram_released, scales["gram"] * np.sqrt(n_fit)))
-    _assert_chi_square("target", agent._b_released / (scales["target"] * np.sqrt(n_fit)))
+    check_contrasts("screen", agent._released, scales["screen"], n_scr)
+    check_fit_releases(agent, scales["gram"], scales["target"], n_fit)
 
 
 @pytest.mark.heavy
@@ -234,14 +212,8 @@ def test_budget_ls_releases_draw_the_plans_scales():
     scales = agent._plan.scales
     n_scr, n_fit = agent._n_screens, agent._n_fits
     assert n_scr >= 1 and n_fit >= 1, (n_scr, n_fit)
-    _assert_chi_square("moment", _symmetric_standardized(
-        agent._M_released, scales["moment"] * np.sqrt(n_scr)))
-    c = agent._c_released
-    assert np.allclose(c.sum(axis=1), 0.0, atol=1e-12 * scales["contrast"])
-    _assert_chi_square("contrast", np.sqrt(2.0) * c[:, 0] / (scales["contrast"] * np.sqrt(n_scr)))
-    _assert_chi_square("gram", _symmetric_standardized(
-        agent._gram_released, scales["gram"] * np.sqrt(n_fit)))
-    _assert_chi_square("target", agent._b_released / (scales["target"] * np.sqrt(n_fit)))
+    check_moment_screening(agent, scales["moment"], scales["contrast"], n_scr)
+    check_fit_releases(agent, scales["gram"], scales["target"], n_fit)
 
 
 # -- adac-oful: the episode releases (Gram, targets) and the trigger's threshold noise -------
@@ -259,9 +231,9 @@ def test_adac_oful_releases_draw_the_plans_sigmas():
     m = agent.n_releases_
     assert np.all(m == m[0]) and m[0] >= 3, m[:3]
     sig = agent.sigmas
-    _assert_chi_square("adac-oful gram", _symmetric_standardized(
+    assert_chi_square("adac-oful gram", symmetric_standardized(
         agent._gram, sig["gram"] * math.sqrt(m[0])))
-    _assert_chi_square("adac-oful target", agent._target / (sig["target"] * math.sqrt(m[0])))
+    assert_chi_square("adac-oful target", agent._target / (sig["target"] * math.sqrt(m[0])))
 
 
 def test_adac_oful_trigger_threshold_draws_the_plans_laplace_scale():
@@ -311,7 +283,7 @@ def test_dp_gibo_gradients_draw_the_plans_scale():
     res = opt.fit(obj, np.random.default_rng(20261129), n_reps=reps)
     increments = -np.diff(res.history, axis=1) / opt.step_size  # (R, T, d)
     for t in range(steps):
-        _assert_chi_square(f"dp-gibo step {t + 1}", increments[:, t] / sigma)
+        assert_chi_square(f"dp-gibo step {t + 1}", increments[:, t] / sigma)
 
 
 # -- private SNIPS: both released sums, through estimate() -----------------------------------
@@ -333,7 +305,7 @@ def test_snips_estimate_draws_the_declared_noise():
     assert 10.0 * sigma < stat[1]
     rng = np.random.default_rng(20261129)
     noise = np.array([probe.estimate(log, pi, rng=rng).released for _ in range(calls)])
-    _assert_chi_square("snips estimate()", (noise - stat) / sigma)
+    assert_chi_square("snips estimate()", (noise - stat) / sigma)
 
 
 # -- dp-hdb: its arms' DP-POFW selections stepped together (ArmSteps) ------------------------

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import math
 import os
-from fractions import Fraction
 
-import mpmath
 import numpy as np
 import pytest
+from _exact import exact_norm, exact_norm_at_most
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -44,29 +43,6 @@ _rows = arrays(np.float64, st.tuples(st.integers(1, 4), st.integers(1, 9)), elem
 _q = st.sampled_from([1.0, 1.5, 2.0, 3.0, 7.0, INF])
 _bound = st.one_of(st.sampled_from([1.0, 0.7, 1e-200, 1e250, 5e-324, 1e-310]),
                    st.floats(min_value=1e-240, max_value=1e300))
-
-
-def exact_norm_at_most(row: np.ndarray, q: float, c: float) -> bool:
-    """``||row||_q <= c`` decided exactly (rationals for q in {1, 2, inf}), else with
-    60 significant digits (far below the margins in play)."""
-    vals = [Fraction(float(v)) for v in row]
-    if math.isinf(q):
-        return max(abs(v) for v in vals) <= Fraction(c)
-    if q == 1.0:
-        return sum(abs(v) for v in vals) <= Fraction(c)
-    if q == 2.0:
-        return sum(v * v for v in vals) <= Fraction(c) ** 2
-    with mpmath.workdps(60):
-        s = mpmath.fsum(mpmath.power(abs(mpmath.mpf(float(v))), q) for v in row)
-        return mpmath.power(s, 1 / mpmath.mpf(q)) <= mpmath.mpf(c)
-
-
-def exact_norm(row: np.ndarray, q: float) -> float:
-    with mpmath.workdps(60):
-        if math.isinf(q):
-            return float(max(abs(mpmath.mpf(float(v))) for v in row))
-        s = mpmath.fsum(mpmath.power(abs(mpmath.mpf(float(v))), q) for v in row)
-        return float(mpmath.power(s, 1 / mpmath.mpf(q)))
 
 
 # -- norms ------------------------------------------------------------------------------------
