@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import atexit
 import os
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 
 __all__ = ["PicklesPending", "available_cores", "executor", "prefetch_enabled",
-           "prefetch_in_pool"]
+           "prefetch_in_pool", "prefetch_off"]
 
 _EXECUTOR: ThreadPoolExecutor | None = None
 
@@ -39,6 +41,24 @@ def prefetch_in_pool(n_processes: int, cores: int | None = None) -> bool:
     the ``cores`` (default: :func:`available_cores`); one process (no pool) always may."""
     cores = available_cores() if cores is None else cores
     return n_processes <= 1 or 2 * n_processes <= cores
+
+
+@contextmanager
+def prefetch_off(off: bool = True) -> Iterator[None]:
+    """Within the block, prefetching is off in this process (``DPBANDITS_PREFETCH=0``) when
+    ``off``; the variable is restored afterwards (a pool worker runs many tasks)."""
+    if not off:
+        yield
+        return
+    before = os.environ.get("DPBANDITS_PREFETCH")
+    os.environ["DPBANDITS_PREFETCH"] = "0"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("DPBANDITS_PREFETCH", None)
+        else:
+            os.environ["DPBANDITS_PREFETCH"] = before
 
 
 def executor() -> ThreadPoolExecutor:

@@ -259,15 +259,10 @@ def _compute_and_store(cell, compute, store, setup, parent_pid: int | None,
     if parent_pid is not None:
         follow_parent(parent_pid)
     if prefetch is False:
-        before = os.environ.get("DPBANDITS_PREFETCH")
-        os.environ["DPBANDITS_PREFETCH"] = "0"  # in this worker process, for this task
-        try:
+        from dpbandits._background import prefetch_off
+
+        with prefetch_off():  # in this worker process, for this task
             return _compute_and_store(cell, compute, store, setup, None, None)
-        finally:
-            if before is None:
-                os.environ.pop("DPBANDITS_PREFETCH", None)
-            else:
-                os.environ["DPBANDITS_PREFETCH"] = before
     if setup is not None:
         setup()
     result = compute(cell)

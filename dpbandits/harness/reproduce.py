@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from dpbandits._background import prefetch_in_pool
+from dpbandits._background import prefetch_in_pool, prefetch_off
 from dpbandits.harness.compare import compare, privacy_records, summary_table
 from dpbandits.harness.results import (
     SimulationResult,
@@ -148,16 +147,8 @@ def simulate_panels(panels: str, horizon: int, n_reps: int, seed: int, epsilon: 
     prefetch = prefetch_in_pool(n_jobs)
 
     def one(label, env, spec):
-        before = os.environ.get("DPBANDITS_PREFETCH")
-        if not prefetch:
-            os.environ["DPBANDITS_PREFETCH"] = "0"  # in this worker process, for this task
-        try:
+        with prefetch_off(not prefetch):  # in this worker process, for this task
             _, _, res = compare({label: spec}, env, horizon=horizon, n_reps=n_reps, seed=seed)
-        finally:
-            if before is None:
-                os.environ.pop("DPBANDITS_PREFETCH", None)
-            else:
-                os.environ["DPBANDITS_PREFETCH"] = before
         return label, res[label]
 
     return dict(Parallel(n_jobs=n_jobs)(delayed(one)(*task) for task in tasks))
