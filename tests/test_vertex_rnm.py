@@ -272,3 +272,39 @@ def test_the_kernel_path_is_the_default_where_it_applies():
     assert not _pofw("auto", epsilon=math.inf, delta=0.0)._kernel_usable()
     with pytest.raises(ValueError, match="backend"):
         _pofw("fortran")
+
+
+def _scalar_rows(direction, beta, words, spill):
+    """The reference order with the plain-Python scalar sampler: every row from its fixed
+    words, then the rows that ran out served in order from the spill."""
+    M = np.abs(direction).max(axis=1)
+    cand = np.zeros(sign_words(direction.shape[1]), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        idx = np.array([select_row(direction[r], 1.0, M[r], beta, words[r], EMPTY, 0, cand)[0]
+                        for r in range(len(words))])
+        for r in np.flatnonzero(idx < 0):
+            idx[r] = spill.serve(lambda b, s0, r=r: select_row(direction[r], 1.0, M[r], beta,
+                                                               words[r], b, s0, cand),
+                                 words.shape[1])
+    return idx
+
+
+# d around the sign-word boundaries (2d = 64, 128) and beta from noise- to spread-dominated
+@pytest.mark.parametrize("d", [1, 3, 31, 32, 33, 64, 65])
+@pytest.mark.parametrize("beta", [300.0, 2.0, 0.3, 0.02])
+def test_vectorized_selection_takes_the_scalar_samplers_words(d, beta):
+    """``select_rows`` is the vectorized form of ``select_row``: the same index from the same
+    words, row by row, and the same spill words consumed. Deterministic, so any change of
+    the vectorized walk (gaps, exclusions, the two pick steps, the fallback) fails here;
+    the law of ``select_row`` itself is the chi-square tests' subject above. Rows mix
+    scales (one all-zero row: no thinning walk) so every branch is taken."""
+    rng = np.random.default_rng(1000 + d)
+    N = 120
+    D = rng.normal(size=(N, d)) * rng.choice([0.0, 0.01, 0.3, 1.0], size=(N, 1))
+    D[0] = 0.0
+    words = rng.bit_generator.random_raw((N, fixed_words(d)))
+    spills = [Spill(np.random.default_rng(7)) for _ in range(2)]
+    got = select_rows(D, beta, words, spills[0])
+    np.testing.assert_array_equal(got, _scalar_rows(D, beta, words, spills[1]))
+    assert (spills[0].pos, spills[0].buf.size) == (spills[1].pos, spills[1].buf.size)
+    assert np.all((0 <= got) & (got < 2 * d))
