@@ -300,3 +300,62 @@ def test_dp_gd_fit_draws_the_plans_sigma():
     assert res.extra["noise_std"] == sigma  # the noise the result reports is the plan's
     z = res.theta / (eta * sigma)
     assert abs(float(np.mean(z**2)) - 1.0) <= 6 * math.sqrt(2 / z.size)
+
+
+def test_authors_code_noise_formulas_are_the_codes():
+    """The reconstructions' noise (module docstring of agents/authors_code.py), recomputed
+    here from the written formulas: Laplace scale ``4 sqrt(log T log(1/delta)) / (epsilon
+    sqrt(t+1))`` of dp-hdb-authors-code, its per-step epsilon ``4 C / ((t+1) b_t)`` with
+    ``C = beta D + L`` (squared loss, ``D = 2r``), and dp-ucb-authors-code's per-round std
+    ``sqrt(16 m) d K ln(4/delta) / epsilon`` (``m = 1 + ceil(log2 T)``, nodes per datum) and
+    multiplier ``std / (d K + 1)``."""
+    import numpy as np
+
+    from dpbandits.agents import authors_code as ac
+
+    T, eps, delta = 1000, 0.7, 1e-4
+    num = 4.0 * math.sqrt(math.log(T) * math.log(1.0 / delta))
+    assert ac.authors_dphdb_numerator(T, delta) == pytest.approx(num, rel=1e-14)
+    t = np.array([1.0, 10.0, 999.0])
+    b = num / (eps * np.sqrt(t + 1.0))
+    np.testing.assert_allclose(ac.authors_dphdb_scale(T, eps, delta, t), b, rtol=1e-14)
+    r, xb, yb = 2.0, 0.5, 3.0
+    C = xb**2 * 2 * r + (xb * r + yb) * xb
+    per_step = ac.authors_dphdb_per_step_epsilons(T, eps, delta, radius=r, x_bound=xb,
+                                                  y_bound=yb)
+    tt = np.arange(1, T + 1, dtype=float)
+    np.testing.assert_allclose(per_step, 4.0 * C / ((tt + 1.0) * num / (eps * np.sqrt(tt + 1.0))),
+                               rtol=1e-13)
+    K, d = 3, 7
+    m = 1 + math.ceil(math.log2(T))
+    sigma = math.sqrt(16 * m) * d * K * math.log(4.0 / delta) / eps
+    assert ac.authors_dpucb_sigma(T, K, d, eps, delta) == pytest.approx(sigma, rel=1e-14)
+    assert ac.authors_dpucb_noise_multiplier(T, K, d, eps, delta) == pytest.approx(
+        sigma / (d * K + 1.0), rel=1e-14)
+
+
+def test_dp_hdb_authors_code_draws_the_codes_laplace_scale_each_round(monkeypatch):
+    """The Laplace scale dp-hdb-authors-code passes to its draw at global round ``t`` is
+    ``4 sqrt(log T log(1/delta)) / (epsilon sqrt(t+1))`` (recorded at the call)."""
+    import numpy as np
+
+    from dpbandits.agents import authors_code as ac
+
+    seen = []
+
+    def recording(rng, scale, shape, method=None):
+        seen.append(float(scale))
+        return np.zeros(shape)
+
+    monkeypatch.setattr(ac, "laplace_noise", recording)
+    T, eps, delta = 60, 0.5, 1e-3
+    agent = make_agent("dp-hdb-authors-code", n_arms=2, dim=3, horizon=T, epsilon=eps,
+                       delta=delta)
+    agent.reset(n_reps=2, rng=np.random.default_rng(0))
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        x = rng.normal(size=(2, 3))
+        agent.update(x, agent.act(x), rng.normal(size=2))
+    num = 4.0 * math.sqrt(math.log(T) * math.log(1.0 / delta))
+    expected = [num / (eps * math.sqrt(t + 1.0)) for t in range(1, 21)]
+    np.testing.assert_allclose(seen, expected, rtol=1e-14)

@@ -299,10 +299,17 @@ def test_vectorized_selection_takes_the_scalar_samplers_words(d, beta):
     the law of ``select_row`` itself is the chi-square tests' subject above. Rows mix
     scales (one all-zero row: no thinning walk) so every branch is taken."""
     rng = np.random.default_rng(1000 + d)
-    N = 120
+    N = 160
     D = rng.normal(size=(N, d)) * rng.choice([0.0, 0.01, 0.3, 1.0], size=(N, 1))
     D[0] = 0.0
+    D[1] = np.where(np.arange(d) % 2, 0.5, -0.5)  # ties at +/- M
     words = rng.bit_generator.random_raw((N, fixed_words(d)))
+    # words at the ends of the grid (a zero uniform, a uniform of 1, fields all ones: the
+    # picks' rejection loops run on) in a third of the places after the sign words
+    special = np.array([0, 2**64 - 1, 2**63, 2**11 - 1, 2**11], dtype=np.uint64)
+    nw = sign_words(d)
+    put = rng.random((N, words.shape[1] - nw)) < 1 / 3
+    words[:, nw:][put] = rng.choice(special, size=int(put.sum()))
     spills = [Spill(np.random.default_rng(7)) for _ in range(2)]
     got = select_rows(D, beta, words, spills[0])
     np.testing.assert_array_equal(got, _scalar_rows(D, beta, words, spills[1]))
