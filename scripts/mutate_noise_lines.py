@@ -200,6 +200,8 @@ class _Finder(ast.NodeVisitor):
             self.sites.append((expr, "clip"))
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        if node.name == "_main":  # a module's script entry (prints its docstring's numbers)
+            return
         self._func.append(node.name)
         for stmt in node.body:  # skip the docstring
             if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
