@@ -405,9 +405,10 @@ def _records(out: Path) -> dict[str, list[dict]]:
 
 
 def run(paths: list[str], out: Path, jobs: int, timeout: float | None,
-        recheck: bool = False) -> None:
-    """Run the mutants of ``paths`` not yet in ``out``; with ``recheck``, run again those
-    whose last verdict is "survived" (after new tests), appending ``phase: after``."""
+        recheck: bool = False, kinds: frozenset[str] | None = None) -> None:
+    """Run the mutants of ``paths`` (of ``kinds``, default all) not yet in ``out``; with
+    ``recheck``, run again those whose last verdict is "survived" (after new tests),
+    appending ``phase: after``."""
     recs = _records(out)
     todo: list[Mutant] = []
     for p in paths:
@@ -416,6 +417,7 @@ def run(paths: list[str], out: Path, jobs: int, timeout: float | None,
                      if m.key in recs and recs[m.key][-1]["verdict"] == "survived"]
         else:
             todo += [m for m in mutants(p) if m.key not in recs]
+    todo = [m for m in todo if kinds is None or m.kind in kinds]
     if not todo:
         return
     with tempfile.TemporaryDirectory(prefix="mutnoise-") as tmp:
@@ -504,6 +506,8 @@ def main() -> None:
     ap.add_argument("--report", action="store_true", help="print the tables of --out")
     ap.add_argument("--recheck", action="store_true",
                     help="run again the mutants whose last verdict is survived")
+    ap.add_argument("--kinds", default=None,
+                    help="comma-separated kinds to run (scale, clip, drop, sqrt, const)")
     a = ap.parse_args()
     if a.report:
         print(report(a.out))
@@ -513,7 +517,8 @@ def main() -> None:
             for m in mutants(p):
                 print(f"{m.path}:{m.line} [{m.kind}] {m.what}")
         return
-    run(a.files, a.out, a.jobs, a.timeout, a.recheck)
+    run(a.files, a.out, a.jobs, a.timeout, a.recheck,
+        None if a.kinds is None else frozenset(a.kinds.split(",")))
     print(report(a.out))
 
 
