@@ -386,3 +386,78 @@ def test_noisy_sgd_accountant_multiplier_is_the_smallest_the_rdp_accountant_cert
                                    calibration="accountant")
     assert _wor_rdp_epsilon(n, k, steps, delta, SCO_BASELINE_ORDERS) <= eps
     assert _wor_rdp_epsilon(n, k * 0.995, steps, delta, SCO_BASELINE_ORDERS) > eps
+
+
+def test_dp_tofw_fallback_search_is_the_smallest_gdp_certifies(monkeypatch):
+    """When the bracket around the exact Gaussian-DP value fails (here forced by a wrong
+    ``gdp_mu``), ``gaussian_tree_multiplier``'s unbracketed search still returns the smallest
+    multiplier certifying (eps, delta) for ``h`` Gaussian nodes."""
+    from dpbandits.optim.streaming import dp_tofw
+    from dpbandits.privacy import accounting
+
+    monkeypatch.setattr(accounting, "gdp_mu", lambda eps, delta: 100.0)
+    dp_tofw.gaussian_tree_multiplier.cache_clear()
+    try:
+        z = dp_tofw.gaussian_tree_multiplier(9, 0.9, 1e-5)
+    finally:
+        dp_tofw.gaussian_tree_multiplier.cache_clear()
+    assert_tight_gaussian(z, 9, 1.0, 0.9, 1e-5)
+
+
+@pytest.mark.parametrize("p, d, n, eps, delta", [(math.inf, 5, 4, 60.0, 0.3),
+                                                 (2.0, 6, 500, 1.0, 1e-5)])
+def test_dp_tofw_theorem_plan_std_and_sigma_plus_follow_the_multiplier(p, d, n, eps, delta):
+    """DP-TOFW's Gaussian branch (theorem calibration, eq. 3.2 and its raised guard): the
+    per-node multiplier certifies the per-node target ``(eps/h, delta/h)`` (exact Gaussian
+    delta, Balle & Wang 2018), and the drawn std and ``sigma_plus`` are that multiplier times
+    the l2 sensitivity of one increment and times the smooth norm's scale."""
+    from dpbandits.optim.streaming.dp_tofw import DPTOFW
+
+    opt = DPTOFW("squared", dim=d, p=p, radius=1.0, horizon=n, epsilon=eps, delta=delta,
+                 x_bound=1.0, y_bound=1.0)
+    h = math.ceil(math.log2(n)) + 1
+    z = opt.noise_multiplier
+    assert gdp_delta(1.0 / z, eps / h) <= delta / h * (1 + 1e-9)
+    q = opt.dual_exponent
+    c2 = 1.0 if q <= 2 else d ** (0.5 - (0.0 if math.isinf(q) else 1.0 / q))
+    assert opt.node_noise_std == pytest.approx(z * c2 * opt.sensitivity, rel=1e-12)
+    assert opt.sigma_plus == pytest.approx(opt.node_noise_std * opt.noise_geometry.scale,
+                                           rel=1e-12)
+
+
+@pytest.mark.parametrize("calibration", ["theorem", "accountant"])
+def test_dp_tofw_generalized_ledger_states_the_drawn_norm(calibration):
+    """The generalized-Gaussian ledger (p = 1.5) states the smooth norm the nodes are drawn
+    in: its ``scale``, ``q_plus`` and ``kappa`` are the optimizer's noise geometry, and its
+    ``sigma_plus`` and sensitivity the plan's."""
+    from dpbandits.optim.streaming.dp_tofw import DPTOFW
+
+    opt = DPTOFW("squared", dim=20, p=1.5, radius=1.0, horizon=1000, epsilon=1.0,
+                 delta=1e-5, x_bound=1.0, y_bound=1.0, calibration=calibration)
+    geom, led = opt.noise_geometry, opt.ledger
+    assert not opt.gaussian_branch
+    assert (led.scale, led.q_plus, led.kappa) == (geom.scale, geom.q_plus, geom.kappa)
+    assert (led.sigma_plus, led.sensitivity) == (opt.sigma_plus, opt.sensitivity)
+
+
+@pytest.mark.parametrize("calibration", ["theorem", "accountant"])
+def test_noisy_sgd_plan_declares_the_sensitivity_its_noise_is_relative_to(calibration):
+    """NoisySGD's plan: the multiplier is relative to the replace-one sensitivity ``2 L0``
+    (two clipped gradients of norm ``<= L0``), the drawn std is their product."""
+    from dpbandits.optim import NoisySGD
+
+    opt = NoisySGD(p=2.0, radius=1.0, epsilon=1.0, delta=1e-5, lipschitz=0.7,
+                   calibration=calibration)
+    plan = opt.plan_for(40)
+    assert plan.sensitivities["multiplier"] == 2.0 * 0.7
+    assert opt.sigma(40) == pytest.approx(plan.scales["multiplier"] * 1.4, rel=1e-15)
+
+
+def test_dp_ucb_authors_code_plan_holds_the_codes_sigma():
+    """dp-ucb-authors-code's plan ``sigma`` (the std its rounds draw) is the code's
+    ``sqrt(16 m) d K ln(4/delta) / epsilon``."""
+    from dpbandits.agents.authors_code import authors_dpucb_sigma
+
+    agent = make_agent("dp-ucb-authors-code", n_arms=3, dim=4, horizon=500, epsilon=0.8,
+                       delta=1e-4)
+    assert agent.plan.scales["sigma"] == authors_dpucb_sigma(500, 3, 4, 0.8, 1e-4)
