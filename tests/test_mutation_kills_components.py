@@ -461,3 +461,62 @@ def test_dp_ucb_authors_code_plan_holds_the_codes_sigma():
     agent = make_agent("dp-ucb-authors-code", n_arms=3, dim=4, horizon=500, epsilon=0.8,
                        delta=1e-4)
     assert agent.plan.scales["sigma"] == authors_dpucb_sigma(500, 3, 4, 0.8, 1e-4)
+
+
+@pytest.mark.parametrize("p", [1.5, 2.0])
+def test_noisy_sfw_draws_lemma_2_1_sigma_over_the_norm_scale(monkeypatch, p):
+    """NoisySFW's noise (no spread test: the iterates show only the LMO's vertex): every
+    generalized-Gaussian draw gets ``sigma / plus_scale`` in ``l_{q_plus}`` with ``sigma =
+    ratio * sensitivity``, ``ratio = sqrt(2 kappa log(1/delta)) / eps`` (Lemma 2.1 of Han et
+    al. 2022), ``sigma0`` for the first aggregate and ``sigma`` for the K rounds; the
+    sensitivities are ``2 L0 / |B0|`` and ``2 L1 eta M / b`` (Bassily, Guzman & Nandi 2021).
+    Recorded at the call, and the draws followed to the LMO on zero data; the sampler's own
+    law is tested in test_mechanisms.py."""
+    import numpy as np
+
+    from dpbandits.optim import NoisySFW
+    from dpbandits.optim.batch import noisy_sfw
+
+    calls, drawn, seen = [], [], []
+    unit = np.random.default_rng(2)
+
+    def recording(rng, sigma, q, d, size):
+        calls.append((float(sigma), float(q), tuple(size)))
+        drawn.append(unit.normal(size=(*size, d)))
+        return drawn[-1]
+
+    lmo = noisy_sfw.lmo_lp_ball
+
+    def lmo_recording(grad, p, r):
+        seen.append(np.array(grad))
+        return lmo(grad, p, r)
+
+    monkeypatch.setattr(noisy_sfw, "generalized_gaussian_noise", recording)
+    monkeypatch.setattr(noisy_sfw, "lmo_lp_ball", lmo_recording)
+    eps, delta, L0, L1, r = 1.0, 1e-3, 1.5, 2.0, 1.0
+    opt = NoisySFW(p=p, radius=r, epsilon=eps, delta=delta, lipschitz=L0, smoothness=L1)
+    n, d = 64, 5
+    # zero data: every gradient is 0, so the LMO sees the first draw, then its running sum
+    opt.fit("squared", np.zeros((n, d)), np.zeros(n), np.random.default_rng(1))
+    np.testing.assert_array_equal(seen[0], drawn[0])
+    np.testing.assert_allclose(np.diff(np.stack(seen), axis=0)[:, 0], drawn[1][:, 0],
+                               rtol=1e-12, atol=1e-12)
+    sch = opt.schedule(n, d)
+    assert sch.sensitivity0 == pytest.approx(2 * L0 / (n // 2), rel=1e-15)
+    assert sch.sensitivity == pytest.approx(2 * L1 * sch.eta * 2 * r / sch.batch_size,
+                                            rel=1e-15)
+    ratio = math.sqrt(2 * sch.kappa * math.log(1 / delta)) / eps
+    if sch.sigma_raised:  # Gaussian branch raised to the exact value: at least Lemma 2.1's
+        assert sch.sigma_over_sensitivity >= ratio
+    else:
+        assert sch.sigma_over_sensitivity == pytest.approx(ratio, rel=1e-15)
+    assert sch.sigma0 == pytest.approx(sch.sigma_over_sensitivity * sch.sensitivity0, rel=1e-15)
+    assert sch.sigma == pytest.approx(sch.sigma_over_sensitivity * sch.sensitivity, rel=1e-15)
+    K = sch.n_rounds
+    assert calls == [(sch.sigma0 / sch.plus_scale, sch.q_plus, (1,)),
+                     (sch.sigma / sch.plus_scale, sch.q_plus, (K, 1))]
+    if sch.gaussian_branch:  # the ledger's multiplier: the rounds' std over their l2 sensitivity
+        ledger = opt.plan_for(n, d).ledger
+        assert ledger.noise_multiplier == pytest.approx(
+            sch.sigma / sch.plus_scale / sch.sensitivity, rel=1e-12)
+        assert sch.noise_multiplier == ledger.noise_multiplier
