@@ -520,3 +520,29 @@ def test_noisy_sfw_draws_lemma_2_1_sigma_over_the_norm_scale(monkeypatch, p):
         assert ledger.noise_multiplier == pytest.approx(
             sch.sigma / sch.plus_scale / sch.sensitivity, rel=1e-12)
         assert sch.noise_multiplier == ledger.noise_multiplier
+
+
+@pytest.mark.parametrize("noise_std", [None, 0.37])
+def test_private_ftrl_plan_noise_and_sensitivity_are_what_it_draws(noise_std):
+    """Private FTRL (p = 2): a given ``noise_std`` is the std drawn (never rescaled), the
+    plan's sigma is relative to the sensitivity ``2 L`` it declares, the fit reports the std
+    it drew, and the certified ledger is one Gaussian of multiplier ``sigma / (2 L)``."""
+    import numpy as np
+
+    from dpbandits.optim import PrivateFTRL
+
+    L, n = 0.6, 30
+    opt = PrivateFTRL(p=2.0, lipschitz=L, epsilon=1.0, delta=1e-5, noise_std=noise_std)
+    plan = opt.plan_for(n)
+    sigma = plan.scales["sigma"]
+    if noise_std is not None:
+        assert sigma == noise_std
+    assert plan.sensitivities["sigma"] == 2.0 * L
+    assert opt.certified_ledger_for(n).noise_multiplier == pytest.approx(sigma / (2 * L),
+                                                                          rel=1e-15)
+    rng = np.random.default_rng(0)
+    from dpbandits.losses import SquaredLoss
+
+    res = opt.fit(SquaredLoss(), rng.normal(size=(n, 3)), rng.normal(size=n),
+                  np.random.default_rng(1))
+    assert res.extra["noise_std"] == sigma
