@@ -361,16 +361,18 @@ def test_dp_hdb_authors_code_draws_the_codes_laplace_scale_each_round(monkeypatc
     np.testing.assert_allclose(seen, expected, rtol=1e-14)
 
 
-def _wor_rdp_epsilon(n: int, k: float, steps: int, delta: float, orders) -> float:
-    """Epsilon of ``steps`` Gaussians (multiplier ``k``) each on one record sampled without
-    replacement from ``n``, by dp_accounting's RDP accountant directly (replace-one)."""
+def _wor_rdp_epsilon(n: int, k: float, steps: int, delta: float, orders,
+                     sample_size: int = 1) -> float:
+    """Epsilon of ``steps`` Gaussians (multiplier ``k``) each on ``sample_size`` records
+    sampled without replacement from ``n``, by dp_accounting's RDP accountant directly
+    (replace-one)."""
     import dp_accounting
     from dp_accounting.privacy_accountant import NeighboringRelation
     from dp_accounting.rdp import RdpAccountant
 
     acc = RdpAccountant(list(orders), NeighboringRelation.REPLACE_ONE)
     acc.compose(dp_accounting.SelfComposedDpEvent(dp_accounting.SampledWithoutReplacementDpEvent(
-        n, 1, dp_accounting.GaussianDpEvent(k)), steps))
+        n, sample_size, dp_accounting.GaussianDpEvent(k)), steps))
     return acc.get_epsilon(delta)
 
 
@@ -546,3 +548,22 @@ def test_private_ftrl_plan_noise_and_sensitivity_are_what_it_draws(noise_std):
     res = opt.fit(SquaredLoss(), rng.normal(size=(n, 3)), rng.normal(size=n),
                   np.random.default_rng(1))
     assert res.extra["noise_std"] == sigma
+
+
+def test_private_sgd_accountant_sigma_is_2l_times_the_smallest_certified_multiplier():
+    """Private SGD (``calibration="accountant"``): ``sigma = 2 L k`` with ``k`` the smallest
+    multiplier for which one Gaussian on ``K = floor(n/2) + 1`` records sampled without
+    replacement from ``n`` is (eps, delta)-DP by dp_accounting's RDP accountant (replace-one,
+    the calibration's orders); 1 % less noise is not. A given ``noise_std`` is drawn as is."""
+    from dpbandits.optim import PrivateSGD
+    from dpbandits.privacy.accounting.rdp import WOR_SEARCH_ORDERS
+
+    n, L, eps, delta = 40, 0.8, 1.0, 1e-5
+    opt = PrivateSGD(epsilon=eps, delta=delta, lipschitz=L, calibration="accountant")
+    sigma = opt.plan_for(n).scales["sigma"]
+    k = sigma / (2 * L)
+    K = n // 2 + 1
+    assert _wor_rdp_epsilon(n, k, 1, delta, WOR_SEARCH_ORDERS, sample_size=K) <= eps
+    assert _wor_rdp_epsilon(n, 0.99 * k, 1, delta, WOR_SEARCH_ORDERS, sample_size=K) > eps
+    given = PrivateSGD(epsilon=eps, delta=delta, lipschitz=L, noise_std=0.41)
+    assert given.plan_for(n).scales["sigma"] == 0.41
