@@ -567,3 +567,42 @@ def test_private_sgd_accountant_sigma_is_2l_times_the_smallest_certified_multipl
     assert _wor_rdp_epsilon(n, 0.99 * k, 1, delta, WOR_SEARCH_ORDERS, sample_size=K) > eps
     given = PrivateSGD(epsilon=eps, delta=delta, lipschitz=L, noise_std=0.41)
     assert given.plan_for(n).scales["sigma"] == 0.41
+
+
+def _svrg_plan_check(opt, n: int, G: float) -> float:
+    """DP-SVRG's plan: ``sigma^2 = (k_sub 4G)^2 + (k_full 2G/n)^2`` with the multipliers its
+    ledger states (App. B.2 of Wang, Ye & Xu 2017: the step's noise split into the sampled
+    part and the snapshot part); returns sigma."""
+    plan = opt.plan_for(n)
+    step = plan.ledger.event
+    k_sub = step.events[0].event.noise_multiplier
+    k_full = step.events[1].noise_multiplier
+    sigma = plan.scales["sigma"]
+    assert sigma == pytest.approx(math.hypot(k_sub * 4 * G, k_full * 2 * G / n), rel=1e-12)
+    return sigma
+
+
+def test_dp_svrg_given_noise_std_is_split_not_rescaled():
+    """A given ``noise_std`` is the std drawn, the ledger splits exactly that std, and the
+    fit reports it."""
+    import numpy as np
+
+    from dpbandits.losses import SquaredLoss
+    from dpbandits.optim import DPSVRG
+
+    n, G = 30, 0.9
+    opt = DPSVRG(epsilon=1.0, delta=1e-5, clip_norm=G, noise_std=0.53, n_epochs=1,
+                 step_size=0.1, inner_steps=5)
+    assert _svrg_plan_check(opt, n, G) == 0.53
+    rng = np.random.default_rng(0)
+    res = opt.fit(SquaredLoss(), rng.normal(size=(n, 2)), rng.normal(size=n),
+                  np.random.default_rng(1))
+    assert res.extra["noise_std"] == 0.53
+
+
+@pytest.mark.heavy  # the accountant's split search takes seconds
+def test_dp_svrg_calibrated_sigma_is_the_ledgers_split():
+    from dpbandits.optim import DPSVRG
+
+    _svrg_plan_check(DPSVRG(epsilon=1.0, delta=1e-5, clip_norm=0.9, n_epochs=1, step_size=0.1,
+                            inner_steps=5), 30, 0.9)
