@@ -593,6 +593,14 @@ def test_private_sgd_reported_figures_are_those_of_the_noise_drawn():
     # <= 1/(2 sqrt n), and 6 exp(-n/16) <= delta)
     th = PrivateSGD(epsilon=0.2, delta=delta, lipschitz=L, calibration="theorem")
     assert th.theorem_privacy_for(1000) == th.plan_for(1000).guarantee
+    import numpy as np
+
+    from dpbandits.losses import SquaredLoss
+
+    rng = np.random.default_rng(0)
+    res = opt.fit(SquaredLoss(), rng.normal(size=(n, 2)), rng.normal(size=n),
+                  np.random.default_rng(1))
+    assert res.extra["noise_std"] == sigma  # the std it reports is the one it drew
 
 
 def _svrg_plan_check(opt, n: int, G: float) -> float:
