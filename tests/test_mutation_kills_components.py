@@ -668,3 +668,20 @@ def test_fliphat_episode_multipliers_are_the_peeling_lemmas(calibration):
     rows = agent.budget_split
     assert rows and all(r["noise_multiplier"] == agent.noise_multiplier(r["length"])
                         for r in rows)
+
+
+def test_fliphat_niht_sensitivities_are_the_written_formulas():
+    """The N-IHT step's l_inf sensitivities: the certified worst case ``2 eta x (x ||theta||_1
+    + r) / n`` and the authors' ``eta (x C + r) / (2 n)`` (FLIPHAT's "authors" reading),
+    recomputed here."""
+    import numpy as np
+
+    from dpbandits.agents import _niht
+
+    theta = np.array([[0.5, -1.0, 0.25], [0.0, 0.0, 0.0]])
+    n, step, x, r = 40, 0.7, 1.5, 0.8
+    got = _niht.sensitivity(theta, n, step=step, x_max=x, r_max=r, blocks=None)
+    np.testing.assert_allclose(got, [2 * step * x * (x * 1.75 + r) / n, 2 * step * x * r / n],
+                               rtol=1e-15)
+    assert _niht.sensitivity_authors(n, step=step, x_max=x, r_max=r, radius=2.0) == \
+        pytest.approx(step * (x * 2.0 + r) / (2 * n), rel=1e-15)
