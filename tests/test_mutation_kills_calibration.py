@@ -214,7 +214,8 @@ def test_an_answer_exactly_on_the_target_is_confirmed_and_a_lie_about_it_caught(
 # -- contract measurements (contributions.largest_norm, largest_change) ------------------------
 def test_measurements_of_integer_rows_are_exact_where_int64_arithmetic_wraps():
     # differences 2^63 and 3 * 2^62 overflow int64 (to -2^63 and -2^62); every entry and
-    # difference is a float64 exactly, so the measurement is exact in every norm
+    # difference is a float64 exactly, so the measurement is exact in every norm. (0, 1) and
+    # (1, 0) tie, as both rows' norms do: the first maximal pair / row is named
     for rows, change in (([[-2**62], [2**62]], 2.0**63),
                          ([[-(3 << 61)], [3 << 61]], 3 * 2.0**62)):
         values = np.array(rows, dtype=np.int64)
