@@ -1,5 +1,6 @@
-"""Tests added to kill surviving mutants of DP-SVRG's noise split and of the store check of
-the noise searches (privacy/accounting/calibration.py), of the contract measurements
+"""Tests added to kill surviving mutants of DP-SVRG's noise split, the GDP multiplier's margin,
+the RDP conversion of the searches and the store check of the noise searches
+(privacy/accounting/calibration.py), of the contract measurements
 (privacy/contributions.py) and of the chunked noise streams (privacy/streams.py)
 (scripts/mutation.sh, docs/mutation-report.md). Each pins a contract whose mutation changed
 the noise drawn, the epsilon claimed, a measured sensitivity or the rounds a stream hands out.
@@ -19,6 +20,7 @@ import numpy as np
 import pytest
 from dp_accounting.rdp import RdpAccountant, compute_epsilon
 from test_certificate_store import _new_process, _plant, _store_warnings
+from test_mutation_kills_components import gdp_delta
 
 from dpbandits._background import executor
 from dpbandits.privacy.accounting import calibrate, calibration, epsilon_of, gaussian_event
@@ -29,6 +31,28 @@ from dpbandits.privacy.streams import CHUNK_BUDGET, MAX_CHUNK, ChunkedDraws, chu
 ORDERS = np.asarray(WOR_SEARCH_ORDERS, dtype=float)
 #: the relative tolerance of the precision search (calibration._largest_gaussian_precision)
 PRECISION_RTOL = 1e-6
+
+
+# -- Gaussian multipliers and RDP curves (calibration.gaussian_multiplier, _search_epsilon) ----
+@pytest.mark.parametrize("epsilon, delta, count", [(1.0, 1e-5, 1), (0.3, 1e-6, 50),
+                                                   (4.0, 1e-3, 7)])
+def test_gaussian_multiplier_keeps_its_margin_on_the_safe_side(epsilon, delta, count):
+    # count Gaussians of multiplier k are exactly (sqrt(count)/k)-GDP (Dong, Roth & Su 2019),
+    # whose delta at each epsilon is closed-form: k meets delta at epsilon (1 - margin), so at
+    # epsilon with room, and the room is no more than that margin
+    margin = 1e-6
+    mu = math.sqrt(count) / calibration.gaussian_multiplier(epsilon, delta, count, margin)
+    assert gdp_delta(mu, epsilon) < delta < gdp_delta(mu, epsilon * (1.0 - 2.0 * margin))
+
+
+def test_an_order_whose_rdp_bound_overflowed_certifies_nothing():
+    # dp_accounting's conversion reads a NaN order as epsilon 0: the search must drop it
+    rdp = 0.01 * ORDERS
+    broken = rdp.copy()
+    broken[-1], broken[-2] = math.inf, math.nan
+    finite = float(compute_epsilon(ORDERS[:-2], rdp[:-2], 1e-5)[0])
+    assert calibration._search_epsilon(broken, 1e-5) == finite
+    assert calibration._search_epsilon(rdp, 1e-5) == float(compute_epsilon(ORDERS, rdp, 1e-5)[0])
 
 
 # -- DP-SVRG's noise split (calibration.svrg_multipliers, svrg_split) -------------------------
