@@ -567,6 +567,40 @@ def test_private_sgd_accountant_sigma_is_2l_times_the_smallest_certified_multipl
     assert _wor_rdp_epsilon(n, 0.99 * k, 1, delta, WOR_SEARCH_ORDERS, sample_size=K) > eps
     given = PrivateSGD(epsilon=eps, delta=delta, lipschitz=L, noise_std=0.41)
     assert given.plan_for(n).scales["sigma"] == 0.41
+    assert opt.plan_for(n).sensitivities["sigma"] == 2 * L
+
+
+def test_private_sgd_reported_figures_are_those_of_the_noise_drawn():
+    """Private SGD's other figures for the plan's sigma: ``accountant_privacy_for`` is the
+    RDP accountant's epsilon of that noise (dp_accounting directly, the package's RDP
+    orders); ``amplified_epsilon`` is ``ln(1 + gamma (e^eps0 - 1))`` with ``eps0`` the exact
+    epsilon of a ``2L/sigma``-GDP step at ``delta / gamma``, ``gamma = K/n`` (Balle, Barthe &
+    Gaboardi 2018, Thm 10): checked through the GDP delta at the recovered ``eps0``; and
+    Theorem 6's figure is the plan's own guarantee under ``calibration="theorem"``."""
+    from dpbandits.optim import PrivateSGD
+    from dpbandits.privacy.accounting.rdp import RDP_ORDERS
+
+    n, L, eps, delta = 40, 0.8, 1.0, 1e-5
+    opt = PrivateSGD(epsilon=eps, delta=delta, lipschitz=L, calibration="accountant")
+    sigma = opt.plan_for(n).scales["sigma"]
+    K = n // 2 + 1
+    ref = _wor_rdp_epsilon(n, sigma / (2 * L), 1, delta, RDP_ORDERS, sample_size=K)
+    assert opt.accountant_privacy_for(n).epsilon == pytest.approx(ref, rel=1e-9)
+    gamma = K / n
+    eps0 = math.log1p(math.expm1(opt.amplified_epsilon(n)) / gamma)
+    assert gdp_delta(2 * L / sigma, eps0) == pytest.approx(delta / gamma, rel=1e-6)
+    # Theorem 6 applies at eps = 0.2, n = 1000 (Remark 1's eps/(8 sqrt(log(3/delta)))
+    # <= 1/(2 sqrt n), and 6 exp(-n/16) <= delta)
+    th = PrivateSGD(epsilon=0.2, delta=delta, lipschitz=L, calibration="theorem")
+    assert th.theorem_privacy_for(1000) == th.plan_for(1000).guarantee
+    import numpy as np
+
+    from dpbandits.losses import SquaredLoss
+
+    rng = np.random.default_rng(0)
+    res = opt.fit(SquaredLoss(), rng.normal(size=(n, 2)), rng.normal(size=n),
+                  np.random.default_rng(1))
+    assert res.extra["noise_std"] == sigma  # the std it reports is the one it drew
 
 
 def _svrg_plan_check(opt, n: int, G: float) -> float:
