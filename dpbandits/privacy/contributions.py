@@ -69,9 +69,9 @@ def largest_norm(values: np.ndarray, ord: float) -> tuple[float, int]:
 
 
 def largest_change(values: np.ndarray, ord: float) -> tuple[float, int, int]:
-    """``(max_{i,j} ||values[i] - values[j]||_ord, i, j)`` over all pairs of rows, the
-    norms by :func:`dpbandits.geometry.lp_norm` as in :func:`largest_norm`. A non-finite row
-    (or difference) gives ``inf``."""
+    """``(max_{i,j} ||values[i] - values[j]||_ord, i, j)`` over all pairs of rows, ``(i, j)``
+    the first maximal pair in row order, the norms by :func:`dpbandits.geometry.lp_norm` as
+    in :func:`largest_norm`. A non-finite row (or difference) gives ``inf``."""
     values = np.asarray(values, dtype=np.float64)
     n = values.shape[0]
     best, where = -1.0, (0, 0)
