@@ -17,8 +17,10 @@ Each mutant is written into a temporary copy of the repository (``dpbandits/``, 
 mutant) and runs the component's fast test selection (``TARGETS``) with ``pytest -x``; a
 non-zero exit (or the timeout) kills it. The selections leave out the golden digest and
 fingerprint tests (``EXCLUDE``): a digest changes with any intended change, so a mutant only a
-digest catches counts as survived. Results go to a JSON-lines file, one line per mutant, read
-back on a re-run (resumable); the order of mutants is deterministic.
+digest catches counts as survived. ``--recheck`` runs the survivors again against the spread
+and kill tests of their component (``-k`` words), the heavy ones included: the first pass
+leaves those out, since they take seconds each. Results go to a JSON-lines file, one line per
+mutant, read back on a re-run (resumable); the order of mutants is deterministic.
 
     python scripts/mutate_noise_lines.py --out mutants_components.jsonl [FILE ...]
     python scripts/mutate_noise_lines.py --list dpbandits/agents/dp_ucb.py   # mutants only
@@ -83,12 +85,14 @@ _T = {
                                      "tests/test_wishart_row_bound.py"],
     "dpbandits/agents/authors_code.py": ["tests/test_ucb_kernels.py",
                                          "tests/test_agent_contract.py"],
-    "dpbandits/optim/streaming/dp_pofw.py": ["tests/test_dp_pofw.py"],
-    "dpbandits/optim/streaming/_pofw_kernels.py": ["tests/test_dp_pofw.py"],
+    "dpbandits/optim/streaming/dp_pofw.py": ["tests/test_dp_pofw.py", "tests/test_vertex_rnm.py"],
+    "dpbandits/optim/streaming/_pofw_kernels.py": ["tests/test_dp_pofw.py",
+                                                   "tests/test_vertex_rnm.py"],
     "dpbandits/optim/streaming/_clip_kernels.py": ["tests/test_row_norms.py",
                                                    "tests/test_dp_tofw.py"],
-    "dpbandits/agents/dp_hdb.py": ["tests/test_dp_hdb.py"],
-    "dpbandits/agents/_hdb_kernels.py": ["tests/test_dp_hdb.py", "tests/test_backends.py"],
+    "dpbandits/agents/dp_hdb.py": ["tests/test_dp_hdb.py", "tests/test_vertex_rnm.py"],
+    "dpbandits/agents/_hdb_kernels.py": ["tests/test_dp_hdb.py", "tests/test_backends.py",
+                                         "tests/test_vertex_rnm.py"],
     "dpbandits/optim/streaming/dp_tofw.py": ["tests/test_dp_tofw.py"],
     "dpbandits/optim/batch/oracle.py": ["tests/test_dp_erm.py", "tests/test_private_sgd.py",
                                         "tests/test_gradient_clip_extremes.py"],
@@ -133,9 +137,6 @@ _T = {
 }
 #: a component's fast test selection: spread tests, its own tests, the plan's
 TARGETS: dict[str, list[str]] = {p: [*SPREAD, *ts, *COMMON] for p, ts in _T.items()}
-#: a re-check runs a survivor only against the new tests of its component (it passed the
-#: rest of its selection on its first run)
-KILLS = "tests/test_mutation_kills_components.py"
 PYTEST_ARGS = ["-x", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly",
                "-m", "not slow and not integration and not heavy", "-k", EXCLUDE]
 
@@ -201,6 +202,8 @@ class _Finder(ast.NodeVisitor):
             self.sites.append((expr, "clip"))
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        if node.name == "_main":  # a module's script entry (prints its docstring's numbers)
+            return
         self._func.append(node.name)
         for stmt in node.body:  # skip the docstring
             if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
@@ -350,20 +353,34 @@ def _copy_repo(dest: Path) -> None:
             shutil.copy2(ROOT / name, dest / name)
 
 
+#: the -k words of a file's tests in the spread and kill files, where the file's stem is not
+#: (pytest matches -k words case-insensitively)
+_K_WORDS = {"pofw_kernels": "pofw", "dp_pofw": "pofw", "noisy_sgd_kernel": "noisy_sgd",
+            "ucb_kernels": "dp_ucb", "ucb_ops": "dp_ucb", "hdb_kernels": "dp_hdb",
+            "clip_kernels": "tofw or pofw", "dp_tofw": "tofw",
+            "oracle": "dp_gd or accmd or svrg or private_sgd or full_gradient",
+            "dp_gd": "dp_gd or full_gradient", "dp_accmd": "accmd or full_gradient",
+            "dp_svrg": "svrg", "private_ftrl": "ftrl", "niht": "fliphat",
+            "adac_oful": "adac", "private_ridge": "adac or ldp_linucb",
+            "dp_gibo": "gibo", "common": "gibo", "noisy_sfw": "sfw"}
+
+
 def _component(path: str) -> str:
-    """The -k word of a component's tests in the kill file (``dp_pofw`` for
+    """The -k words of a file's tests in the spread and kill files (``pofw`` for
     ``dp_pofw.py`` and ``_pofw_kernels.py``)."""
     stem = Path(path).stem.lstrip("_")
-    return {"pofw_kernels": "dp_pofw", "noisy_sgd_kernel": "noisy_sgd"}.get(stem, stem)
+    return _K_WORDS.get(stem, stem)
 
 
-def _pytest(cwd: Path, tests: list[str], timeout: float, k: str | None = None
-            ) -> tuple[str, float, str]:
+def _pytest(cwd: Path, tests: list[str], timeout: float, k: str | None = None,
+            heavy: bool = False) -> tuple[str, float, str]:
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
                PYTHONDONTWRITEBYTECODE="1", NUMBA_CACHE_DIR=str(cwd / ".numba"),
                PYTHONPATH=str(cwd), HYPOTHESIS_STORAGE_DIRECTORY=str(cwd / ".hypothesis"))
     tests = [t for t in tests if (cwd / t.split("::")[0]).exists()]
-    args = PYTEST_ARGS if k is None else [*PYTEST_ARGS[:-1], f"({EXCLUDE}) and {k}"]
+    args = PYTEST_ARGS if k is None else [*PYTEST_ARGS[:-1], f"({EXCLUDE}) and ({k})"]
+    if heavy:  # the heavy spread and kill tests too
+        args = [a.replace(" and not heavy", "") for a in args]
     cmd = [sys.executable, "-m", "pytest", *args, *tests]
     t0 = time.monotonic()
     try:
@@ -373,7 +390,9 @@ def _pytest(cwd: Path, tests: list[str], timeout: float, k: str | None = None
         return "timeout", time.monotonic() - t0, ""
     tail = (p.stdout.strip().splitlines() or [""])[-1]
     first = next((ln for ln in p.stdout.splitlines() if ln.startswith("FAILED")), tail)
-    verdict = {0: "survived", 1: "killed", 2: "killed"}.get(p.returncode, f"error{p.returncode}")
+    # 5: no test of the selection matches the component's -k words
+    verdict = {0: "survived", 1: "killed", 2: "killed", 5: "survived"}.get(
+        p.returncode, f"error{p.returncode}")
     return verdict, time.monotonic() - t0, first[:200]
 
 
@@ -388,9 +407,10 @@ def _records(out: Path) -> dict[str, list[dict]]:
 
 
 def run(paths: list[str], out: Path, jobs: int, timeout: float | None,
-        recheck: bool = False) -> None:
-    """Run the mutants of ``paths`` not yet in ``out``; with ``recheck``, run again those
-    whose last verdict is "survived" (after new tests), appending ``phase: after``."""
+        recheck: bool = False, kinds: frozenset[str] | None = None) -> None:
+    """Run the mutants of ``paths`` (of ``kinds``, default all) not yet in ``out``; with
+    ``recheck``, run again those whose last verdict is "survived" (after new tests),
+    appending ``phase: after``."""
     recs = _records(out)
     todo: list[Mutant] = []
     for p in paths:
@@ -399,6 +419,7 @@ def run(paths: list[str], out: Path, jobs: int, timeout: float | None,
                      if m.key in recs and recs[m.key][-1]["verdict"] == "survived"]
         else:
             todo += [m for m in mutants(p) if m.key not in recs]
+    todo = [m for m in todo if kinds is None or m.kind in kinds]
     if not todo:
         return
     with tempfile.TemporaryDirectory(prefix="mutnoise-") as tmp:
@@ -431,9 +452,9 @@ def run(paths: list[str], out: Path, jobs: int, timeout: float | None,
             original = target.read_text()
             try:
                 target.write_text(m.source)
-                if recheck:  # the kill file's tests of this component only
-                    verdict, secs, tail = _pytest(c, [KILLS], limits[m.path],
-                                                  _component(m.path))
+                if recheck:  # the spread and kill tests of this component, heavy ones too
+                    verdict, secs, tail = _pytest(c, SPREAD, limits[m.path],
+                                                  _component(m.path), heavy=True)
                 else:
                     verdict, secs, tail = _pytest(c, TARGETS.get(m.path, COMMON),
                                                   limits[m.path])
@@ -487,6 +508,8 @@ def main() -> None:
     ap.add_argument("--report", action="store_true", help="print the tables of --out")
     ap.add_argument("--recheck", action="store_true",
                     help="run again the mutants whose last verdict is survived")
+    ap.add_argument("--kinds", default=None,
+                    help="comma-separated kinds to run (scale, clip, drop, sqrt, const)")
     a = ap.parse_args()
     if a.report:
         print(report(a.out))
@@ -496,7 +519,8 @@ def main() -> None:
             for m in mutants(p):
                 print(f"{m.path}:{m.line} [{m.kind}] {m.what}")
         return
-    run(a.files, a.out, a.jobs, a.timeout, a.recheck)
+    run(a.files, a.out, a.jobs, a.timeout, a.recheck,
+        None if a.kinds is None else frozenset(a.kinds.split(",")))
     print(report(a.out))
 
 

@@ -72,7 +72,9 @@ def test_dp_accmd_steps_draw_the_plans_sigma():
         g = 4.0 * L * (x - ys[k + 1])
         noise.append(g)
         z_k = z_k - (k + 2) / (4.0 * L * (2.0 * r) ** 2) * r * r * g
-    assert_chi_square("dp-accmd", np.array(noise) / opt.plan_for(GD_N, GD_D).scales["sigma"])
+    sigma = opt.plan_for(GD_N, GD_D).scales["sigma"]
+    assert_chi_square("dp-accmd", np.array(noise) / sigma)
+    assert res.extra["noise_std"] == sigma  # the std it reports is the one it drew
 
 
 @pytest.mark.parametrize("cls", [DPGD, DPAccMD])

@@ -299,12 +299,40 @@ def test_vectorized_selection_takes_the_scalar_samplers_words(d, beta):
     the law of ``select_row`` itself is the chi-square tests' subject above. Rows mix
     scales (one all-zero row: no thinning walk) so every branch is taken."""
     rng = np.random.default_rng(1000 + d)
-    N = 120
+    N = 160
     D = rng.normal(size=(N, d)) * rng.choice([0.0, 0.01, 0.3, 1.0], size=(N, 1))
     D[0] = 0.0
+    D[1] = np.where(np.arange(d) % 2, 0.5, -0.5)  # ties at +/- M
     words = rng.bit_generator.random_raw((N, fixed_words(d)))
+    # words at the ends of the grid (a zero uniform, a uniform of 1, fields all ones: the
+    # picks' rejection loops run on) in a third of the places after the sign words
+    special = np.array([0, 2**64 - 1, 2**63, 2**11 - 1, 2**11], dtype=np.uint64)
+    nw = sign_words(d)
+    put = rng.random((N, words.shape[1] - nw)) < 1 / 3
+    words[:, nw:][put] = rng.choice(special, size=int(put.sum()))
     spills = [Spill(np.random.default_rng(7)) for _ in range(2)]
     got = select_rows(D, beta, words, spills[0])
     np.testing.assert_array_equal(got, _scalar_rows(D, beta, words, spills[1]))
     assert (spills[0].pos, spills[0].buf.size) == (spills[1].pos, spills[1].buf.size)
     assert np.all((0 <= got) & (got < 2 * d))
+
+
+@pytest.mark.parametrize("d, signs", [(12, 2**24 - 1), (8, 0b11), (8, 0b111111)])
+def test_a_pick_word_with_every_field_rejected_moves_to_the_next_word(d, signs):
+    """Rows whose pick word is all ones: with ``beta`` far above the spread the walk ends at
+    the first gap, the candidates are the sign bits, and every field of the all-ones word is
+    out of range (``2^5 - 1 >= 2d = 24`` for the many-candidates pick; ``7 >= 6`` for the
+    k-th-candidate pick), so both samplers must take the next word, never the word's leftover
+    top bits. Rows with two candidates (one bit per field, 64 fields) share the batch, so the
+    vectorized loop runs past the all-ones row's last whole field."""
+    nw = sign_words(d)
+    F = fixed_words(d)
+    rng = np.random.default_rng(5)
+    words = rng.bit_generator.random_raw((4, F))
+    words[:, 0] = [signs, 0b11, signs, 0b11]
+    words[:, nw] = 2**62  # the first gap: u = 1/4, far beyond the 2d positions
+    words[0::2, nw + 1] = 2**64 - 1
+    D = np.full((4, d), 0.5)
+    spills = [Spill(np.random.default_rng(7)) for _ in range(2)]
+    got = select_rows(D, 1e6, words, spills[0])
+    np.testing.assert_array_equal(got, _scalar_rows(D, 1e6, words, spills[1]))
