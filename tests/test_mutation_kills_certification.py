@@ -28,6 +28,7 @@ import dp_accounting
 import numpy as np
 import pytest
 from dp_accounting import dp_event as _ev
+from dp_accounting.rdp import compute_epsilon
 from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
@@ -190,14 +191,26 @@ _UNION = tuple(sorted(set(RDP_ORDERS) | set(SCO_BASELINE_ORDERS) | set(WOR_SEARC
 def test_without_replacement_ledger_is_certified_over_every_searched_order(n, k, count):
     delta = 1e-5
     ledger = wor_gaussian_event(n, 1, k, count)
-    union = replace_one_rdp_epsilon(ledger, delta, _UNION)
+    # dp_accounting's replace-one RDP accountant, directly
+    accountant = dp_accounting.rdp.RdpAccountant(
+        orders=list(_UNION), neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
+    accountant.compose(ledger)
+    curve = np.asarray(accountant.rdp)
+
+    def over(orders) -> float:
+        keep = np.isin(_UNION, orders)
+        return float(compute_epsilon(np.asarray(_UNION)[keep], curve[keep], delta)[0])
+
+    union = over(_UNION)
     cert = certify(ledger, delta, "replace-one")
-    assert cert.epsilon == union
+    assert cert.epsilon == pytest.approx(union, rel=1e-12)
     assert cert.delta == delta
     assert isinstance(cert.basis, str) and "rdp" in cert.basis.lower()
-    alone = [replace_one_rdp_epsilon(ledger, delta, orders)
-             for orders in (RDP_ORDERS, SCO_BASELINE_ORDERS, WOR_SEARCH_ORDERS)]
+    alone = [over(orders) for orders in (RDP_ORDERS, SCO_BASELINE_ORDERS, WOR_SEARCH_ORDERS)]
     assert all(union <= e for e in alone)
+    # the package's query on one grid is the same conversion
+    assert replace_one_rdp_epsilon(ledger, delta, WOR_SEARCH_ORDERS) == pytest.approx(
+        alone[2], rel=1e-12)
     # each case's optimal order lies in one grid only, so the union is strictly below the
     # other two (the epsilon over a set of orders is the least over its orders)
     assert sum(union < e for e in alone) == 2
@@ -232,6 +245,7 @@ def test_without_replacement_under_add_remove_is_not_certified_by_replace_one_rd
 ])
 def test_sampling_without_replacement_is_found_at_every_depth(nest):
     assert _has_wor_events(nest(_wor())) is True
+    assert _has_wor_events(nest(_wor(count=1))) is True  # the bare event
     # and the same shape without it is not flagged
     assert _has_wor_events(nest(gaussian_event(3.0))) is False
 
