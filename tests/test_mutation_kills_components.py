@@ -640,3 +640,31 @@ def test_dp_svrg_calibrated_sigma_is_the_ledgers_split():
 
     _svrg_plan_check(DPSVRG(epsilon=1.0, delta=1e-5, clip_norm=0.9, n_epochs=1, step_size=0.1,
                             inner_steps=5), 30, 0.9)
+
+
+@pytest.mark.parametrize("calibration", ["theorem", "authors"])
+def test_fliphat_episode_multipliers_are_the_peeling_lemmas(calibration):
+    """FLIPHAT's per-episode noise multiplier ``c_M`` (Laplace scale over the peeled vector's
+    l_inf sensitivity), for every episode of the horizon and for an episode length outside
+    the plan: ``"authors"`` runs each of the ``M`` peeling calls at ``(eps/M, delta/M)`` with
+    Lemma 3.3's scale ``2 sqrt(3 s ln(M/delta)) M / eps`` (Cai, Wang & Zhang 2021, computed
+    here); ``"theorem"`` is the peeling calibration of the whole episode (``count = M``)."""
+    from dpbandits.agents.fliphat import episode_schedule
+    from dpbandits.privacy.peeling import peeling_noise_multiplier
+
+    eps, delta, s, T = 1.2, 1e-4, 3, 200
+    agent = make_agent("fliphat", n_arms=2, dim=12, horizon=T, epsilon=eps, delta=delta,
+                       sparsity=s, calibration=calibration)
+    lengths = [n for start, n in episode_schedule(T) if start + n < T] + [3 * T]
+    for n in lengths:
+        M = agent.iterations(n)
+        lemma = 2.0 * math.sqrt(3.0 * s * math.log(M / delta)) * M / eps
+        c = agent.noise_multiplier(n)
+        if calibration == "authors":
+            assert c == pytest.approx(lemma, rel=1e-12)
+        else:
+            assert c == peeling_noise_multiplier(eps, delta, s, count=M, calibration="theorem")
+    # the budget table reports the multipliers drawn
+    rows = agent.budget_split
+    assert rows and all(r["noise_multiplier"] == agent.noise_multiplier(r["length"])
+                        for r in rows)
