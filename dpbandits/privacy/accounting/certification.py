@@ -66,10 +66,9 @@ def _has_wor_events(event: Any) -> bool:
     from dpbandits.privacy.accounting.events import flatten
 
     if isinstance(event, (dp_accounting.ComposedDpEvent, dp_accounting.SelfComposedDpEvent)):
-        # the distinct leaves (flatten is remembered for a ledger), not its 10^4 events
-        return any(isinstance(leaf, dp_accounting.SampledWithoutReplacementDpEvent)
-                   or (getattr(leaf, "event", None) is not None and _has_wor_events(leaf.event))
-                   for leaf in flatten(event)[0])
+        # the distinct leaves (flatten is remembered for a ledger), not its 10^4 events; a
+        # leaf is never composed, so each is one of the cases below
+        return any(_has_wor_events(leaf) for leaf in flatten(event)[0])
     if isinstance(event, dp_accounting.SampledWithoutReplacementDpEvent):
         return True
     inner = getattr(event, "event", None)
