@@ -685,3 +685,52 @@ def test_fliphat_niht_sensitivities_are_the_written_formulas():
                                rtol=1e-15)
     assert _niht.sensitivity_authors(n, step=step, x_max=x, r_max=r, radius=2.0) == \
         pytest.approx(step * (x * 2.0 + r) / (2 * n), rel=1e-15)
+
+
+@pytest.mark.parametrize("calibration", ["theorem", "accountant"])
+def test_ldp_linucb_plan_multiplier_is_its_std_over_the_unit_sensitivity(calibration):
+    """LDP-LinUCB's plan: the Gram std ``s`` (the paper's ``4 sqrt(2 ln(2.5/delta)) /
+    epsilon`` under ``"theorem"``, Zheng et al. 2020) is the ledger's multiplier times the
+    sensitivity of one user's unit-bounded message, and the target std is ``s B``."""
+    from dpbandits.agents.ldp_linucb import UNIT_SENSITIVITY, ldp_linucb_plan
+
+    eps, delta, B = 0.9, 1e-5, 3.0
+    plan = ldp_linucb_plan(eps, delta, calibration, B)
+    s, k = plan.scales["gram"], plan.scales["multiplier"]
+    if calibration == "theorem":
+        assert s == pytest.approx(4 * math.sqrt(2 * math.log(2.5 / delta)) / eps, rel=1e-14)
+    assert s == pytest.approx(k * UNIT_SENSITIVITY, rel=1e-14)
+    assert plan.ledger.noise_multiplier == k
+    assert plan.scales["target"] == pytest.approx(s * B, rel=1e-15)
+
+
+def test_ldp_linucb_unit_sensitivity_bounds_every_whitened_change_of_a_message():
+    """One user's message is the packed upper triangle (diagonal included) of ``u u^T`` and
+    ``y u`` (``||u|| <= 1``, ``|y| <= 1`` after normalization; Gram noise std 1, target noise
+    std 1 in these units). Searched over pairs ``u1 = e1``, ``u2`` at every angle and radius,
+    ``y`` at +/-1: the largest replace-one change of the whitened message is within
+    ``UNIT_SENSITIVITY``, which is the largest change with the Gram's change measured in the
+    Frobenius norm (the module's bound, attained up to the grid's step)."""
+    import numpy as np
+
+    from dpbandits.agents.ldp_linucb import UNIT_SENSITIVITY
+
+    a = np.linspace(0.0, np.pi, 20_001)[:, None]
+    packed = frobenius = 0.0
+    for r in np.linspace(0.0, 1.0, 101):
+        u2 = r * np.hstack([np.cos(a), np.sin(a)])
+        diag = np.stack([1.0 - u2[:, 0] ** 2, -u2[:, 1] ** 2], axis=1)
+        off = -u2[:, 0] * u2[:, 1]
+        for y2 in (1.0, -1.0):
+            t = ((np.array([1.0, 0.0]) - y2 * u2) ** 2).sum(1)
+            packed = max(packed, float(np.sqrt((diag**2).sum(1) + off**2 + t).max()))
+            frobenius = max(frobenius, float(np.sqrt((diag**2).sum(1) + 2 * off**2 + t).max()))
+    assert packed <= UNIT_SENSITIVITY * (1 + 1e-12)
+    assert UNIT_SENSITIVITY * (1 - 1e-6) <= frobenius <= UNIT_SENSITIVITY * (1 + 1e-12)
+
+
+def test_ldp_linucb_accountant_multiplier_is_the_smallest_certified():
+    from dpbandits.agents.ldp_linucb import ldp_linucb_plan
+
+    k = ldp_linucb_plan(0.9, 1e-5, "accountant", 1.0).scales["multiplier"]
+    assert_tight_gaussian(k, 1, 1.0, 0.9, 1e-5)
