@@ -248,6 +248,22 @@ def test_adac_oful_trigger_threshold_draws_the_plans_laplace_scale():
                           agent.trigger_scales[0])
 
 
+def test_adac_oful_trigger_query_draws_the_plans_laplace_scale():
+    # AboveThreshold's query noise: with zero contexts the query's increment is 0, and with
+    # the threshold noise set to ``b - log c`` one query fires iff ``b Lap(1) >= b``, i.e.
+    # with probability ``e^{-1}/2`` when the query noise has the plan's scale ``b``
+    # (``e^{-1.25}/2`` at 0.8 b, 15 standard errors away at R = 20,000); two-sided
+    # binomial at p = 1e-9
+    n = 20_000
+    agent = AdaCOFUL(n_arms=2, dim=2, horizon=16, epsilon=1.0, delta=1e-5)
+    agent.reset(n, np.random.default_rng(20261130))
+    b = agent.trigger_scales[1]
+    agent._threshold_noise[:] = b - agent._log_c
+    fired = agent._trigger(np.arange(n), np.zeros(n, dtype=np.int64), np.zeros((n, 2)))
+    p = math.exp(-1.0) / 2
+    assert stats.binomtest(int(fired.sum()), n, p).pvalue > 1e-9
+
+
 # -- fliphat: the Laplace noise of the released peeling values -------------------------------
 @pytest.mark.parametrize("backend", ["numpy", pytest.param("auto", marks=pytest.mark.heavy)])
 def test_fliphat_release_draws_the_plans_laplace_scale(backend):
