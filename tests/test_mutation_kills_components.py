@@ -636,10 +636,21 @@ def test_dp_svrg_given_noise_std_is_split_not_rescaled():
 
 @pytest.mark.heavy  # the accountant's split search takes seconds
 def test_dp_svrg_calibrated_sigma_is_the_ledgers_split():
+    """The calibrated sigma is the split's std, rounded up until its square covers the
+    split's exact variance (sensitivities over the reals)."""
+    from fractions import Fraction
+
     from dpbandits.optim import DPSVRG
 
-    _svrg_plan_check(DPSVRG(epsilon=1.0, delta=1e-5, clip_norm=0.9, n_epochs=1, step_size=0.1,
-                            inner_steps=5), 30, 0.9)
+    for G, n in ((0.9, 30), (0.3, 7)):
+        opt = DPSVRG(epsilon=1.0, delta=1e-5, clip_norm=G, n_epochs=1, step_size=0.1,
+                     inner_steps=5)
+        sigma = _svrg_plan_check(opt, n, G)
+        step = opt.plan_for(n).ledger.event
+        k_sub = Fraction(step.events[0].event.noise_multiplier)
+        k_full = Fraction(step.events[1].noise_multiplier)
+        g = Fraction(G)
+        assert k_sub**2 * (4 * g) ** 2 + k_full**2 * (2 * g / n) ** 2 <= Fraction(sigma) ** 2
 
 
 @pytest.mark.parametrize("calibration", ["theorem", "authors"])
@@ -734,3 +745,27 @@ def test_ldp_linucb_accountant_multiplier_is_the_smallest_certified():
 
     k = ldp_linucb_plan(0.9, 1e-5, "accountant", 1.0).scales["multiplier"]
     assert_tight_gaussian(k, 1, 1.0, 0.9, 1e-5)
+
+
+@pytest.mark.parametrize("G, n, noise_std", [(0.3, 7, 0.9), (0.3, 30, 2.0), (0.5, 300, 1.3),
+                                             (2.5, 30, 3.7)])
+def test_dp_svrg_ledger_never_states_more_noise_than_is_drawn(G, n, noise_std):
+    """In exact arithmetic, the split the ledger states, ``(k_sub 4G)^2 + (k_full 2G/n)^2``
+    with the sensitivities over the reals, is at most the drawn ``sigma^2`` for a given
+    ``noise_std`` (the golden-section split alone exceeds it by about 1e-16 at these
+    parameters); the calibrated sigma: ``test_dp_svrg_calibrated_sigma_is_the_ledgers_split``."""
+    from fractions import Fraction
+
+    from dpbandits.optim import DPSVRG
+
+    def split_variance(plan):
+        step = plan.ledger.event
+        k_sub = Fraction(step.events[0].event.noise_multiplier)
+        k_full = Fraction(step.events[1].noise_multiplier)
+        g = Fraction(G)
+        return k_sub**2 * (4 * g) ** 2 + k_full**2 * (2 * g / n) ** 2
+
+    kw = dict(epsilon=1.0, delta=1e-5, clip_norm=G, n_epochs=1, step_size=0.1, inner_steps=20)
+    plan = DPSVRG(noise_std=noise_std, **kw).plan_for(n)
+    assert plan.scales["sigma"] == noise_std
+    assert split_variance(plan) <= Fraction(noise_std) ** 2

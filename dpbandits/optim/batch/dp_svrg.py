@@ -37,6 +37,7 @@ experiments in ``experiments/wang2017_dp_erm`` quantify the consequence.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import dp_accounting
 import numpy as np
@@ -212,14 +213,15 @@ class _VarianceReduced(PrivateBatchOptimizer):
         steps = self.total_steps()
         if self.noise_std is not None and float(self.noise_std) > 0.0:
             sigma = float(self.noise_std)
-            k_sub, k_full = acc.svrg_split(n, steps, sigma, self._delta, sens_sub, sens_full)
+            k_sub, k_full = _split_within(
+                sigma, *acc.svrg_split(n, steps, sigma, self._delta, sens_sub, sens_full), G, n)
         elif self.noise_std is not None or not math.isfinite(self.epsilon):
             return NoisePlan.non_private(f"{self._name} without noise", {"sigma": 0.0},
                                          events=dp_accounting.NonPrivateDpEvent())
         else:
             k_sub, k_full = acc.svrg_multipliers(n, steps, self._eps, self._delta, sens_sub,
                                                  sens_full)
-            sigma = math.hypot(k_sub * sens_sub, k_full * sens_full)
+            sigma = _covering_std(k_sub, k_full, G, n)
         ledger = acc.svrg_event(n, steps, k_sub, k_full)
         basis = (f"RDP accountant (dp_accounting, replace-one) on {steps} steps of "
                  f"[sampled-w/o-replacement Gaussian (q=1/n, multiplier {k_sub:.4g}) + Gaussian "
@@ -287,6 +289,31 @@ class _VarianceReduced(PrivateBatchOptimizer):
                    "noise_std": sigma, "step_size": eta, "inner_steps": m,
                    "epoch_lengths": self._epoch_lengths(m), "last_iterate": x},
         )
+
+
+def _split_variance(k_sub: float, k_full: float, G: float, n: int) -> Fraction:
+    """``(k_sub 4G)^2 + (k_full 2G/n)^2`` exactly: the variance the ledger's split states
+    (the sensitivities of App. B.2 over the reals, not their float roundings)."""
+    g = Fraction(G)
+    return Fraction(k_sub) ** 2 * (4 * g) ** 2 + Fraction(k_full) ** 2 * (2 * g / n) ** 2
+
+
+def _covering_std(k_sub: float, k_full: float, G: float, n: int) -> float:
+    """``hypot(k_sub 4G, k_full 2G/n)`` rounded up until its square covers the split's exact
+    variance: the noise drawn is never below what the ledger states."""
+    sigma = math.hypot(k_sub * 4.0 * G, k_full * (2.0 * G / n))
+    while Fraction(sigma) ** 2 < _split_variance(k_sub, k_full, G, n):
+        sigma = math.nextafter(sigma, math.inf)
+    return sigma
+
+
+def _split_within(sigma: float, k_sub: float, k_full: float, G: float, n: int
+                  ) -> tuple[float, float]:
+    """The split rounded down (by ulps) until its exact variance is within ``sigma^2``: the
+    golden-section split can state one ulp more variance than ``sigma`` holds."""
+    while _split_variance(k_sub, k_full, G, n) > Fraction(sigma) ** 2:
+        k_sub, k_full = math.nextafter(k_sub, 0.0), math.nextafter(k_full, 0.0)
+    return k_sub, k_full
 
 
 def _direction(oracle: GradientOracle, snap, x: np.ndarray, idx: np.ndarray):
