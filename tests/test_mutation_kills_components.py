@@ -769,3 +769,29 @@ def test_dp_svrg_ledger_never_states_more_noise_than_is_drawn(G, n, noise_std):
     plan = DPSVRG(noise_std=noise_std, **kw).plan_for(n)
     assert plan.scales["sigma"] == noise_std
     assert split_variance(plan) <= Fraction(noise_std) ** 2
+
+
+def test_adac_oful_trigger_contribution_is_what_the_trigger_query_adds():
+    """AdaC-OFUL's ``_contributions`` hook reports, for the private trigger, each user's
+    query increment ``ln(1 + u^T M^-1 u)``: the very amount ``_trigger`` adds to the query
+    for that user (replication 0, the pulled arm), so ``check_adversarial_inputs`` measures
+    the mechanism's own sensitivity."""
+    import numpy as np
+
+    from dpbandits.agents.adac_oful import AdaCOFUL
+
+    agent = AdaCOFUL(n_arms=2, dim=3, horizon=64, epsilon=1.0, delta=1e-5)
+    agent.reset(1, np.random.default_rng(0))
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(4, 3)) * np.array([[0.1], [1.0], [5.0], [1e-3]])
+    arms = np.array([0, 1, 1, 0])
+    trigger = [c for c in agent._contributions(x, arms, rng.normal(size=4))
+               if c.release == "trigger"][0]
+    for i in range(4):
+        probe = AdaCOFUL(n_arms=2, dim=3, horizon=64, epsilon=1.0, delta=1e-5)
+        probe.reset(1, np.random.default_rng(0))
+        u = probe._clipped(x[i:i + 1], np.zeros(1))[0]
+        before = probe._q.copy()
+        probe._trigger(np.arange(1), arms[i:i + 1], u)
+        assert trigger.values[i, 0] == pytest.approx(float(probe._q[0] - before[0]),
+                                                     rel=1e-12, abs=0.0)
