@@ -40,6 +40,7 @@ SUITE = {
     "fresh": ("benchmarks.bench_fresh", [], ["--quick"]),
     "startup": ("benchmarks.bench_startup", [], ["--repeat", "1"]),
     "demo": ("benchmarks.bench_demo", [], ["--size", "tiny"]),
+    "floor": ("benchmarks.bench_floor", [], ["--reps", "2", "--horizon", "300"]),
     "fit_predict": ("benchmarks.bench_fit_predict", [], ["--repeat", "1", "--rows", "30"]),
     "obd": ("benchmarks.bench_obd", [], ["--horizons", "2", "4", "--faithful-horizons", "1",
                                          "2"]),

@@ -455,9 +455,13 @@ def run(paths: list[str], out: Path, jobs: int, timeout: float | None,
                 if recheck:  # the spread and kill tests of this component, heavy ones too
                     verdict, secs, tail = _pytest(c, SPREAD, limits[m.path],
                                                   _component(m.path), heavy=True)
-                else:
-                    verdict, secs, tail = _pytest(c, TARGETS.get(m.path, COMMON),
-                                                  limits[m.path])
+                else:  # the component's spread and kill tests, then its own tests
+                    verdict, secs, tail = _pytest(c, SPREAD, limits[m.path],
+                                                  _component(m.path))
+                    if verdict == "survived":
+                        verdict, more, tail = _pytest(c, [*_T.get(m.path, []), *COMMON],
+                                                      limits[m.path])
+                        secs += more
             finally:
                 target.write_text(original)
                 with lock:
