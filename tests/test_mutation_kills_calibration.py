@@ -329,3 +329,37 @@ def test_chunked_draws_refuse_bad_sizes_naming_them():
         ChunkedDraws(draw, -1, 1)
     with pytest.raises(ValueError, match="^chunk must be >= 1, got 0$"):
         ChunkedDraws(draw, 5, 1, chunk=0)
+
+
+# -- calibrate's argument errors (calibration.calibrate) ---------------------------------------
+def _gauss(x):
+    return gaussian_event(x)
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"event_of_noise": 3}, TypeError,
+     r"^event_of_noise must be callable \(noise -> DpEvent\), got int$"),
+    ({"epsilon": -1.0}, ValueError, r"\bepsilon\b.*-1\.0"),
+    ({"method": "exact"}, ValueError, r"\bmethod\b.*'exact'"),
+    ({"rtol": 0.0}, ValueError, r"\brtol\b.*0\.0"),
+    ({"growth": 1.0}, ValueError, r"\bgrowth\b.*1\.0"),
+    ({"decreasing": 1}, TypeError, r"^decreasing must be a bool, got int$"),
+    ({"method": epsilon_of, "discretization": 0.1}, ValueError,
+     r"^discretization applies to method='pld' only, got a callable method and "
+     r"discretization=0\.1$"),
+    ({"lower": -2.0}, ValueError, r"\blower\b.*-2\.0"),
+    ({"upper": -3.0}, ValueError, r"\bupper\b.*-3\.0"),
+    ({"lower": 2.0, "upper": 2.0}, ValueError, r"^lower must be < upper, got lower=2\.0, "
+     r"upper=2\.0$"),
+    ({"start": -4.0}, ValueError, r"\bstart\b.*-4\.0"),
+    ({"start": 2.0, "upper": 8.0}, ValueError,
+     r"^start cannot be combined with upper \(the end that must meet the target\)$"),
+    ({"start": 2.0, "lower": 0.5, "decreasing": False}, ValueError,
+     r"^start cannot be combined with lower \(the end that must meet the target\)$"),
+    ({"start": 0.5, "lower": 1.0}, ValueError,
+     r"^start must lie strictly between lower=1\.0 and upper=None, got 0\.5$"),
+])
+def test_calibrate_refuses_each_bad_argument_naming_it_and_its_value(kwargs, error, message):
+    args = {"event_of_noise": _gauss, "epsilon": 1.0, "delta": 1e-5, **kwargs}
+    with pytest.raises(error, match=message):
+        calibrate(args.pop("event_of_noise"), args.pop("epsilon"), args.pop("delta"), **args)

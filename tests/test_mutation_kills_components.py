@@ -795,3 +795,95 @@ def test_adac_oful_trigger_contribution_is_what_the_trigger_query_adds():
         probe._trigger(np.arange(1), arms[i:i + 1], u)
         assert trigger.values[i, 0] == pytest.approx(float(probe._q[0] - before[0]),
                                                      rel=1e-12, abs=0.0)
+
+
+@pytest.mark.parametrize("p", [2.0, math.inf])
+def test_noisy_sgd_compiled_audit_hook_measures_what_the_numpy_path_clips(p):
+    """NoisySGD's ``_contributions`` on the compiled path (the kernel's own clipping, what
+    ``check_adversarial_inputs`` measures there) gives every sample's clipped gradient of the
+    numpy path's oracle, on rows from 1e-3 to 1e4 in norm (the clip binds on most): a clip
+    norm or bound changed in the hook alone would measure a smaller sensitivity than the
+    fit's."""
+    import numpy as np
+
+    from dpbandits.optim import NoisySGD
+    from dpbandits.optim.batch import _noisy_sgd_kernel  # noqa: F401  (needs numba)
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(40, 5)) * np.logspace(-3, 4, 40)[:, None]
+    y, theta = rng.normal(size=40) * 3.0, rng.normal(size=5)
+    L0 = 0.7
+    hooks = [NoisySGD(p=p, lipschitz=L0, backend=b)._contributions("squared", X, y, theta)
+             for b in ("numba", "numpy")]
+    (compiled,), (numpy_path,) = hooks
+    np.testing.assert_allclose(compiled.values, numpy_path.values, rtol=1e-12, atol=1e-300)
+    assert compiled.sensitivity == numpy_path.sensitivity == 2.0 * L0
+    norms = np.linalg.norm(compiled.values, ord=compiled.ord, axis=1)
+    assert np.all(norms <= L0 * (1 + 1e-12)) and np.sum(norms > L0 * (1 - 1e-9)) >= 20
+
+
+def test_local_md_step_releases_the_mean_of_its_batchs_clipped_gradients(monkeypatch):
+    """LocalMD's step adds the noise to the mean of the batch's ``b`` clipped gradients (the
+    sensitivity ``2 L0 d^{1/2-1/q} / b`` of its plan is that mean's): with every clipped
+    gradient ``c`` and zero noise, the first dual step is exactly ``w = -eta c``."""
+    import numpy as np
+
+    from dpbandits.optim import LocalMD
+    from dpbandits.optim.batch import local_md
+
+    c = np.array([0.3, -0.2, 0.1, 0.05])
+    seen = []
+
+    def same_gradient(loss, theta, Xb, yb, q, L0):
+        R, b = Xb.shape[0], Xb.shape[1]
+        return np.broadcast_to(c, (R, b, c.size)).copy(), np.zeros((R, b), dtype=np.int64)
+
+    def zero_noise(rng, sigma, size):
+        return np.zeros(size)
+
+    def recording(w, wn, p, q):
+        seen.append(w.copy())
+        return np.zeros_like(w)
+
+    monkeypatch.setattr(local_md, "clipped_gradients", same_gradient)
+    monkeypatch.setattr(local_md, "gaussian_noise", zero_noise)
+    monkeypatch.setattr(local_md, "_mirror_primal", recording)
+    opt = LocalMD(p=1.5, epsilon=1.0, delta=1e-5)
+    n, d = 400, c.size
+    opt.fit("squared", np.ones((n, d)), np.zeros(n), np.random.default_rng(0))
+    eta, phases = opt.phases(n, d)
+    assert phases[0].batch_size > 1
+    np.testing.assert_allclose(seen[0], -phases[0].eta * c[None, :], rtol=1e-15, atol=0)
+
+
+@pytest.mark.parametrize("p", [1.5, 2.0])
+def test_noisy_sfw_clips_gradient_differences_to_smoothness_times_the_step(monkeypatch, p):
+    """NoisySFW's round ``t`` clips each gradient difference to ``L1 ||theta_t -
+    theta_{t-1}||_p`` (the bound its round sensitivity ``2 L1 eta M / b`` rests on), with
+    the thetas of the fit's own history."""
+    import numpy as np
+
+    from dpbandits.geometry import lp_norm
+    from dpbandits.optim import NoisySFW
+    from dpbandits.optim.batch import noisy_sfw
+
+    bounds = []
+    clip = noisy_sfw.clip_differences
+
+    def recording(diff, q, bound):
+        bounds.append(np.array(bound))
+        return clip(diff, q, bound)
+
+    monkeypatch.setattr(noisy_sfw, "clip_differences", recording)
+    L1 = 2.5
+    rng = np.random.default_rng(5)
+    n, d = 100, 4
+    X, y = rng.normal(size=(n, d)), rng.normal(size=n)
+    res = NoisySFW(p=p, epsilon=1.0, delta=1e-3, smoothness=L1).fit(
+        "squared", X, y, np.random.default_rng(6))
+    hist = res.history
+    assert len(bounds) == hist.shape[1] - 2 > 0
+    for t, bound in enumerate(bounds, start=1):
+        want = L1 * lp_norm(hist[:, t] - hist[:, t - 1], p)
+        np.testing.assert_array_equal(bound, want)
+        assert np.all(want > 0)
