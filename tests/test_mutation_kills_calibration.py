@@ -12,6 +12,7 @@ than through the package's event builders."""
 from __future__ import annotations
 
 import math
+import re
 import threading
 import warnings
 
@@ -214,7 +215,9 @@ def test_a_planted_record_cannot_pass_an_answer_the_callers_accountant_rejects(
     _plant(store, calibration._query(gaussian_event(BETWEEN), method, discretization), 1e-5,
            0.5)
     _new_process(monkeypatch)
-    with pytest.warns(RuntimeWarning, match="dpbandits store"):
+    target = re.escape(f"(epsilon=1.0, delta=1e-05, method={method!r})")
+    with pytest.warns(RuntimeWarning, match=rf"dpbandits store .*\(a noise search for "
+                      rf"{target} read numbers the accountant does not confirm\)"):
         answer = search()
     assert answer == honest
     assert epsilon_of(gaussian_event(answer), 1e-5, method, discretization=discretization) <= 1
@@ -358,6 +361,13 @@ def _gauss(x):
      r"^start cannot be combined with lower \(the end that must meet the target\)$"),
     ({"start": 0.5, "lower": 1.0}, ValueError,
      r"^start must lie strictly between lower=1\.0 and upper=None, got 0\.5$"),
+    ({"start": 1.0, "lower": 1.0}, ValueError,
+     r"^start must lie strictly between lower=1\.0 and upper=None, got 1\.0$"),
+    ({"start": 2.0, "upper": 2.0, "decreasing": False}, ValueError,
+     r"^start must lie strictly between lower=None and upper=2\.0, got 2\.0$"),
+    ({"upper": 1e-3}, ValueError,
+     r"^target \(epsilon=1\.0, delta=1e-05, method='pld'\) cannot be met within the given "
+     r"bracket: at upper=0\.001 epsilon_of gives "),
 ])
 def test_calibrate_refuses_each_bad_argument_naming_it_and_its_value(kwargs, error, message):
     args = {"event_of_noise": _gauss, "epsilon": 1.0, "delta": 1e-5, **kwargs}
