@@ -509,3 +509,74 @@ def test_clip_rows_keeps_only_rows_within_the_limit_of_their_length():
         for x in (row[None, :], row[None, None, :]):
             out, _ = clip_rows(x, q, bound)
             assert out.reshape(-1)[0] <= clip_limits(bound, q, 40)[1]
+
+
+# -- round three: the clip's margins, the norms' fallbacks, the argument checks ---------------
+@pytest.mark.parametrize("d", [1, 2, 7, 1000])
+def test_margins_are_the_derivations_constants(d):
+    """``norm_error_bound``'s ``(2d + 16) u`` (0 for ``q = inf``: a maximum is exact) and
+    ``_limits``'s ``limit = bound (1 - eta - 4u)``, ``target = bound (1 - 3 eta - 12u)`` with
+    the same ``eta`` (its inline copy is what the kernels compile): the margins the exact-norm
+    guarantee of every clip is derived with; a smaller one is a weaker clip that random
+    floats rarely expose."""
+    u = 2.0**-53
+    assert norm_error_bound(math.inf, d) == 0.0
+    for q in (1.0, 1.5, 2.0, 7.0):
+        eta = norm_error_bound(q, d)
+        assert eta == (2.0 * d + 16.0) * u
+        for bound in (1.0, 3.7e-200, 2.5e300):
+            assert _limits(bound, q, d) == (bound * (1.0 - eta - 4.0 * u),
+                                            bound * (1.0 - 3.0 * eta - 12.0 * u))
+            assert clip_limits(bound, q, d) == _limits(bound, q, d)
+        assert _limits(2.0, math.inf, d) == (2.0, 2.0)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: clip_limits(1.0, 0.5, 3), r"^q must be >= 1\.0, got 0\.5$"),
+    (lambda: clip_limits(-1.0, 2.0, 3), r"^bound must be >= 0\.0, got -1\.0$"),
+    (lambda: clip_limits(1.0, 2.0, 0), r"^d must be >= 1, got 0$"),
+    (lambda: lp_norm([1.0, 2.0], 0.5), r"^p must be >= 1\.0, got 0\.5$"),
+    (lambda: lp_norm(np.float64(3.0), 2.0), r"^x must have at least one axis, got shape \(\)$"),
+    (lambda: lp_norm(np.ones((2, 3)), 2.0, axis=2), r"^axis must be <= 1, got 2$"),
+    (lambda: lp_norm(np.ones((2, 3)), 2.0, axis=-3), r"^axis must be >= -2, got -3$"),
+])
+def test_norm_and_limit_arguments_are_refused_naming_them(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_lp_norm_takes_every_axis_in_range():
+    x = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(lp_norm(x, 1.0, axis=1), [3.0, 12.0])
+    np.testing.assert_array_equal(lp_norm(x, 1.0, axis=-2), [3.0, 5.0, 7.0])
+    np.testing.assert_array_equal(lp_norm(x, 1.0, axis=0), lp_norm(x, 1.0, axis=-2))
+    with pytest.raises(TypeError, match=r"^x must be array-like of real numbers"):
+        lp_norm(np.array(["a"]), 2.0)
+
+
+def test_l1_norm_is_the_plain_sum_wherever_it_is_finite():
+    """``p = 1``: a row whose plain sum is finite gets that sum bit for bit (the compiled
+    twins sum the same way), also when another row's sum overflows (that row's norm is
+    ``inf``: it exceeds the largest float); the scaled sum would round differently."""
+    row = [0.6369616873214543, 0.2697867137638703, 0.04097352393619469,
+           0.016527635528529094, 0.8132702392002724]
+    plain = np.sum(np.abs(row))
+    m = max(row)
+    assert plain != m * np.sum(np.array(row) / m)  # the two sums differ on this row
+    x = np.array([row, [1e308, 1e308, 0.0, 0.0, 0.0]])
+    with np.errstate(over="ignore"):
+        got = lp_norm(x, 1.0)
+    assert got[0] == plain and got[1] == math.inf
+
+
+def test_rows_at_a_subnormal_bound_are_kept_where_certified_and_zeroed_elsewhere():
+    """Below ``2^-800`` one scale factor cannot always be certified: ``_onto`` zeroes the
+    rows it cannot certify (exact norm 0 <= bound) and keeps the others, each with exact norm
+    at most the bound."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((400, 6)) * np.logspace(-300, 0, 400)[:, None]
+    for q in (1.0, 1.5, 2.0):
+        out, _ = clip_rows(x, q, 1e-310)
+        kept = np.any(out != 0.0, axis=1)
+        assert 0 < kept.sum() < len(x)
+        assert all(exact_norm_at_most(r, q, 1e-310) for r in out[kept])
