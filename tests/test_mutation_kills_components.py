@@ -887,3 +887,31 @@ def test_noisy_sfw_clips_gradient_differences_to_smoothness_times_the_step(monke
         want = L1 * lp_norm(hist[:, t] - hist[:, t - 1], p)
         np.testing.assert_array_equal(bound, want)
         assert np.all(want > 0)
+
+
+@pytest.mark.parametrize("gram_share", [0.2, 0.4, 0.7])
+def test_adac_oful_splits_its_noise_by_the_given_gram_share(gram_share):
+    """AdaC-OFUL's Gram and target noise are ``k sqrt(2) / sqrt(g)`` and ``2 B k /
+    sqrt(1 - g)`` times one unit for the ``gram_share`` ``g`` given (not another split)."""
+    from dpbandits.agents.adac_oful import AdaCOFUL
+
+    B = 1.5
+    plan = AdaCOFUL(n_arms=2, dim=3, horizon=64, epsilon=1.0, delta=1e-5, reward_bound=B,
+                    gram_share=gram_share).plan
+    ratio = plan.scales["gram"] / plan.scales["target"]
+    assert ratio == pytest.approx(math.sqrt(2.0) * math.sqrt(1.0 - gram_share)
+                                  / (2.0 * B * math.sqrt(gram_share)), rel=1e-12)
+
+
+@pytest.mark.parametrize("name", ["adac-oful", "ldp-linucb"])
+def test_private_ridge_agents_default_context_bound_is_sqrt_dim(name):
+    """Without ``context_bound`` the contexts are clipped to ``sqrt(d)`` (the unit box's
+    diameter), the bound the sensitivities are stated in units of."""
+    import numpy as np
+
+    agent = make_agent(name, n_arms=2, dim=5, horizon=64, epsilon=1.0, delta=1e-5)
+    assert agent._L == math.sqrt(5)
+    agent.reset(1, np.random.default_rng(0))
+    big = np.full((1, 5), 10.0)
+    u, _ = agent._clipped(big, np.zeros(1))
+    assert np.linalg.norm(u[0]) == pytest.approx(1.0, rel=1e-12)  # u = x / L, ||x|| = L
