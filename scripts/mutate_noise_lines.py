@@ -74,6 +74,9 @@ EXCLUDE = "not digest and not fingerprint and not bit_identical and not those_of
 SPREAD = ["tests/test_noise_spread.py", "tests/test_noise_spread_more.py",
           "tests/test_noise_spread_components.py", "tests/test_mutation_kills_components.py"]
 COMMON = ["tests/test_plan.py"]
+#: the contract tests (stored parameters, ``get_params``), run by the re-check with the spread
+#: and kill tests
+CONTRACT = ["tests/test_agent_contract.py", "tests/test_user_conventions.py"]
 _T = {
     "dpbandits/agents/dp_ucb.py": ["tests/test_dp_ucb.py", "tests/test_dp_ucb_block.py",
                                    "tests/test_wishart_ledger.py",
@@ -453,7 +456,7 @@ def run(paths: list[str], out: Path, jobs: int, timeout: float | None,
             try:
                 target.write_text(m.source)
                 if recheck:  # the spread and kill tests of this component, heavy ones too
-                    verdict, secs, tail = _pytest(c, SPREAD, limits[m.path],
+                    verdict, secs, tail = _pytest(c, [*SPREAD, *CONTRACT], limits[m.path],
                                                   _component(m.path), heavy=True)
                 else:  # the component's spread and kill tests, then its own tests
                     verdict, secs, tail = _pytest(c, SPREAD, limits[m.path],

@@ -915,3 +915,21 @@ def test_private_ridge_agents_default_context_bound_is_sqrt_dim(name):
     big = np.full((1, 5), 10.0)
     u, _ = agent._clipped(big, np.zeros(1))
     assert np.linalg.norm(u[0]) == pytest.approx(1.0, rel=1e-12)  # u = x / L, ||x|| = L
+
+
+@pytest.mark.parametrize("theta_bound", [0.5, 2.0])
+def test_fliphat_authors_ledger_uses_the_agents_theta_bound(theta_bound):
+    """FLIPHAT ``"authors"``: the ledger's first peeling multiplier of an episode is ``c (x C
+    + r) / (4 x r)`` (the authors' noise over the worst-case sensitivity) with the agent's
+    own ``C = theta_bound``: the ledger equals the one rebuilt from the episodes here."""
+    from dpbandits.agents import fliphat
+
+    eps, delta, s = 1.2, 1e-4, 3
+    agent = make_agent("fliphat", n_arms=2, dim=12, horizon=200, epsilon=eps, delta=delta,
+                       sparsity=s, calibration="authors", theta_bound=theta_bound)
+    events = {}
+    for _, n in agent.used_episodes():
+        M, r = agent.iterations(n), agent.truncation(n)
+        events.setdefault((M, r), fliphat._episode_event(
+            agent.noise_multiplier(n), s, M, "authors", agent._x_max, theta_bound, r))
+    assert agent.plan.ledger == fliphat._worst_event(tuple(events.values()), delta)
