@@ -24,7 +24,7 @@ from test_certificate_store import _new_process, _plant, _store_warnings
 from test_mutation_kills_components import gdp_delta
 
 from dpbandits._background import executor
-from dpbandits.privacy.accounting import calibrate, calibration, epsilon_of, gaussian_event
+from dpbandits.privacy.accounting import calibrate, calibration, epsilon_of, gaussian_event, query
 from dpbandits.privacy.accounting.rdp import WOR_SEARCH_ORDERS
 from dpbandits.privacy.contributions import largest_change, largest_norm
 from dpbandits.privacy.streams import CHUNK_BUDGET, MAX_CHUNK, ChunkedDraws, chunk_rounds
@@ -373,3 +373,15 @@ def test_calibrate_refuses_each_bad_argument_naming_it_and_its_value(kwargs, err
     args = {"event_of_noise": _gauss, "epsilon": 1.0, "delta": 1e-5, **kwargs}
     with pytest.raises(error, match=message):
         calibrate(args.pop("event_of_noise"), args.pop("epsilon"), args.pop("delta"), **args)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: query.check_discretization(-1.0), r"^discretization must be > 0\.0, got -1\.0$"),
+    (lambda: epsilon_of(gaussian_event(1.0), 1e-5, "exact"),
+     r"^method must be one of \['pld', 'rdp'\], got 'exact'$"),
+    (lambda: query.delta_of(gaussian_event(1.0), -2.0),
+     r"^epsilon must be > 0\.0, got -2\.0$"),
+])
+def test_accountant_queries_refuse_bad_arguments_naming_them(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
