@@ -933,3 +933,12 @@ def test_fliphat_authors_ledger_uses_the_agents_theta_bound(theta_bound):
         events.setdefault((M, r), fliphat._episode_event(
             agent.noise_multiplier(n), s, M, "authors", agent._x_max, theta_bound, r))
     assert agent.plan.ledger == fliphat._worst_event(tuple(events.values()), delta)
+
+
+def test_dp_ucb_default_context_bound_is_sqrt_dim():
+    """Without ``context_bound`` DP-UCB clips contexts to ``sqrt(d)`` and its node
+    sensitivity is ``L~^2 = d + B^2``."""
+    agent = make_agent("dp-ucb", n_arms=2, dim=5, horizon=64, epsilon=1.0, delta=1e-5,
+                       reward_bound=0.5)
+    assert agent._L == math.sqrt(5)
+    assert agent.plan.sensitivities["node"] == pytest.approx(5.0 + 0.25, rel=1e-12)
