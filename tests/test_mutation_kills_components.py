@@ -942,3 +942,50 @@ def test_dp_ucb_default_context_bound_is_sqrt_dim():
                        reward_bound=0.5)
     assert agent._L == math.sqrt(5)
     assert agent.plan.sensitivities["node"] == pytest.approx(5.0 + 0.25, rel=1e-12)
+
+
+def test_niht_authors_mode_peels_at_the_authors_scale_of_the_given_radius():
+    """N-IHT with ``sensitivity_mode="authors"``: every peeling call's Laplace scale is
+    ``c (eta / 2n)(x_max C + R)`` with the radius ``C`` it projects onto (the scale the
+    authors' FLIPHAT ledger states relative to the worst case)."""
+    import numpy as np
+
+    from dpbandits.agents import _niht
+
+    rng = np.random.default_rng(7)
+    R, n, D, x_max, r_max, C, step, c = 2, 30, 8, 1.5, 0.7, 2.0, 0.6, 3.0
+    st = _niht.EpisodeStats(R, D, None, x_max, r_max)
+    for _ in range(n):
+        st.add(rng.uniform(-1, 1, (R, D)), rng.uniform(-0.5, 0.5, R), None)
+    res = _niht.niht(np.random.default_rng(1), st, n, sparsity=2, n_iter=4, step=step,
+                     radius=C, noise_multiplier=c, sensitivity_mode="authors")
+    want = c * step * (x_max * C + r_max) / (2.0 * n)
+    np.testing.assert_allclose(res.scales, want, rtol=1e-15)
+
+
+@pytest.mark.parametrize("calibration", ["authors", "theorem"])
+def test_fliphat_runs_niht_with_its_theta_bound(monkeypatch, calibration):
+    """FLIPHAT's N-IHT calls project onto its own ``theta_bound`` (the radius its
+    ``"authors"`` ledger states the noise relative to), with the plan's multiplier."""
+    import numpy as np
+
+    from dpbandits.agents import _niht
+
+    seen = []
+    real = _niht.niht
+
+    def recording(rng, stats, n, **kw):
+        seen.append((n, kw["radius"], kw["noise_multiplier"]))
+        return real(rng, stats, n, **kw)
+
+    monkeypatch.setattr(_niht, "niht", recording)
+    agent = make_agent("fliphat", n_arms=2, dim=6, horizon=40, epsilon=1.0, delta=1e-4,
+                       sparsity=2, calibration=calibration, theta_bound=1.7)
+    agent.reset(1, np.random.default_rng(0))
+    rng = np.random.default_rng(1)
+    for _ in range(40):
+        x = rng.uniform(-1, 1, (1, 6))
+        arms = agent.act(x)
+        agent.update(x, arms, rng.uniform(-1, 1, 1))
+    assert seen and all(radius == 1.7 and c == agent.noise_multiplier(n)
+                        for n, radius, c in seen)
