@@ -126,6 +126,10 @@ def _laplace_pld(b: float, h: float) -> _pld.PrivacyLossDistribution:
 
 def _leaf_scales(leaf: _ev.DpEvent, count: int) -> tuple[float, float, float]:
     """(number of separately discretized copies, per-copy loss std scale, per-copy extent)."""
+    inner = leaf.event if isinstance(leaf, _ev.PoissonSampledDpEvent) else leaf
+    if isinstance(inner, (_ev.GaussianDpEvent, _ev.LaplaceDpEvent)) and \
+            inner.noise_multiplier == 0:
+        return float(count), 0.0, 0.0  # no noise: build_pld answers "inf", no grid needed
     if isinstance(leaf, _ev.GaussianDpEvent):  # count copies are one Gaussian PLD
         s = math.sqrt(count) / leaf.noise_multiplier
         return 1.0, s, 20.0 * s + 0.5 * s * s
