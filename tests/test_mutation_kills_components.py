@@ -989,3 +989,40 @@ def test_fliphat_runs_niht_with_its_theta_bound(monkeypatch, calibration):
         agent.update(x, arms, rng.uniform(-1, 1, 1))
     assert seen and all(radius == 1.7 and c == agent.noise_multiplier(n)
                         for n, radius, c in seen)
+
+
+@pytest.mark.parametrize("p", [2.0, 1.5])
+@pytest.mark.parametrize("noise", ["all", "first"])
+def test_private_ftrl_claim_and_sigma_are_the_papers_formulas(p, noise):
+    """Private FTRL's claim (Arora, Marinov & Ullah 2020, earlier version) recomputed here:
+    p = 2, ``rho = 4 L^2 / (T sigma^2)`` (noise on every step, Theorem 5.4) or ``2 L^2 /
+    sigma^2`` (first step, Theorem 4.4), calibrated ``sigma = 2L / sqrt(T rho0)`` or ``L
+    sqrt(2 / rho0)``; p < 2 (q = p / (p - 1)), the flat RDP ``c = 2 (2L)^q / (T^{q-1}
+    sigma^q)`` or ``(2L / sigma)^q``, calibrated to ``c0 = eps - ln(1/delta) / (alpha_max -
+    1)``: the given std's claim, and the calibrated std meets its target exactly."""
+    from dpbandits.optim import PrivateFTRL
+    from dpbandits.optim.batch.private_ftrl import _alpha_max
+    from dpbandits.privacy.accounting import zcdp_rho
+
+    L, T, delta, s = 0.6, 50, 1e-5, 0.37
+    eps = 2.0 if p == 2.0 else 40.0  # Theorem 5.5's claim needs eps > ln(1/delta)/(a_max-1)
+    q = p / (p - 1.0)
+    if p == 2.0:
+        def claim(sigma):
+            return 4 * L**2 / (T * sigma**2) if noise == "all" else 2 * L**2 / sigma**2
+        target = zcdp_rho(eps, delta)
+        want = (2 * L / math.sqrt(T * target) if noise == "all"
+                else L * math.sqrt(2 / target))
+    else:
+        def claim(sigma):
+            return (2 * (2 * L) ** q / (T ** (q - 1) * sigma**q) if noise == "all"
+                    else (2 * L / sigma) ** q)
+        target = eps - math.log(1 / delta) / (_alpha_max(q) - 1)
+        want = ((2 * (2 * L) ** q / (T ** (q - 1) * target)) ** (1 / q) if noise == "all"
+                else 2 * L / target ** (1 / q))
+    given = PrivateFTRL(p=p, lipschitz=L, epsilon=eps, delta=delta, noise=noise,
+                        noise_std=s)._claimed(T)
+    assert given == (s, pytest.approx(claim(s), rel=1e-13))
+    sigma, c = PrivateFTRL(p=p, lipschitz=L, epsilon=eps, delta=delta, noise=noise)._claimed(T)
+    assert sigma == pytest.approx(want, rel=1e-13)
+    assert c == pytest.approx(target, rel=1e-12)
