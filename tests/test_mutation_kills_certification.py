@@ -444,7 +444,7 @@ def test_a_leaf_that_reveals_nothing_costs_nothing_by_the_pld(event):
     _SAMPLED(0.02, _ev.LaplaceDpEvent(1.0)),
     _ev.SelfComposedDpEvent(_SAMPLED(0.02, _ev.LaplaceDpEvent(1.0)), 3),
     _ev.SelfComposedDpEvent(_SAMPLED(0.02, _ev.LaplaceDpEvent(1.0)), 50),
-    _ev.ComposedDpEvent([_ev.GaussianDpEvent(1.0), _ev.LaplaceDpEvent(2.0)]),
+    _ev.ComposedDpEvent([_ev.GaussianDpEvent(1.0), _ev.LaplaceDpEvent(1.0)]),
 ], ids=["gauss", "gauss-x3", "sampled-gauss", "sampled-gauss-x3", "sampled-laplace",
         "sampled-laplace-x3", "sampled-laplace-x50", "gauss+laplace"])
 def test_pld_leaves_match_dp_accountings_pld_accountant(event):
