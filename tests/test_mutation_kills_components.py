@@ -1026,3 +1026,21 @@ def test_private_ftrl_claim_and_sigma_are_the_papers_formulas(p, noise):
     sigma, c = PrivateFTRL(p=p, lipschitz=L, epsilon=eps, delta=delta, noise=noise)._claimed(T)
     assert sigma == pytest.approx(want, rel=1e-13)
     assert c == pytest.approx(target, rel=1e-12)
+
+
+@pytest.mark.parametrize("ratio", [0.25, 1.0, 1.7, 1.9, 2.0, 2.1, 3.0, 8.0])
+def test_screened_ls_fit_sensitivity_is_the_supremum_over_neighbours(ratio):
+    """dp-screened-ls's joint sensitivity (module docstring): ``mu^2 = sup_p A + B - A p^2 +
+    B p`` over ``p = <u, u'>`` in ``[0, 1]`` (same arm; ``A + B`` for different arms), with
+    ``A = 1/k_gram^2`` and ``B = 1/(2 k_target^2)``; the supremum is found here on a grid of
+    ``p``, on both sides of the switch at ``B = 2A``."""
+    import numpy as np
+
+    from dpbandits.agents.screened_ls import fit_sensitivity
+
+    k_gram = 0.8
+    a = 1.0 / k_gram**2
+    b = ratio * a
+    p = np.linspace(0.0, 1.0, 200_001)
+    sup = max(float(np.max(a + b - a * p**2 + b * p)), a + b)
+    assert fit_sensitivity(k_gram, math.sqrt(0.5 / b)) ** 2 == pytest.approx(sup, rel=1e-9)
