@@ -24,7 +24,14 @@ from test_certificate_store import _new_process, _plant, _store_warnings
 from test_mutation_kills_components import gdp_delta
 
 from dpbandits._background import executor
-from dpbandits.privacy.accounting import calibrate, calibration, epsilon_of, gaussian_event, query
+from dpbandits.privacy.accounting import (
+    calibrate,
+    calibration,
+    epsilon_of,
+    gaussian_event,
+    pure_dp_event,
+    query,
+)
 from dpbandits.privacy.accounting.rdp import WOR_SEARCH_ORDERS
 from dpbandits.privacy.contributions import largest_change, largest_norm
 from dpbandits.privacy.streams import CHUNK_BUDGET, MAX_CHUNK, ChunkedDraws, chunk_rounds
@@ -368,6 +375,9 @@ def _gauss(x):
     ({"upper": 1e-3}, ValueError,
      r"^target \(epsilon=1\.0, delta=1e-05, method='pld'\) cannot be met within the given "
      r"bracket: at upper=0\.001 epsilon_of gives "),
+    ({"event_of_noise": pure_dp_event, "decreasing": False, "lower": 2.0}, ValueError,
+     r"^target \(epsilon=1\.0, delta=1e-05, method='pld'\) cannot be met within the given "
+     r"bracket: at lower=2\.0 epsilon_of gives 1\.99"),
 ])
 def test_calibrate_refuses_each_bad_argument_naming_it_and_its_value(kwargs, error, message):
     args = {"event_of_noise": _gauss, "epsilon": 1.0, "delta": 1e-5, **kwargs}
