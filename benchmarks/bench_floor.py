@@ -1,5 +1,6 @@
-"""The floor under the demo's three DP-UCB simulations (issue 37): what every round must do,
-timed alone at the demo's sizes, against the agent's simulation.
+"""The floor under the demo's three DP-UCB simulations (issue 37), against the agents.
+
+What every round must do, timed alone at the demo's sizes, against the agent's simulation.
 
 Every round of DP-UCB completes one tree node, whose noise is fresh, and releases a noisy
 Gram matrix that must be factored once per replication. So per round and replication:
@@ -29,6 +30,7 @@ preset). Prints one JSON object.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 
@@ -70,7 +72,9 @@ def _variates(R: int, T: int, normals: int, chisquares: int, seed: int = 0) -> f
     return _cpu(draw)
 
 
+@functools.cache
 def _kernels():
+    """The compiled loops over LAPACK calls (compiled once per process)."""
     import numba
 
     from dpbandits._lapack import chol_solve_upper, chol_upper, lauum_upper, sym_solve_upper
