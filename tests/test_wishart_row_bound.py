@@ -11,6 +11,7 @@ import math
 from fractions import Fraction
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -50,3 +51,16 @@ def test_dp_ucb_wishart_ledger_and_contribution_bound_hold_exactly():
     v = c.values[0]
     assert c.bound == "norm" and sum(Fraction(float(t)) ** 2 for t in v) <= Fraction(
         c.sensitivity) ** 2
+
+
+@pytest.mark.parametrize("calibration", ["theorem", "accountant"])
+def test_dp_ucb_gaussian_node_scale_covers_the_exact_sensitivity(calibration):
+    """The Gaussian node's sensitivity ``||vv^T||_F = ||v||^2`` reaches the exact
+    ``L^2 + B~^2``; the plan's sensitivity (which the noise scale and the ledger's multiplier
+    are relative to) must not fall short of it by the rounding of ``sqrt(L^2 + B~^2)``."""
+    agent = make_agent("dp-ucb", n_arms=2, dim=3, horizon=64, noise="gaussian",
+                       calibration=calibration, epsilon=1.0, delta=1e-5)
+    L, B = math.sqrt(3), 1.0
+    need = Fraction(L) ** 2 + Fraction(B) ** 2
+    assert Fraction(float(math.sqrt(L**2 + B**2)) ** 2) < need  # the old formula's shortfall
+    assert Fraction(agent.plan.sensitivities["node"]) >= need

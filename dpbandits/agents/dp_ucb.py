@@ -149,7 +149,8 @@ def wishart_degrees(horizon, feature_dim, epsilon, delta) -> int:
 def wishart_row_bound(context_bound: float, reward_bound: float) -> float:
     """``L~ = sqrt(L^2 + B~^2)`` rounded up until both ``L~^2`` and its float square bound the
     exact ``L^2 + B~^2``: Sheffet's theorem needs every row ``[x; y]`` (exact norm up to
-    ``sqrt(L^2 + B~^2)``) within ``sqrt`` of the noise scale ``fl(L~^2)``, which the rounded
+    ``sqrt(L^2 + B~^2)``) within ``sqrt`` of the noise scale ``fl(L~^2)``, and the Gaussian
+    node's sensitivity ``||vv^T||_F <= L^2 + B~^2`` within its scale ``fl(L~^2)``; which the rounded
     ``sqrt(fl(L^2) + fl(B~^2))`` misses by up to 4.4e-16 relative (bounds in
     :data:`~dpbandits._validation.BOUND_RANGE`: no underflow, a few steps at most)."""
     need = Fraction(context_bound) ** 2 + Fraction(reward_bound) ** 2
@@ -341,8 +342,9 @@ class DPUCB(PrivateAgent):
             raise TypeError(f"block_diagonal must be a bool, got {block_diagonal!r}")
         self.feature_dim = dim * n_arms
         self._wishart = self._private and noise == "wishart"
-        self.l_tilde = (wishart_row_bound(self._L, self._B) if self._wishart
-                        else math.sqrt(self._L**2 + self._B**2))
+        # both noise kinds scale by L~^2: the Gaussian node's sensitivity ||vv^T||_F can
+        # reach the exact L^2 + B~^2, which the rounded sqrt(L^2 + B~^2) squared misses
+        self.l_tilde = wishart_row_bound(self._L, self._B)
         self._plan = dp_ucb_plan(self._eps, self._delta, noise=noise, calibration=cal,
                                  horizon=horizon, feature_dim=self.feature_dim,
                                  l_tilde=self.l_tilde)
