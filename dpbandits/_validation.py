@@ -66,6 +66,17 @@ def check_bound(name: str, value: object) -> float:
     return v
 
 
+def check_range(name: str, value: object) -> tuple[float, float]:
+    """A pair ``(low, high)`` of finite reals with ``low < high`` (a range of data)."""
+    if not isinstance(value, tuple | list) or len(value) != 2:
+        raise TypeError(f"{name} must be a pair (low, high), got {value!r}")
+    lo = check_real(f"{name}[0]", value[0])
+    hi = check_real(f"{name}[1]", value[1])
+    if not lo < hi:
+        raise ValueError(f"{name} must have low < high, got ({lo}, {hi})")
+    return lo, hi
+
+
 def check_positive(name: str, value: object, *, allow_inf: bool = False) -> float:
     """A real number > 0 (optionally +inf)."""
     return check_real(name, value, low=0.0, low_open=True, allow_inf=allow_inf)

@@ -186,7 +186,8 @@ class BudgetLS(MomentLS):
                  clip_fit: float = 0.5, moment_share: float = 0.3, gram_share: float = 0.4,
                  ridge_screen: float = 1.0, ridge: float = 1.0, factor_threshold: float = 2.0,
                  screen_per_arm: int = 4, first_per_arms: int = 4,
-                 iso_test: bool = True, iso_threshold: float = 1.0):
+                 iso_test: bool = True, iso_threshold: float = 1.0,
+                 reward_range: tuple[float, float] | None = None):
         self.fit_snr = fit_snr
         self.min_screen = min_screen
         self.iso_test = iso_test
@@ -203,7 +204,8 @@ class BudgetLS(MomentLS):
                          clip_fit=clip_fit, moment_share=moment_share, gram_share=gram_share,
                          ridge_screen=ridge_screen, ridge=ridge,
                          factor_threshold=factor_threshold, screen_episodes=least,
-                         screen_per_arm=screen_per_arm, first_per_arms=first_per_arms)
+                         screen_per_arm=screen_per_arm, first_per_arms=first_per_arms,
+                         reward_range=reward_range)
         ends = self._ends
         lengths = [b - a for a, b in zip([0, *ends[:-1]], ends, strict=True)]
         self._n_screen = fit_episode(lengths, n_arms=n_arms, p=self._p,

@@ -131,7 +131,7 @@ import math
 
 import numpy as np
 
-from dpbandits._validation import check_int, check_positive, check_real
+from dpbandits._validation import check_int, check_positive, check_range, check_real
 from dpbandits.agents.base import PrivateAgent, register_agent
 from dpbandits.agents.screened_ls import FitRelease, episode_ends, fit_sensitivity, gram_noise
 from dpbandits.geometry import normalize_rows
@@ -257,6 +257,13 @@ class MomentLS(FitRelease, PrivateAgent):
         norms.
     screen_episodes : int, default 2
         Episodes (>= 1) released as screening releases.
+    reward_range : (float, float) or None, default None
+        The rewards' range ``(low, high)`` when it is known before any data (public; e.g.
+        ``(0, 1)`` for binary rewards): every target is the reward minus the range's
+        midpoint. The targets are clipped at a small level and act mostly through their
+        sign, so rewards all on one side of 0 (binary rewards centred at 0) use one half of
+        the clip range and carry half the signal for the same noise. None: centred at 0.
+        The centre is public, so the releases' sensitivities and the noise do not change.
     """
     supported_links = ("identity", "logistic")
     _RELEASED = _RELEASED  # the moment, contrast, Gram and target releases
@@ -267,8 +274,15 @@ class MomentLS(FitRelease, PrivateAgent):
                  clip_screen: float = 0.1, clip_fit: float = 0.5, moment_share: float = 0.3,
                  gram_share: float = 0.4, ridge_screen: float = 1.0, ridge: float = 1.0,
                  factor_threshold: float = 2.0, screen_episodes: int = 2,
-                 screen_per_arm: int = 4, first_per_arms: int = 4):
+                 screen_per_arm: int = 4, first_per_arms: int = 4,
+                 reward_range: tuple[float, float] | None = None):
         super().__init__(n_arms=n_arms, dim=dim, horizon=horizon, epsilon=epsilon, delta=delta)
+        self.reward_range = reward_range
+        if reward_range is None:
+            self._centre = 0.0
+        else:  # the midpoint, halves first: no overflow for endpoints near the float limit
+            lo, hi = check_range("reward_range", reward_range)
+            self._centre = lo / 2.0 + hi / 2.0
         self.first_episode = first_episode
         self.screen_size = screen_size
         self.n_factors = n_factors
@@ -369,14 +383,25 @@ class MomentLS(FitRelease, PrivateAgent):
         if self._support is None:
             if rewards is None:
                 return u
-            y, clipped = _targets(rewards, (norm_f,), self._y_screen)
+            y, clipped = _targets(self._centred(rewards), (norm_f,), self._y_screen)
             return u, y, clipped, zero
         z, norm_g = normalize_rows(self._features(u), 2.0, 1.0)
         if rewards is None:
             return z
         # y = r / (||f|| ||g||), as (r / ||f||) / ||g||
-        y, clipped = _targets(rewards, (norm_f, norm_g), self._y_fit)
+        y, clipped = _targets(self._centred(rewards), (norm_f, norm_g), self._y_fit)
         return z, y, clipped, zero | (norm_g == 0.0)
+
+    def _centred(self, rewards: np.ndarray) -> np.ndarray:
+        """The rewards minus the centre of ``reward_range`` (0 without one). A difference
+        that overflows is held at the largest float of its sign, so that it is clipped like
+        any other large target, and gives 0 on a row of infinite norm (inf / inf is NaN)."""
+        r = np.asarray(rewards, dtype=float)
+        if self._centre == 0.0:
+            return r
+        top = np.finfo(np.float64).max
+        with np.errstate(over="ignore"):
+            return np.clip(r - self._centre, -top, top)
 
     def act(self, contexts: np.ndarray) -> np.ndarray:
         if self._support is not None and self._n_fits == 0:

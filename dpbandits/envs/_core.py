@@ -126,6 +126,10 @@ class BanditCore(PicklesPending):
     (``noise="bernoulli"``), with ``z``/``u`` from the noise stream, one per round.
     """
 
+    #: the range ``(low, high)`` every arm's expected reward lies in, when the environment
+    #: knows it before any data (None: unbounded); subclasses declare theirs
+    expected_reward_range: tuple[float, float] | None = None
+
     def __init__(self, *, n_reps: int, n_arms: int, dim: int, horizon: int, noise: str,
                  noise_std: float, chunk_size=None):
         self.n_reps = n_reps
@@ -332,6 +336,13 @@ class BanditEnvBase(gymnasium.Env):
         return obs[0], float(rewards[0]), False, core.t == core.horizon, info
 
     @property
+    def expected_reward_range(self) -> tuple[float, float] | None:
+        """The range ``(low, high)`` every arm's expected reward lies in, when the environment
+        knows it in advance (a public fact, e.g. ``(0, 1)`` for Bernoulli or 0/1 rewards; the
+        harness passes it to agents that take a ``reward_range``); None when unbounded."""
+        return getattr(self._core, "expected_reward_range", None)
+
+    @property
     def t(self) -> int | None:
         """Rounds played in the current episode (``None`` before the first reset)."""
         return self._core.t
@@ -481,6 +492,13 @@ class BanditVectorEnvBase(VectorEnv):
             else:
                 self._needs_reset = True
         return obs, rewards, np.zeros(R, dtype=np.bool_), truncated, info
+
+    @property
+    def expected_reward_range(self) -> tuple[float, float] | None:
+        """The range ``(low, high)`` every arm's expected reward lies in, when the environment
+        knows it in advance (a public fact, e.g. ``(0, 1)`` for Bernoulli or 0/1 rewards; the
+        harness passes it to agents that take a ``reward_range``); None when unbounded."""
+        return getattr(self._core, "expected_reward_range", None)
 
     @property
     def t(self) -> int | None:

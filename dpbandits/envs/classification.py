@@ -100,6 +100,9 @@ class _ClassificationConfig:
 
 
 class _ClassificationCore(BanditCore):
+    #: the expected rewards are one-hot: 1 for the row's class, 0 elsewhere
+    expected_reward_range = (0.0, 1.0)
+
     def __init__(self, cfg: _ClassificationConfig, n_reps: int, chunk_size):
         super().__init__(n_reps=n_reps, n_arms=cfg.n_arms, dim=cfg.dim, horizon=cfg.horizon,
                          noise="gaussian", noise_std=cfg.noise_std, chunk_size=chunk_size)

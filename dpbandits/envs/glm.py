@@ -226,6 +226,12 @@ class _GLMCore(BanditCore):
         self.theta = None
         self._ctx_rngs = [None] * n_reps
 
+    @property
+    def expected_reward_range(self) -> tuple[float, float] | None:
+        """``(0, 1)`` under the logistic link (its means are probabilities); None under the
+        identity link (unbounded)."""
+        return (0.0, 1.0) if self.cfg.link == "logistic" else None
+
     def _reset_rep(self, r, instance_rng, context_rng):
         if r == 0:
             self.theta = np.empty((self.n_reps, self.n_arms, self.dim))

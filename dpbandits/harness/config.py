@@ -205,7 +205,7 @@ def check_agents(cfg: dict) -> int:
     the parameter and the value."""
     from dpbandits.agents import agent_class
     from dpbandits.harness.faults import defined_in, is_builtin
-    from dpbandits.harness.simulate import build_agent, env_sizes, make_env
+    from dpbandits.harness.simulate import build_agent, env_reward_range, env_sizes, make_env
 
     checked = 0
     for env_combo in _combos(cfg.get("env_grid")):
@@ -216,6 +216,7 @@ def check_agents(cfg: dict) -> int:
             raise ConfigError(f"environment {cfg['env']!r} with parameters {env_params}: "
                               f"{exc}") from None
         n_arms, dim, env_horizon = env_sizes(venv)
+        reward_range = env_reward_range(venv)
         venv.close()
         horizon = cfg.get("horizon", env_horizon)
         if horizon > env_horizon:
@@ -236,7 +237,7 @@ def check_agents(cfg: dict) -> int:
             for combo in _combos(grid):
                 params = {**fixed, **combo}
                 try:
-                    build_agent(spec["name"], n_arms, dim, horizon, params)
+                    build_agent(spec["name"], n_arms, dim, horizon, params, reward_range)
                 except (ValueError, TypeError) as exc:
                     raise ConfigError(f"agent '{label}' ({spec['name']}) with {params}: "
                                       f"{exc}") from None

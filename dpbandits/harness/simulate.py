@@ -8,6 +8,7 @@ whatever it does; the agent's own randomness comes from an independent stream de
 
 from __future__ import annotations
 
+import inspect
 import os
 import time
 import tracemalloc
@@ -20,7 +21,7 @@ from threadpoolctl import threadpool_limits
 
 import dpbandits.envs  # noqa: F401  (registers the environment ids)
 from dpbandits._validation import check_int
-from dpbandits.agents.base import Agent, make_agent
+from dpbandits.agents.base import Agent, agent_class, make_agent
 from dpbandits.envs._core import BanditVectorEnvBase
 from dpbandits.envs.replay import ReplayBanditVectorEnv
 from dpbandits.harness.faults import blame_agent, blamed
@@ -80,10 +81,23 @@ def env_sizes(venv) -> tuple[int, int, int]:
     return n_arms, dim, horizon
 
 
-def build_agent(agent, n_arms: int, dim: int, horizon: int, params: Mapping | None) -> Agent:
-    """An agent from a registry name (+ params) or an instance (params must be empty)."""
+def env_reward_range(venv) -> tuple[float, float] | None:
+    """The range every arm's expected reward lies in, as the environment declares it
+    (``expected_reward_range``), or None when it declares none."""
+    return getattr(venv.unwrapped, "expected_reward_range", None)
+
+
+def build_agent(agent, n_arms: int, dim: int, horizon: int, params: Mapping | None,
+                reward_range: tuple[float, float] | None = None) -> Agent:
+    """An agent from a registry name (+ params) or an instance (params must be empty). A
+    registered agent whose constructor takes ``reward_range`` and whose params do not set it
+    is given ``reward_range`` (the environment's declared range of expected rewards: public
+    facts about the problem, like its sizes)."""
     params = dict(params or {})
     if isinstance(agent, str):
+        if (reward_range is not None and "reward_range" not in params
+                and "reward_range" in inspect.signature(agent_class(agent).__init__).parameters):
+            params["reward_range"] = reward_range
         return make_agent(agent, **{"n_arms": n_arms, "dim": dim, "horizon": horizon, **params})
     if params:
         raise ValueError("agent_params can only be given with an agent name")
@@ -170,7 +184,8 @@ def simulate(env, agent, *, horizon: int | None = None, n_reps: int = 1, seed: i
     horizon = env_horizon if horizon is None else check_int("horizon", horizon, low=1)
     if horizon > env_horizon:
         raise ValueError(f"horizon={horizon} exceeds the environment's horizon {env_horizon}")
-    ag = build_agent(agent, n_arms, dim, horizon, agent_params)
+    reward_range = env_reward_range(venv)
+    ag = build_agent(agent, n_arms, dim, horizon, agent_params, reward_range)
     name = label or getattr(ag, "name", "") or type(ag).__name__
     check_link = getattr(ag, "check_link", None)
     if callable(check_link):
@@ -248,7 +263,8 @@ def simulate(env, agent, *, horizon: int | None = None, n_reps: int = 1, seed: i
                 "agent_name": agent if isinstance(agent, str) else type(ag).__name__,
                 "agent_params": dict(agent_params or {}), "horizon": horizon,
                 "n_reps": n_reps, "seed": seed,
-                **({} if env_seeds is None else {"env_seeds": env_seeds})},
+                **({} if env_seeds is None else {"env_seeds": env_seeds}),
+                **({} if reward_range is None else {"env_reward_range": list(reward_range)})},
         log_events=log_events,
         reference_reward=None if replay is None else replay.config.reference_reward,
     )

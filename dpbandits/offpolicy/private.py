@@ -70,6 +70,7 @@ from dpbandits._validation import (
     check_choice,
     check_delta_open,
     check_positive,
+    check_range,
     check_real,
 )
 from dpbandits.envs.logged import LoggedBandit
@@ -316,12 +317,7 @@ class PrivateEstimator(Planned, Parameterized):
         # in BOUND_RANGE: the sensitivities m (hi - lo) / n and the noise calibrated from them
         # stay normal floats (no subnormal rounding, no overflow)
         self._m = check_bound("max_weight", max_weight)
-        if not isinstance(reward_range, tuple | list) or len(reward_range) != 2:
-            raise TypeError(f"reward_range must be a pair (low, high), got {reward_range!r}")
-        lo = check_real("reward_range[0]", reward_range[0])
-        hi = check_real("reward_range[1]", reward_range[1])
-        if not lo < hi:
-            raise ValueError(f"reward_range must have low < high, got ({lo}, {hi})")
+        lo, hi = check_range("reward_range", reward_range)
         if not (BOUND_RANGE[0] <= hi - lo and max(abs(lo), abs(hi)) <= BOUND_RANGE[1]):
             raise ValueError(f"reward_range must have width at least {BOUND_RANGE[0]:g} and "
                              f"endpoints within +/-{BOUND_RANGE[1]:g} (outside, the "

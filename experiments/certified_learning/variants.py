@@ -218,10 +218,39 @@ class BudgetLSVariants(BudgetLS):
     noise-dominated bulk reads the marginal contrasts (post-processing of the same release).
     """
 
-    def __init__(self, *, bulk: float = 0.0, **params):
+    def __init__(self, *, bulk: float = 0.0, sure: str = "", **params):
         self.bulk = bulk
         self._bulk = check_real("bulk", bulk, low=0.0, high=1e6)
+        if sure not in ("", "plan", "mad"):
+            raise ValueError(f"sure must be '', 'plan' or 'mad', got {sure!r}")
+        self.sure = sure
         super().__init__(**params)
+
+    def _thresholded(self) -> np.ndarray:
+        """With ``sure``: the summed contrasts soft-thresholded at the ``t`` (in noise sds)
+        maximizing Stein's unbiased estimate of their inner product with the truth over
+        their norm, ``sum_i (|z_i| (|z_i| - t)_+ - 1{|z_i| > t}) / ||(|z| - t)_+||``
+        (the cosine up to ``||theta||``, which does not depend on ``t``); the noise sd from
+        the plan (``"plan"``) or the median absolute deviation (``"mad"``)."""
+        if not self.sure:
+            return super()._thresholded()
+        K, d = self.n_arms, self.dim
+        c = self._c_released[:, :, :d]
+        if self.sure == "plan":
+            sd = self._plan.scales["contrast"] * math.sqrt(self._n_screens * (K - 1) / K)
+            sd = np.full(c.shape[0], sd)
+        else:
+            sd = np.median(np.abs(c).reshape(c.shape[0], -1), axis=1) / 0.6745
+        a = np.abs(c / sd[:, None, None]).reshape(c.shape[0], -1)  # (R, K d)
+        grid = np.linspace(0.0, 4.0, 81)
+        over = np.maximum(a[:, None, :] - grid[None, :, None], 0.0)  # (R, T, K d)
+        num = (a[:, None, :] * over - (over > 0)).sum(axis=2)
+        den = np.sqrt((over**2).sum(axis=2))
+        score = np.where(den > 0, num / np.where(den > 0, den, 1.0), -np.inf)
+        t = grid[np.argmax(score, axis=1)]
+        out = np.zeros_like(self._c_released)
+        out[:, :, :d] = np.sign(c) * np.maximum(np.abs(c) - (t * sd)[:, None, None], 0.0)
+        return out
 
     def _after_screen_release(self, v: np.ndarray, w: np.ndarray, m_noise_norm: float
                               ) -> None:
@@ -239,7 +268,7 @@ class BudgetLSVariants(BudgetLS):
 def build(name: str, params: Mapping, env_params: Mapping):
     """The agent a study command names: ``(name, params)`` for the package's registry, or an
     instance of the experiment's subclasses (module doc) sized for ``env_params``."""
-    if name == "dp-budget-ls" and "bulk" in params:
+    if name == "dp-budget-ls" and {"bulk", "sure"} & params.keys():
         K, d = problem_size(env_params)
         return BudgetLSVariants(n_arms=K, dim=d, horizon=env_params["horizon"], **params)
     if name == "noise-ablation" or (name == "dp-moment-ls" and OPTIONS.keys() & params):
