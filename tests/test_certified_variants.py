@@ -67,10 +67,11 @@ def test_each_variant_reproduces_the_former_option_stream(case):
 
 
 def test_the_agent_keeps_only_what_its_defaults_use_or_a_user_tunes():
-    """The seven options are the experiment's, not the package's."""
+    """The seven options are the experiment's, not the package's (20 parameters: the sizes,
+    the budget, the fourteen design choices and ``reward_range``, a fact about the problem)."""
     names = MomentLS._init_param_names()
     assert not set(OPTIONS) & set(names)
-    assert len(names) == 19, names
+    assert len(names) == 20 and "reward_range" in names, names
     for option, value in (("thompson", 0.5), ("play_top", 4), ("no_screen_below", 2)):
         with pytest.raises((TypeError, ValueError), match=option):
             agent(**{option: value})

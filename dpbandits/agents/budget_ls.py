@@ -156,7 +156,9 @@ class BudgetLS(MomentLS):
     most synthetic sizes), it is ``dp-moment-ls`` bit for bit; where the moment looks
     isotropic it screens like ``dp-screened-ls``; at small epsilon, or with few users per
     arm and coordinate, it keeps screening. ``dp-moment-ls`` and ``dp-screened-ls`` stay as
-    the two halves of the choice (for comparison, or when the design is known).
+    the two halves of the choice (for comparison, or when the design is known). Give it
+    ``reward_range`` when the range of the expected rewards is known (0/1 rewards: ``(0,
+    1)``); the harness passes the environment's declared range itself.
     Measurements: ``experiments/certified_learning/README.md`` ("Issue 36").
 
     Parameters
