@@ -287,7 +287,25 @@ def check_render_mode(render_mode) -> None:
 
 
 @raises_parameter_errors
-class BanditEnvBase(gymnasium.Env):
+class _CoreFacts:
+    """What a single or vector environment reads off its :class:`BanditCore` (``_core``)."""
+
+    _core: BanditCore
+
+    @property
+    def expected_reward_range(self) -> tuple[float, float] | None:
+        """The range ``(low, high)`` every arm's expected reward lies in, when the environment
+        knows it in advance (a public fact, e.g. ``(0, 1)`` for Bernoulli or 0/1 rewards; the
+        harness passes it to agents that take a ``reward_range``); None when unbounded."""
+        return getattr(self._core, "expected_reward_range", None)
+
+    @property
+    def t(self) -> int | None:
+        """Rounds played in the current episode (``None`` before the first reset)."""
+        return self._core.t
+
+
+class BanditEnvBase(_CoreFacts, gymnasium.Env):
     """A single replication: ``gymnasium.Env`` over a :class:`BanditCore` with ``R = 1``.
 
     ``step(arm)`` returns ``(next_context, reward, False, t == horizon, info)``; ``info`` holds
@@ -335,18 +353,6 @@ class BanditEnvBase(gymnasium.Env):
                 "pseudo_regret": float(regret[0]), "t": core.t}
         return obs[0], float(rewards[0]), False, core.t == core.horizon, info
 
-    @property
-    def expected_reward_range(self) -> tuple[float, float] | None:
-        """The range ``(low, high)`` every arm's expected reward lies in, when the environment
-        knows it in advance (a public fact, e.g. ``(0, 1)`` for Bernoulli or 0/1 rewards; the
-        harness passes it to agents that take a ``reward_range``); None when unbounded."""
-        return getattr(self._core, "expected_reward_range", None)
-
-    @property
-    def t(self) -> int | None:
-        """Rounds played in the current episode (``None`` before the first reset)."""
-        return self._core.t
-
 
 def _check_autoreset(mode) -> AutoresetMode:
     if isinstance(mode, AutoresetMode):
@@ -360,7 +366,7 @@ def _check_autoreset(mode) -> AutoresetMode:
 
 
 @raises_parameter_errors
-class BanditVectorEnvBase(VectorEnv):
+class BanditVectorEnvBase(_CoreFacts, VectorEnv):
     """``R = num_envs`` replications advanced together with array operations.
 
     Replication ``r`` after ``reset(seed=s)`` is bit-identical to the single environment
@@ -492,18 +498,6 @@ class BanditVectorEnvBase(VectorEnv):
             else:
                 self._needs_reset = True
         return obs, rewards, np.zeros(R, dtype=np.bool_), truncated, info
-
-    @property
-    def expected_reward_range(self) -> tuple[float, float] | None:
-        """The range ``(low, high)`` every arm's expected reward lies in, when the environment
-        knows it in advance (a public fact, e.g. ``(0, 1)`` for Bernoulli or 0/1 rewards; the
-        harness passes it to agents that take a ``reward_range``); None when unbounded."""
-        return getattr(self._core, "expected_reward_range", None)
-
-    @property
-    def t(self) -> int | None:
-        """Rounds played in the current episode (``None`` before the first reset)."""
-        return self._core.t
 
 
 def check_noise_std(noise_std) -> float:

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from dpbandits._validation import as_float64, check_real
+from dpbandits._validation import as_float64, check_range
 from dpbandits.envs.logged import LoggedBandit
 
 
@@ -93,12 +93,7 @@ def check_reward_range(log: LoggedBandit, reward_range: Any,
     """``(lo, hi)`` with ``lo < hi`` finite and every logged reward inside, or None."""
     if reward_range is None:
         return None
-    if not isinstance(reward_range, tuple | list) or len(reward_range) != 2:
-        raise TypeError(f"{name} must be a pair (low, high), got {reward_range!r}")
-    lo = check_real(f"{name}[0]", reward_range[0])
-    hi = check_real(f"{name}[1]", reward_range[1])
-    if not lo < hi:
-        raise ValueError(f"{name} must have low < high, got ({lo}, {hi})")
+    lo, hi = check_range(name, reward_range)
     outside = (log.rewards < lo) | (log.rewards > hi)
     if outside.any():
         i = int(np.flatnonzero(outside)[0])
