@@ -236,3 +236,33 @@ def test_no_screen_episodes_keeps_screening_releases_for_play_only():
     assert epsilon_of(a.ledger, a.privacy.delta) <= 1.0
     with pytest.raises(ValueError, match="no_screen_episodes"):
         variant(no_screen_episodes=-1)
+
+
+# -- dp-budget-ls's research options (issue 36): post-processing of the same releases ---------
+@pytest.mark.parametrize("kw", [{"sure": "plan"}, {"sure": "mad"}, {"spike": True},
+                                {"bulk": 1.0}])
+def test_budget_options_keep_the_plan_and_move_only_the_estimate(kw):
+    """Each option keeps the agent's plan and ledger; off, the variant is the agent stream for
+    stream; on, it changes the play (else it measured nothing) on an instance where the
+    released moment looks isotropic (``sure``) or carries a mean (``spike``, ``bulk``)."""
+    from experiments.certified_learning.variants import BudgetLSVariants
+
+    size = {"n_arms": 2, "dim": 40, "horizon": 4000, "epsilon": 3.0}
+    base = make_agent("dp-budget-ls", **size)
+    on = BudgetLSVariants(**size, **kw)
+    assert on.plan.scales == base.plan.scales and on.ledger == base.ledger
+    env = "dpbandits/GLMBandit-v0"
+    params = {"n_arms": 2, "dim": 40, "horizon": 4000}
+    _, _, res = compare({"agent": base, "off": BudgetLSVariants(**size), "on": on}, env,
+                        n_reps=2, seed=3, env_params=params)
+    assert np.array_equal(res["agent"].cum_regret, res["off"].cum_regret)
+    assert not np.array_equal(res["agent"].cum_regret, res["on"].cum_regret)
+
+
+def test_budget_options_name_their_bad_values():
+    from experiments.certified_learning.variants import BudgetLSVariants
+
+    with pytest.raises(ValueError, match="sure must be"):
+        BudgetLSVariants(n_arms=2, dim=6, horizon=200, sure="stein")
+    with pytest.raises(TypeError, match="spike must be a bool"):
+        BudgetLSVariants(n_arms=2, dim=6, horizon=200, spike=1)

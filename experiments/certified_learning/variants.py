@@ -211,14 +211,23 @@ class NoiseAblation(MomentLS):
 
 
 class BudgetLSVariants(BudgetLS):
-    """``dp-budget-ls`` with the issue-36 research option ``bulk`` (off: 0, then it is the
-    agent, stream for stream): the screening estimate averages the eigenvalues of ``M^/K``
-    whose signal part (eigenvalue minus ridge) is below ``bulk`` moment-noise norms over K,
-    so that only directions where the released moment carries signal are debiased and the
-    noise-dominated bulk reads the marginal contrasts (post-processing of the same release).
+    """``dp-budget-ls`` with the issue-36 research options, each off by default (then it is
+    the agent, stream for stream) and each post-processing of the same releases:
+
+    * ``bulk`` (first round): the screening estimate averages the eigenvalues of ``M^/K``
+      whose signal part (eigenvalue minus ridge) is below ``bulk`` moment-noise norms over K,
+      so that only directions where the released moment carries signal are debiased and
+      the noise-dominated bulk reads the marginal contrasts;
+    * ``sure`` (third round, ``"plan"`` or ``"mad"``): the isotropic branch's hard threshold
+      replaced by a soft one chosen by Stein's estimate of the cosine (:meth:`_thresholded`);
+    * ``spike`` (third round): eigenvalues of ``M^/K`` above the noise's edge debiased by the
+      Wigner spiked-model inverse and used without the ridge.
     """
 
-    def __init__(self, *, bulk: float = 0.0, sure: str = "", **params):
+    def __init__(self, *, bulk: float = 0.0, sure: str = "", spike: bool = False, **params):
+        if not isinstance(spike, bool):
+            raise TypeError(f"spike must be a bool, got {spike!r}")
+        self.spike = spike
         self.bulk = bulk
         self._bulk = check_real("bulk", bulk, low=0.0, high=1e6)
         if sure not in ("", "plan", "mad"):
@@ -254,6 +263,20 @@ class BudgetLSVariants(BudgetLS):
 
     def _after_screen_release(self, v: np.ndarray, w: np.ndarray, m_noise_norm: float
                               ) -> None:
+        if self.spike:
+            # eigenvalues of M^/K above the noise's semicircle edge plus the Tracy-Widom 0.99
+            # quantile are spikes: their signal value is the Wigner spiked-model inverse
+            # (y + sqrt(y^2 - 4 s2 D)) / 2, used without the ridge; the rest keep w + ridge
+            K, D = self.n_arms, self._D
+            lam = max(self._ridge_screen * m_noise_norm / K, 1e-12)
+            s2 = self._n_screens * self._plan.scales["moment"] ** 2 / (2.0 * K * K)
+            edge = 2.0 * math.sqrt(D * s2) + 2.0234 * math.sqrt(s2) * D ** (-1.0 / 6.0)
+            raw = w - lam
+            spiked = raw > edge
+            sig = (raw + np.sqrt(np.maximum(raw * raw - 4.0 * s2 * D, 0.0))) / 2.0
+            w = np.where(spiked, sig, w)
+            proj = np.einsum("rji,rkj->rki", v, self._c_released)
+            self._theta = np.einsum("rij,rkj->rki", v, proj / w[:, None, :])
         if self._bulk > 0.0:
             K = self.n_arms
             lam = max(self._ridge_screen * m_noise_norm / K, 1e-12)
@@ -268,7 +291,7 @@ class BudgetLSVariants(BudgetLS):
 def build(name: str, params: Mapping, env_params: Mapping):
     """The agent a study command names: ``(name, params)`` for the package's registry, or an
     instance of the experiment's subclasses (module doc) sized for ``env_params``."""
-    if name == "dp-budget-ls" and {"bulk", "sure"} & params.keys():
+    if name == "dp-budget-ls" and {"bulk", "sure", "spike"} & params.keys():
         K, d = problem_size(env_params)
         return BudgetLSVariants(n_arms=K, dim=d, horizon=env_params["horizon"], **params)
     if name == "noise-ablation" or (name == "dp-moment-ls" and OPTIONS.keys() & params):
