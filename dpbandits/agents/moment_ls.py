@@ -263,7 +263,9 @@ class MomentLS(FitRelease, PrivateAgent):
         midpoint. The targets are clipped at a small level and act mostly through their
         sign, so rewards all on one side of 0 (binary rewards centred at 0) use one half of
         the clip range and carry half the signal for the same noise. None: centred at 0.
-        The centre is public, so the releases' sensitivities and the noise do not change.
+        The harness (``simulate``, ``compare``) passes the environment's declared
+        ``expected_reward_range`` when this is not set. The centre is public, so the
+        releases' sensitivities and the noise do not change.
     """
     supported_links = ("identity", "logistic")
     _RELEASED = _RELEASED  # the moment, contrast, Gram and target releases
