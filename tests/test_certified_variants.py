@@ -240,7 +240,7 @@ def test_no_screen_episodes_keeps_screening_releases_for_play_only():
 
 # -- dp-budget-ls's research options (issue 36): post-processing of the same releases ---------
 @pytest.mark.parametrize("kw", [{"sure": "plan"}, {"sure": "mad"}, {"spike": True},
-                                {"bulk": 1.0}])
+                                {"bulk": 1.0}, {"iso_fit": True}])
 def test_budget_options_keep_the_plan_and_move_only_the_estimate(kw):
     """Each option keeps the agent's plan and ledger; off, the variant is the agent stream for
     stream; on, it changes the play (else it measured nothing) on an instance where the
@@ -266,3 +266,15 @@ def test_budget_options_name_their_bad_values():
         BudgetLSVariants(n_arms=2, dim=6, horizon=200, sure="stein")
     with pytest.raises(TypeError, match="spike must be a bool"):
         BudgetLSVariants(n_arms=2, dim=6, horizon=200, spike=1)
+
+
+def test_an_instance_built_variant_sees_the_declared_reward_range():
+    """As the harness does for the registry's agents: a variant built as an instance gets the
+    environment's declared range unless its params set one (else a variant and its base
+    agent would regress different targets on the logistic and data-set instances)."""
+    got = build("dp-budget-ls", {"spike": True}, ENV, (0.0, 1.0))
+    assert got.reward_range == (0.0, 1.0)
+    mine = build("dp-budget-ls", {"spike": True, "reward_range": None}, ENV, (0.0, 1.0))
+    assert mine.reward_range is None
+    assert build(NAME, {"lasso": 1.0}, ENV, (0.0, 1.0)).reward_range == (0.0, 1.0)
+    assert build(NAME, {}, ENV, (0.0, 1.0)) == (NAME, {})  # the harness passes it itself

@@ -24,6 +24,7 @@ import sys
 import numpy as np
 
 from dpbandits.harness.compare import compare
+from dpbandits.harness.simulate import env_reward_range, make_env
 from experiments.certified_learning.instances import TUNE_SEED
 from experiments.certified_learning.tune_moment import INSTANCES
 from experiments.certified_learning.variants import build
@@ -37,8 +38,9 @@ def main(argv=None) -> None:
     diffs: dict[str, list] = {k: [] for k in agents if k != "base"}
     for inst in insts:
         env_id, params, _ = INSTANCES[inst]
+        declared = env_reward_range(make_env(env_id, 1, params))
         specs = {"random": ("random", {}),
-                 **{k: build(name, kw, params) for k, (name, kw) in agents.items()}}
+                 **{k: build(name, kw, params, declared) for k, (name, kw) in agents.items()}}
         _, _, res = compare(specs, env_id, n_reps=reps, seed=TUNE_SEED, env_params=params)
         final = {k: v.cum_regret[:, -1] for k, v in res.items()}
         rate = final["random"].mean()

@@ -25,6 +25,7 @@ import sys
 import numpy as np
 
 from dpbandits.harness.compare import compare
+from dpbandits.harness.simulate import env_reward_range, make_env
 from experiments.certified_learning.instances import (
     TUNE_SEED,
     TUNING,
@@ -46,7 +47,8 @@ def run(agents: dict, instances: list[str], reps: int) -> dict:
     out = {}
     for inst in instances:
         env_id, env_params, _ = INSTANCES[inst]
-        specs = {label: build(name, params, env_params)
+        declared = env_reward_range(make_env(env_id, 1, env_params))
+        specs = {label: build(name, params, env_params, declared)
                  for label, (name, params) in agents.items()}
         _, _, res = compare({"random": ("random", {}), **specs}, env_id, n_reps=reps,
                             seed=TUNE_SEED, env_params=env_params)

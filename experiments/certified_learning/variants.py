@@ -221,19 +221,36 @@ class BudgetLSVariants(BudgetLS):
     * ``sure`` (third round, ``"plan"`` or ``"mad"``): the isotropic branch's hard threshold
       replaced by a soft one chosen by Stein's estimate of the cosine (:meth:`_thresholded`);
     * ``spike`` (third round): eigenvalues of ``M^/K`` above the noise's edge debiased by the
-      Wigner spiked-model inverse and used without the ridge.
+      Wigner spiked-model inverse and used without the ridge;
+    * ``iso_fit`` (third round): where the isotropy test passed, each arm's released fit
+      targets over its released Gram's mean eigenvalue instead of the ridge regression.
     """
 
-    def __init__(self, *, bulk: float = 0.0, sure: str = "", spike: bool = False, **params):
+    def __init__(self, *, bulk: float = 0.0, sure: str = "", spike: bool = False,
+                 iso_fit: bool = False, **params):
         if not isinstance(spike, bool):
             raise TypeError(f"spike must be a bool, got {spike!r}")
+        if not isinstance(iso_fit, bool):
+            raise TypeError(f"iso_fit must be a bool, got {iso_fit!r}")
         self.spike = spike
+        self.iso_fit = iso_fit
         self.bulk = bulk
         self._bulk = check_real("bulk", bulk, low=0.0, high=1e6)
         if sure not in ("", "plan", "mad"):
             raise ValueError(f"sure must be '', 'plan' or 'mad', got {sure!r}")
         self.sure = sure
         super().__init__(**params)
+
+    def _release_fit(self) -> None:
+        """With ``iso_fit``: a replication whose released moment passed the isotropy test
+        plays each arm's released targets over its released Gram's mean eigenvalue
+        (``b_k p / tr G_k``, the marginal fit) instead of the ridge regression."""
+        super()._release_fit()
+        if self.iso_fit and self._iso is not None and self._iso.any():
+            p = self._b_released.shape[-1]
+            tr = np.trace(self._gram_released, axis1=2, axis2=3)  # (R, K)
+            marginal = self._b_released * (p / np.maximum(tr, 1.0))[:, :, None]
+            self._theta = np.where(self._iso[:, None, None], marginal, self._theta)
 
     def _thresholded(self) -> np.ndarray:
         """With ``sure``: the summed contrasts soft-thresholded at the ``t`` (in noise sds)
@@ -288,14 +305,21 @@ class BudgetLSVariants(BudgetLS):
         super()._after_screen_release(v, w, m_noise_norm)
 
 
-def build(name: str, params: Mapping, env_params: Mapping):
+def build(name: str, params: Mapping, env_params: Mapping,
+          reward_range: tuple[float, float] | None = None):
     """The agent a study command names: ``(name, params)`` for the package's registry, or an
-    instance of the experiment's subclasses (module doc) sized for ``env_params``."""
-    if name == "dp-budget-ls" and {"bulk", "sure", "spike"} & params.keys():
-        K, d = problem_size(env_params)
-        return BudgetLSVariants(n_arms=K, dim=d, horizon=env_params["horizon"], **params)
-    if name == "noise-ablation" or (name == "dp-moment-ls" and OPTIONS.keys() & params):
-        K, d = problem_size(env_params)
-        cls = NoiseAblation if name == "noise-ablation" else MomentLSVariants
-        return cls(n_arms=K, dim=d, horizon=env_params["horizon"], **params)
-    return name, dict(params)
+    instance of the experiment's subclasses (module doc) sized for ``env_params``. An
+    instance gets ``reward_range`` (the environment's declared range) unless ``params`` set
+    one, as the harness does for the registry's agents (:func:`~dpbandits.harness.simulate.
+    build_agent`), so that a variant and its base agent see the same targets."""
+    sized = None
+    if name == "dp-budget-ls" and {"bulk", "sure", "spike", "iso_fit"} & params.keys():
+        sized = BudgetLSVariants
+    elif name == "noise-ablation" or (name == "dp-moment-ls" and OPTIONS.keys() & params):
+        sized = NoiseAblation if name == "noise-ablation" else MomentLSVariants
+    if sized is None:
+        return name, dict(params)
+    K, d = problem_size(env_params)
+    extra = {} if reward_range is None or "reward_range" in params else {
+        "reward_range": reward_range}
+    return sized(n_arms=K, dim=d, horizon=env_params["horizon"], **params, **extra)
