@@ -202,7 +202,12 @@ def _compare_into(out: Path, cfg: dict, args) -> tuple[dict, object, list]:
             agents, cfg["env"], horizon=cfg.get("horizon"), n_reps=cfg["n_reps"],
             seed=cfg["seed"], env_params=cfg.get("env_params"), progress=_progress(args))
         privacy = privacy_records(results)
-        outputs.write(results, {"command": args.command, "config": cfg, "privacy": privacy})
+        record = {"command": args.command, "config": cfg, "privacy": privacy}
+        # the environment's declared range, which the agents that take one were given
+        declared = next(iter(results.values())).config.get("env_reward_range")
+        if declared is not None:
+            record["env_reward_range"] = declared
+        outputs.write(results, record)
         if not args.no_plot:
             outputs.draw(lambda folder: _plot_compare(results, folder, args,
                                                       cfg["record_every"]))

@@ -27,6 +27,16 @@ def test_compare_with_flags_writes_results(tmp_path, capsys):
     assert privacy["dp-ucb"]["epsilon"] == 2.0 and privacy["random"]["private"] is False
     assert (out / "regret.png").exists() and (out / "summary.csv").exists()
     assert "dp-ucb" in capsys.readouterr().out
+    assert "env_reward_range" not in record  # the identity link declares no range
+
+
+def test_compare_records_the_declared_reward_range(tmp_path):
+    """On an environment that declares the range of its expected rewards, the record says
+    so: the agents that take a reward_range were given it."""
+    out = tmp_path / "cmp"
+    assert main(["compare", "--env", "dpbandits/LogisticBandit-v0", "--agent", "dp-budget-ls",
+                 "--horizon", "60", "--reps", "1", "--no-plot", "--out", str(out)]) == 0
+    assert json.loads((out / "results.json").read_text())["env_reward_range"] == [0.0, 1.0]
 
 
 def test_tiny_sweep_via_config(tmp_path):

@@ -148,10 +148,11 @@ def wishart_degrees(horizon, feature_dim, epsilon, delta) -> int:
 
 def wishart_row_bound(context_bound: float, reward_bound: float) -> float:
     """``L~ = sqrt(L^2 + B~^2)`` rounded up until both ``L~^2`` and its float square bound the
-    exact ``L^2 + B~^2``: Sheffet's theorem needs every row ``[x; y]`` (exact norm up to
-    ``sqrt(L^2 + B~^2)``) within ``sqrt`` of the noise scale ``fl(L~^2)``, and the Gaussian
-    node's sensitivity ``||vv^T||_F <= L^2 + B~^2`` within its scale ``fl(L~^2)``; which the rounded
-    ``sqrt(fl(L^2) + fl(B~^2))`` misses by up to 4.4e-16 relative (bounds in
+    exact ``L^2 + B~^2``, for both noise kinds: Sheffet's theorem needs every row ``[x; y]``
+    (exact norm up to ``sqrt(L^2 + B~^2)``) within ``sqrt`` of the noise scale ``fl(L~^2)``,
+    and the Gaussian node's sensitivity ``||vv^T||_F <= L^2 + B~^2`` must not exceed the
+    ``fl(L~^2)`` its noise is scaled to. The rounded ``sqrt(fl(L^2) + fl(B~^2))`` misses
+    both by up to 4.4e-16 relative (bounds in
     :data:`~dpbandits._validation.BOUND_RANGE`: no underflow, a few steps at most)."""
     need = Fraction(context_bound) ** 2 + Fraction(reward_bound) ** 2
     lt = math.sqrt(context_bound**2 + reward_bound**2)
