@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pytest
 
+import dpbandits.agents.budget_ls as budget
 from dpbandits.agents import agent_class, make_agent
 from dpbandits.agents.budget_ls import fit_episode, isotropy_rejected, isotropy_thresholds
 from dpbandits.agents.screened_ls import gram_noise
@@ -104,6 +105,10 @@ def test_bad_parameters_name_themselves():
         make_agent(NAME, n_arms=2, dim=5, horizon=100, iso_test="yes")
     with pytest.raises(ValueError, match="iso_threshold"):
         make_agent(NAME, n_arms=2, dim=5, horizon=100, iso_threshold=-0.5)
+    with pytest.raises(ValueError, match="iso_weights must be 'precision' or 'equal', got 'x'"):
+        make_agent(NAME, n_arms=2, dim=5, horizon=100, iso_weights="x")
+    with pytest.raises(ValueError, match="iso_estimate must be 'bayes' or 'threshold', got 1"):
+        make_agent(NAME, n_arms=2, dim=5, horizon=100, iso_estimate=1)
     with pytest.raises(TypeError, match="screen_episodes"):  # the rule sets it
         make_agent(NAME, n_arms=2, dim=5, horizon=100, screen_episodes=3)
 
@@ -170,8 +175,8 @@ def test_isotropy_level_and_power_on_simulated_releases():
 ISO_ENV = {"n_arms": 2, "dim": 24, "horizon": 2000}
 
 
-def _with_moment_ls(env_params: dict, reps: int = 6):
-    b = make_agent(NAME, n_arms=2, dim=24, horizon=2000, fit_snr=0.0)
+def _with_moment_ls(env_params: dict, reps: int = 6, **params):
+    b = make_agent(NAME, n_arms=2, dim=24, horizon=2000, fit_snr=0.0, **params)
     _, _, res = compare({"b": b, "m": ("dp-moment-ls", {})}, "dpbandits/GLMBandit-v0",
                         n_reps=reps, seed=11, env_params=env_params)
     return b, res["b"].cum_regret, res["m"].cum_regret
@@ -190,16 +195,121 @@ def test_a_replication_whose_moment_is_not_isotropic_is_dp_moment_ls_bit_for_bit
 
 
 def test_an_isotropic_replication_plays_and_screens_on_the_marginal_contrasts():
-    """Isotropic centred contexts: the replications that pass the test (most: level about
-    2%) screen on the released contrasts' ``max_k |c_kj|`` (dp-screened-ls's statistic),
-    the others are dp-moment-ls's replications bit for bit."""
-    b, regret_b, regret_m = _with_moment_ls(ISO_ENV)
+    """Isotropic centred contexts, ``iso_weights = "equal"`` (the second round's agent): the
+    replications that pass the test (most: level about 2%) screen on the summed released
+    contrasts' ``max_k |c_kj|`` (dp-screened-ls's statistic), the others are dp-moment-ls's
+    replications bit for bit."""
+    b, regret_b, regret_m = _with_moment_ls(ISO_ENV, iso_weights="equal")
     iso = b.isotropic_
     assert iso.sum() >= 4  # P(3 or more of 6 rejections at level 0.03) < 1e-3
     top = np.argsort(-np.abs(b._c_released).max(axis=1), axis=1, kind="stable")[:, :16]
     assert np.array_equal(b.screened_[iso], np.sort(top, axis=1)[iso])
     assert np.array_equal(regret_b[~iso], regret_m[~iso])
     assert not np.array_equal(regret_b[iso], regret_m[iso])  # the choice changed the play
+
+
+def _spied_releases(monkeypatch) -> list:
+    """Each screening release's contrasts (R, K, D), in order, as the agent receives them."""
+    releases = []
+    real = agent_class(NAME)._after_screen_release
+
+    def spy(self, *args):
+        releases.append(self._c_last.copy())
+        return real(self, *args)
+
+    monkeypatch.setattr(agent_class(NAME), "_after_screen_release", spy)
+    return releases
+
+
+def _weights(sigma_c: float, K: int = 2, D: int = 24, clip: float = 0.1):
+    """ISO_ENV's two releases (n0 = 100, then 200 users): their weights n / (n + n_star),
+    n_star = K D^2 sigma_c^2 / clip^2, and variances per coordinate sigma_c^2 (K-1)/K + n
+    (clip^2 / D) (K-1) / (K^2 D)."""
+    n_star = K * D**2 * sigma_c**2 / clip**2
+    lengths = (100, 200)
+    a = [n / (n + n_star) for n in lengths]
+    var = [sigma_c**2 * (K - 1) / K + n * clip**2 / D * (K - 1) / (K * K * D) for n in lengths]
+    return lengths, a, var
+
+
+@pytest.mark.parametrize("estimate", ["threshold", "bayes"])
+def test_the_isotropic_branch_weighs_each_release_by_its_precision(monkeypatch, estimate):
+    """Release e of n_e users enters the isotropic branch's contrasts with weight n_e / (n_e
+    + K D^2 sigma_c^2 / clip_screen^2) (noise variance sigma_c^2 (K-1)/K against at most
+    y_max^2 (K-1)/(K^2 D) per user, y_max = clip_screen / sqrt(D)). "threshold" keeps the
+    coordinates above iso_threshold privacy-noise sds of the weighted sum; "bayes" (the
+    default) plays the weighted sum's spike-and-slab posterior mean at its full variance.
+    S reads the weighted sum; a rejected replication is dp-moment-ls's bit for bit."""
+    releases = _spied_releases(monkeypatch)
+    b, regret_b, regret_m = _with_moment_ls(ISO_ENV, iso_estimate=estimate)
+    sigma_c = b.sigmas["contrast"]
+    lengths, a, var = _weights(sigma_c)
+    assert [b.release_weight(n) for n in lengths] == pytest.approx(a, rel=1e-12)
+    assert [b.release_variance(n) for n in lengths] == pytest.approx(var, rel=1e-12)
+    weighted = a[0] * releases[0] + a[1] * releases[1]
+    assert np.allclose(b._c_weighted, weighted, rtol=1e-12, atol=0.0)
+    strength = np.abs(weighted).max(axis=1)
+    if estimate == "threshold":
+        sd = sigma_c * math.sqrt((a[0] ** 2 + a[1] ** 2) / 2)
+        played = weighted * (strength > 1.0 * sd)[:, None, :]
+    else:
+        total = a[0] ** 2 * var[0] + a[1] ** 2 * var[1]
+        played = budget.spike_slab_mean(weighted.reshape(len(weighted), -1), total)
+        played = played.reshape(weighted.shape)
+    iso = b.isotropic_
+    assert iso.sum() >= 4
+    assert np.allclose(b._theta_screen[iso], played[iso], rtol=1e-12, atol=0.0)
+    top = np.argsort(-strength, axis=1, kind="stable")[:, :16]
+    assert np.array_equal(b.screened_[iso], np.sort(top, axis=1)[iso])
+    assert np.array_equal(regret_b[~iso], regret_m[~iso])
+    assert a[0] < a[1] < 1.0  # not the plain sum: the first release counts less
+
+
+def _posterior_mean_by_hand(z: np.ndarray, var: float) -> np.ndarray:
+    """The spike-and-slab posterior mean with the prior fitted by marginal likelihood on the
+    grids, written out with normal densities (one row)."""
+    def normal(x, v):
+        return np.exp(-0.5 * x * x / v) / np.sqrt(2.0 * np.pi * v)
+
+    scores = [(np.log((1 - p) * normal(z, var) + p * normal(z, var * (1 + r))).sum(), p, r)
+              for p in budget.SLAB_PROBS for r in budget.SLAB_RATIOS]
+    _, p, r = max(scores, key=lambda t: t[0])  # the first maximum, as the agent's
+    tau2 = r * var
+    slab = p * normal(z, var + tau2)
+    return slab / (slab + (1 - p) * normal(z, var)) * tau2 / (var + tau2) * z
+
+
+def test_spike_slab_mean_is_the_empirical_bayes_posterior_mean():
+    rng = np.random.default_rng(4)
+    theta = np.zeros((3, 40))
+    theta[:, :5] = rng.normal(0.0, 4.0, (3, 5))
+    z = theta + rng.normal(0.0, 1.5, theta.shape)
+    got = budget.spike_slab_mean(z, 1.5**2)
+    for row in range(3):
+        assert np.allclose(got[row], _posterior_mean_by_hand(z[row], 1.5**2), rtol=1e-9,
+                           atol=1e-12)
+    # shrinks towards 0, never past it, and more for small entries than for large ones
+    assert np.all(np.abs(got) <= np.abs(z)) and np.all(got * z >= 0)
+    ratio = np.abs(got / z)
+    small, large = np.abs(z) < 1.5, np.abs(z) > 6.0
+    assert ratio[small].max() < ratio[large].min()
+
+
+def test_spike_slab_mean_is_finite_for_extreme_floats():
+    z = np.array([[0.0, 5e-324, -1e-300, 1e150, -1e200, 1.7e308, 3.0, -2.0]])
+    for var in (5e-324, 1e-300, 1.0, 1e300):
+        out = budget.spike_slab_mean(z, var)
+        assert np.all(np.isfinite(out)) and np.all(np.abs(out) <= np.abs(z))
+    assert budget.spike_slab_mean(np.zeros((2, 5)), 1.0).tolist() == [[0.0] * 5] * 2
+
+
+def test_release_weights_are_one_without_noise_and_under_equal():
+    for params in ({"epsilon": math.inf}, {"iso_weights": "equal"}):
+        a = make_agent(NAME, n_arms=2, dim=50, horizon=10_000, **params)
+        assert [a.release_weight(n) for n in (1, 500, 10**6)] == [1.0, 1.0, 1.0]
+    a = make_agent(NAME, n_arms=2, dim=50, horizon=10_000, epsilon=0.3)
+    e = make_agent(NAME, n_arms=2, dim=50, horizon=10_000, epsilon=0.3, iso_weights="equal")
+    assert a.plan.scales == e.plan.scales and a.ledger == e.ledger  # post-processing only
 
 
 def test_the_isotropy_test_reads_the_released_moment_with_the_plans_variance(monkeypatch):

@@ -248,6 +248,8 @@ def test_budget_options_keep_the_plan_and_move_only_the_estimate(kw):
     from experiments.certified_learning.variants import BudgetLSVariants
 
     size = {"n_arms": 2, "dim": 40, "horizon": 4000, "epsilon": 3.0}
+    if "sure" in kw:  # it replaces the hard threshold: measured against that estimate
+        size["iso_estimate"] = "threshold"
     base = make_agent("dp-budget-ls", **size)
     on = BudgetLSVariants(**size, **kw)
     assert on.plan.scales == base.plan.scales and on.ledger == base.ledger

@@ -12,8 +12,10 @@ BEFORE = {
     "agent:adac-oful": "fe5947c3ff1cd067",
     "agent:dp-hdb": "7980c1f841413103",
     "agent:dp-hdb-authors-code": "ea45468f95761f94",
-    "agent:dp-moment-ls": "375489673b73130d",
-    "agent:dp-budget-ls": "d4b481740f148c2d",  # issue 36 round 2: the isotropy test moves play
+    # issue 36 round 4: the latest release's contrasts kept as state (`_c_last`); arms and
+    # every other state array unchanged
+    "agent:dp-moment-ls": "5eec50c483a36994",
+    "agent:dp-budget-ls": "9e44d8dc9db8e8d4",  # issue 36 round 4: weighted, shrunk contrasts
     "agent:dp-screened-ls": "d759890c04b5e8c6",
     "agent:dp-ucb": "398e57a829909723",
     "agent:dp-ucb-authors-code": "73562772722ebaca",

@@ -50,21 +50,58 @@ analysis", Ann. Statist.), or its squared Frobenius norm exceeds its null mean b
 standard deviations (normal approximation of the noise's chi-square with ``D (D + 1) / 2``
 degrees of freedom plus the rows' spread): about 2% in all (measured 1.5-2.3% by
 simulation at the study's sizes). A replication that is not rejected plays, and screens on,
-the summed released contrasts hard-thresholded (as ``dp-screened-ls`` does) at
-``iso_threshold`` noise standard deviations of a summed coordinate,
-``sigma_c sqrt(m (K - 1)/K)``; ``S`` is its ``screen_size`` largest ``max_k |c_kj|``. A
-rejected replication is ``dp-moment-ls``'s. Not after the first release: at 500 users a weak
-correlation (the tuning instance AR(0.3), mean 0.3 sd, d = 60: top eigenvalue 37 above
-``n/D`` against the detection scale ``sqrt(s2 D)`` = 39) cannot be seen, and marginal play
-there from the first release on cost 6%. The test's constants are a stated level (about
-2%) and quantities of the noise plan: none was tuned. It has little power at epsilon 0.3,
-where it mostly chooses the marginal estimate. ``iso_threshold = 1`` was chosen on the tuning
-instances and seeds only, between 0, 1 and 2 (``dp-screened-ls``'s): 2 is best at epsilon 1
-and 3 but at epsilon 0.3, where most contrasts are below 2 sds, it plays almost uniformly and
-lost 6% on two tuning instances; 1 improves on the first round's agent or is level with it
-on every tuning instance at epsilon 1 and 3 and is within 3.5% at 0.3 (measurements and
-commands:
+the released contrasts (weighted and shrunk as below; in the second round summed and
+hard-thresholded, as ``dp-screened-ls`` does, at ``iso_threshold`` noise standard deviations
+of a summed coordinate, ``sigma_c sqrt(m (K - 1)/K)``); ``S`` is its ``screen_size`` largest
+``max_k |c_kj|``. A rejected replication is ``dp-moment-ls``'s. Not after the first
+release: at 500 users a weak correlation (the tuning instance AR(0.3), mean 0.3 sd, d = 60:
+top eigenvalue 37 above ``n/D`` against the detection scale ``sqrt(s2 D)`` = 39) cannot be
+seen, and marginal play there from the first release on cost 6%. The test's constants are a
+stated level (about 2%) and quantities of the noise plan: none was tuned. It has little
+power at epsilon 0.3, where it mostly chooses the marginal estimate. ``iso_threshold = 1``
+(for ``iso_estimate = "threshold"``) was chosen on the tuning instances and seeds only,
+between 0, 1 and 2 (``dp-screened-ls``'s): 2 is best at epsilon 1 and 3 but at epsilon 0.3,
+where most contrasts are below 2 sds, it plays almost uniformly and lost 6% on two tuning
+instances; 1 improves on the first round's agent or is level with it on every tuning
+instance at epsilon 1 and 3 and is within 3.5% at 0.3 (measurements and commands:
 ``experiments/certified_learning/README.md``, "Issue 36", second round).
+
+The isotropic branch's weights. Every screening release carries the same noise, but the
+later ones hold more users (``n0, 2 n0, 4 n0``): the plain sum gives the first, noisiest
+release (relative to its signal) as much weight as the last. Where the test passes, the
+contrasts are the releases summed with the inverse-variance weights of a mean
+``n_e mu`` observed under noise of variance ``sigma^2 + n_e v``: ``a_e = n_e / (n_e +
+n_star)``, ``n_star = sigma^2 / v``. Per coordinate the contrasts' noise variance is
+``sigma_c^2 (K-1)/K`` and one user's at most ``y_max^2 (K-1) / (K^2 D)`` (a target is at most
+``y_max``, a unit row's mean squared coordinate ``1/D``, and under uniform play a user is on
+the arm with probability ``1/K``), so ``n_star = K D sigma_c^2 / y_max^2`` (2,180 users at
+Figure 5.1's size and epsilon 1, 18,500 at 0.3; ``a_e = 1`` without noise). The weights are
+public, so this is post-processing; the noise sd of the weighted sum is ``sigma_c sqrt(sum
+a_e^2 (K-1)/K)``. Only the isotropic branch is weighted: contexts that pass are centred and
+symmetric, and there ``u u^T`` is even in ``u``, so greedy play (a half-space through 0 for
+two arms) leaves the contrasts' mean as under uniform play; on correlated or shifted
+contexts the later, greedy releases carry a bias the arm-independent moment does not
+remove, and weighting them up lost on three tuning instances at epsilon 1 (AR(0.3) d60
++0.033, AR(0.6) K3 +0.026, equicorrelated +0.016 in paired log ratio). Where it applies it
+never lost on the tuning instances (16 replications: up to -0.078 at epsilon 0.3, -0.033 at
+1, level at 3; ``experiments/certified_learning/README.md``, "Issue 36", fourth round).
+``iso_weights = "equal"`` gives the plain sums (the second round's agent).
+
+The isotropic branch's estimate. A replication that passes plays the posterior mean of its
+weighted contrasts (:func:`spike_slab_mean`): each of its ``K d`` coordinates is read as
+``theta + N(0, V)``, ``V = sum a_e^2 (sigma_c^2 (K-1)/K + n_e y_max^2 (K-1) / (K^2 D))`` (the
+weighted sum's noise and the users' spread at its bound), under a spike-and-slab prior
+``(1 - pi) delta_0 + pi N(0, tau^2)`` whose two parameters maximize the replication's
+marginal likelihood on a fixed grid (empirical Bayes). Rewards are linear in ``theta``, so
+greedy play on the posterior mean is the Bayes action under the fitted prior; the shrinkage
+adapts to the signal's strength and sparsity, which a hard threshold at a fixed number of
+sds cannot (the second round's threshold 2 was best at epsilon 1 and 3, 1 at 0.3). The
+posterior mean is monotone in ``|z|``, so ``S`` (the largest ``max_k |c_kj|``) is the same.
+Nothing was tuned: the grids (slab probability 0.007 to 0.95, ``tau^2 / V`` from 0.1 to
+1000) only bound the search. On the tuning instances (16 replications) it never lost
+against the threshold and gained up to -0.069 / -0.088 / -0.105 in paired log ratio at
+epsilon 0.3 / 1 / 3 (isotropic K = 2, d = 40). ``iso_estimate = "threshold"`` plays the
+thresholded weighted sum (``iso_threshold`` privacy-noise sds).
 
 Privacy: the rule is a function of public parameters only, so the schedule is fixed in
 advance, every episode holds its own users and each user is released at most once; the
@@ -90,7 +127,7 @@ from dpbandits._validation import check_int, check_real
 from dpbandits.agents.base import register_agent
 from dpbandits.agents.moment_ls import MomentLS, _largest
 
-__all__ = ["BudgetLS", "fit_episode", "isotropy_rejected"]
+__all__ = ["BudgetLS", "fit_episode", "isotropy_rejected", "spike_slab_mean"]
 
 
 def fit_episode(lengths: list[int], *, n_arms: int, p: int, sigma_gram: float,
@@ -145,6 +182,41 @@ def isotropy_rejected(moment: np.ndarray, n: int, var: float) -> np.ndarray:
     return (top > spectral) | (np.einsum("rij,rij->r", centred, centred) > frob)
 
 
+#: the grids of the prior's fit: slab probabilities (logistic in [-5, 3]: 0.007 to 0.95) and
+#: slab variances over the noise variance (1e-1 to 1e3)
+SLAB_PROBS = 1.0 / (1.0 + np.exp(-np.linspace(-5.0, 3.0, 33)))
+SLAB_RATIOS = np.logspace(-1.0, 3.0, 41)
+
+
+def spike_slab_mean(z: np.ndarray, var: float) -> np.ndarray:
+    """The posterior mean of every entry of ``z`` (R, n), observed as ``theta + N(0, var)``
+    under the prior ``theta ~ (1 - pi) delta_0 + pi N(0, tau^2)``, with ``(pi, tau^2 / var)``
+    the maximizer of the row's marginal likelihood over :data:`SLAB_PROBS` x
+    :data:`SLAB_RATIOS` (empirical Bayes, one prior per row): ``P(slab | z) tau^2 / (tau^2 +
+    var) z``. Computed in logs, so no ``z`` overflows or gives NaN."""
+    with np.errstate(over="ignore"):  # an infinite x is a likelihood of 0 under both parts
+        x = z * z / var
+    best = np.full(len(z), -np.inf)  # a row whose likelihood is 0 everywhere keeps the first
+    pi_hat = np.full(len(z), SLAB_PROBS[0])
+    ratio_hat = np.full(len(z), SLAB_RATIOS[0])
+    r = SLAB_RATIOS[None, :, None]
+    for pi in SLAB_PROBS:  # (R, ratios) log-likelihoods, one slab probability at a time
+        spike = math.log1p(-pi) - 0.5 * x[:, None, :]
+        slab = math.log(pi) - 0.5 * x[:, None, :] / (1.0 + r) - 0.5 * np.log1p(r)
+        ll = np.logaddexp(spike, slab).sum(axis=2)
+        j = ll.argmax(axis=1)
+        top = ll[np.arange(len(z)), j]
+        better = top > best
+        best = np.where(better, top, best)
+        pi_hat = np.where(better, pi, pi_hat)
+        ratio_hat = np.where(better, SLAB_RATIOS[j], ratio_hat)
+    pi_hat, ratio_hat = pi_hat[:, None], ratio_hat[:, None]
+    shrink = ratio_hat / (1.0 + ratio_hat)
+    log_odds = (np.log1p(-pi_hat) - np.log(pi_hat) + 0.5 * np.log1p(ratio_hat)
+                - 0.5 * x * shrink)  # log P(spike | z) / P(slab | z)
+    return z * shrink / (1.0 + np.exp(np.minimum(log_odds, 700.0)))
+
+
 @register_agent("dp-budget-ls")
 class BudgetLS(MomentLS):
     """The recommended certified learner: dp-moment-ls with its screening episodes set by a
@@ -173,9 +245,18 @@ class BudgetLS(MomentLS):
         Test the released moment for isotropy at each screening release from the second on
         and play the marginal contrasts where it passes (module doc); False: always the
         moment-debiased estimate (the first round's agent).
+    iso_estimate : {"bayes", "threshold"}, default "bayes"
+        What a replication that passes the test plays: the weighted contrasts' empirical
+        Bayes posterior mean (:func:`spike_slab_mean`, module doc); "threshold": the
+        second round's hard threshold at ``iso_threshold`` sds.
     iso_threshold : float, default 1.0
-        Where the test passes, the contrasts are hard-thresholded at this many (>= 0) noise
-        standard deviations (``dp-screened-ls``'s ``threshold``, 2 there; module doc).
+        With ``iso_estimate = "threshold"``, the contrasts are hard-thresholded at this many
+        (>= 0) noise standard deviations (``dp-screened-ls``'s ``threshold``, 2 there;
+        module doc).
+    iso_weights : {"precision", "equal"}, default "precision"
+        Where the test passes, the screening releases enter the contrasts it plays with
+        their inverse-variance weights :meth:`release_weight` (module doc); "equal": the
+        plain sum (the second round's agent).
 
     The other parameters are ``dp-moment-ls``'s, except ``screen_episodes``, which the rule
     sets (read it back from ``screen_episodes_``).
@@ -188,8 +269,17 @@ class BudgetLS(MomentLS):
                  clip_fit: float = 0.5, moment_share: float = 0.3, gram_share: float = 0.4,
                  ridge_screen: float = 1.0, ridge: float = 1.0, factor_threshold: float = 2.0,
                  screen_per_arm: int = 4, first_per_arms: int = 4,
-                 iso_test: bool = True, iso_threshold: float = 1.0,
+                 iso_test: bool = True, iso_estimate: str = "bayes",
+                 iso_threshold: float = 1.0, iso_weights: str = "precision",
                  reward_range: tuple[float, float] | None = None):
+        self.iso_weights = iso_weights
+        self.iso_estimate = iso_estimate
+        if iso_estimate not in ("bayes", "threshold"):
+            raise ValueError("iso_estimate must be 'bayes' or 'threshold', got "
+                             f"{iso_estimate!r}")
+        if iso_weights not in ("precision", "equal"):
+            raise ValueError("iso_weights must be 'precision' or 'equal', got "
+                             f"{iso_weights!r}")
         self.fit_snr = fit_snr
         self.min_screen = min_screen
         self.iso_test = iso_test
@@ -221,36 +311,77 @@ class BudgetLS(MomentLS):
         before the first release."""
         return None if self._iso is None else self._iso.copy()
 
+    def release_variance(self, n: int) -> float:
+        """The variance of one coordinate of an arm's released contrasts from ``n`` users:
+        the noise's ``sigma_c^2 (K-1)/K`` plus at most ``y_max^2 (K-1) / (K^2 D)`` per user
+        (module doc)."""
+        K = self.n_arms
+        per_user = self._y_screen**2 * (K - 1) / (K * K * self._D)
+        return self._plan.scales["contrast"] ** 2 * (K - 1) / K + n * per_user
+
+    def release_weight(self, n: int) -> float:
+        """The weight of a screening release of ``n`` users in the isotropic branch's sum of
+        contrasts (module doc): ``n / (n + n_star)`` with ``n_star = K D sigma_c^2 /
+        y_max^2`` under ``iso_weights = "precision"`` (1 without noise), 1 under
+        ``"equal"``."""
+        if self.iso_weights == "equal":
+            return 1.0
+        n_star = self.n_arms * self._D * (self._plan.scales["contrast"] / self._y_screen) ** 2
+        return n / (n + n_star)
+
     def _reset(self, n_reps: int, rng: np.random.Generator) -> None:
         super()._reset(n_reps, rng)
         self._iso: np.ndarray | None = None
+        self._c_weighted = np.zeros_like(self._c_released)
+        self._a2 = 0.0  # the sum of the squared weights
+        self._var = 0.0  # the weighted sum's variance per coordinate (release_variance)
 
     def _after_screen_release(self, v: np.ndarray, w: np.ndarray, m_noise_norm: float
                               ) -> None:
         """From the second screening release on, the isotropy test on the summed released
-        moment (post-processing); a replication that passes it plays, and screens on, the
-        thresholded summed contrasts."""
+        moment (post-processing); a replication that passes it plays :meth:`_iso_played`
+        and screens on the weighted contrasts."""
+        e = self._episode
+        n = self._ends[e] - (self._ends[e - 1] if e else 0)
+        a = self.release_weight(n)
+        self._c_weighted += a * self._c_last
+        self._a2 += a * a
+        self._var += a * a * self.release_variance(n)
         sigma = self._plan.scales["moment"]
         if self._iso_test and sigma > 0.0 and self._n_screens >= 2:
             self._iso = ~isotropy_rejected(self._M_released, self._ends[self._episode],
                                            sigma**2 * self._n_screens)
-            self._theta = np.where(self._iso[:, None, None], self._thresholded(), self._theta)
+            self._theta = np.where(self._iso[:, None, None], self._iso_played(), self._theta)
         super()._after_screen_release(v, w, m_noise_norm)
 
+    def _iso_played(self) -> np.ndarray:
+        """The estimate an isotropic replication plays: the weighted contrasts' posterior
+        mean (:func:`spike_slab_mean` over each replication's ``K d`` coordinates, at the
+        weighted sum's variance; the intercept coordinate, if any, 0), or
+        :meth:`_thresholded` (``iso_estimate = "threshold"``)."""
+        if self.iso_estimate == "threshold":
+            return self._thresholded()
+        R, K, d = self._c_weighted.shape[0], self.n_arms, self.dim
+        out = np.zeros_like(self._c_weighted)
+        z = self._c_weighted[:, :, :d].reshape(R, K * d)
+        out[:, :, :d] = spike_slab_mean(z, self._var).reshape(R, K, d)
+        return out
+
     def _thresholded(self) -> np.ndarray:
-        """The summed released contrasts, zero off the coordinates where some arm's exceeds
-        ``iso_threshold`` of its noise sd (dp-screened-ls's estimate, at its own threshold)."""
+        """The weighted sum of the released contrasts, zero off the coordinates where some
+        arm's exceeds ``iso_threshold`` of its noise sd (dp-screened-ls's estimate, at its
+        own threshold)."""
         K = self.n_arms
-        sd = self._plan.scales["contrast"] * math.sqrt(self._n_screens * (K - 1) / K)
-        keep = self._strength(self._c_released) > self._iso_tau * sd
-        return self._c_released * np.pad(keep, ((0, 0), (0, self._D - self.dim)))[:, None, :]
+        sd = self._plan.scales["contrast"] * math.sqrt(self._a2 * (K - 1) / K)
+        keep = self._strength(self._c_weighted) > self._iso_tau * sd
+        return self._c_weighted * np.pad(keep, ((0, 0), (0, self._D - self.dim)))[:, None, :]
 
     def _screen(self, m_noise_norm: float, order: np.ndarray | None = None) -> None:
         """``S`` of an isotropic replication: its largest summed contrasts ``max_k |c_kj|``
         (dp-screened-ls's statistic); the others as dp-moment-ls."""
         if order is None and self._iso is not None and self._iso.any():
             s = self._s
-            order = np.where(self._iso[:, None], _largest(self._strength(self._c_released), s),
+            order = np.where(self._iso[:, None], _largest(self._strength(self._c_weighted), s),
                              _largest(self._strength(self._theta), s))
         super()._screen(m_noise_norm, order)
 

@@ -483,8 +483,9 @@ class MomentLS(FitRelease, PrivateAgent):
         g = gaussian_noise(rng, self._plan.scales["contrast"], raw_c.shape)
         c_noise = g - g.mean(axis=1, keepdims=True)  # N(0, sigma^2) in the contrast subspace
         m_noise = gram_noise(rng, self._M.shape, self._plan.scales["moment"])
+        self._c_last = raw_c + c_noise  # this release's contrasts (post-processing hooks)
         self._M_released += self._M + m_noise
-        self._c_released += raw_c + c_noise
+        self._c_released += self._c_last
         self._n_screens += 1
         self._log("screen", raw_c, c_noise, self._M, m_noise)
         self._sum[:] = 0.0

@@ -68,7 +68,7 @@ CELLS_VERSION = 5
 #: dp-moment-ls) = the third round: agents that take a ``reward_range`` get the environment's
 #: declared range of expected rewards, as the harness gives it (LogisticBandit-v0 and the two
 #: data sets move; every other instance's cells are bit-identical to the earlier version)
-AGENT_VERSIONS = {"dp-budget-ls": 7, "dp-moment-ls": 6, "dp-moment-ls (no noise)": 6}
+AGENT_VERSIONS = {"dp-budget-ls": 9, "dp-moment-ls": 6, "dp-moment-ls (no noise)": 6}
 #: version of the T = 1e5 cells: their instances have K <= 4, where versions 3 and 4 changed
 #: no agent's stream (dp-moment-ls's screened set is min(dim, 16) there, as in version 2), so the
 #: version-2 cells stand

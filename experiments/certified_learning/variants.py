@@ -219,7 +219,9 @@ class BudgetLSVariants(BudgetLS):
       so that only directions where the released moment carries signal are debiased and
       the noise-dominated bulk reads the marginal contrasts;
     * ``sure`` (third round, ``"plan"`` or ``"mad"``): the isotropic branch's hard threshold
-      replaced by a soft one chosen by Stein's estimate of the cosine (:meth:`_thresholded`);
+      replaced by a soft one chosen by Stein's estimate of the cosine (:meth:`_thresholded`;
+      it acts with ``iso_estimate = "threshold"`` and reads the plain sums, as in the third
+      round);
     * ``spike`` (third round): eigenvalues of ``M^/K`` above the noise's edge debiased by the
       Wigner spiked-model inverse and used without the ridge;
     * ``iso_fit`` (third round): where the isotropy test passed, each arm's released fit
