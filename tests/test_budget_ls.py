@@ -295,6 +295,33 @@ def test_spike_slab_mean_is_the_empirical_bayes_posterior_mean():
     assert ratio[small].max() < ratio[large].min()
 
 
+def test_spike_slab_mean_with_a_variance_per_entry():
+    """An (R, n) variance: the slab variance is a grid multiple of the row's mean variance,
+    each entry's likelihood and shrinkage at its own variance; a constant array is the
+    scalar case."""
+    rng = np.random.default_rng(8)
+    var = rng.uniform(0.5, 4.0, (2, 30))
+    theta = np.zeros((2, 30))
+    theta[:, :4] = 6.0
+    z = theta + rng.normal(size=theta.shape) * np.sqrt(var)
+    got = budget.spike_slab_mean(z, var)
+
+    def normal(x, v):
+        return np.exp(-0.5 * x * x / v) / np.sqrt(2.0 * np.pi * v)
+
+    for row in range(2):
+        zr, vr, mean = z[row], var[row], var[row].mean()
+        scores = [(np.log((1 - p) * normal(zr, vr) + p * normal(zr, vr + r * mean)).sum(),
+                   p, r) for p in budget.SLAB_PROBS for r in budget.SLAB_RATIOS]
+        _, p, r = max(scores, key=lambda t: t[0])
+        slab = p * normal(zr, vr + r * mean)
+        want = slab / (slab + (1 - p) * normal(zr, vr)) * r * mean / (vr + r * mean) * zr
+        assert np.allclose(got[row], want, rtol=1e-9, atol=1e-12)
+    flat = np.full(z.shape, 2.0)
+    assert np.allclose(budget.spike_slab_mean(z, flat), budget.spike_slab_mean(z, 2.0),
+                       rtol=1e-12, atol=0.0)
+
+
 def test_spike_slab_mean_is_finite_for_extreme_floats():
     z = np.array([[0.0, 5e-324, -1e-300, 1e150, -1e200, 1.7e308, 3.0, -2.0]])
     for var in (5e-324, 1e-300, 1.0, 1e300):

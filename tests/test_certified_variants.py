@@ -240,7 +240,7 @@ def test_no_screen_episodes_keeps_screening_releases_for_play_only():
 
 # -- dp-budget-ls's research options (issue 36): post-processing of the same releases ---------
 @pytest.mark.parametrize("kw", [{"sure": "plan"}, {"sure": "mad"}, {"spike": True},
-                                {"bulk": 1.0}, {"iso_fit": True}])
+                                {"bulk": 1.0}, {"iso_fit": True}, {"first_bayes": True}])
 def test_budget_options_keep_the_plan_and_move_only_the_estimate(kw):
     """Each option keeps the agent's plan and ledger; off, the variant is the agent stream for
     stream; on, it changes the play (else it measured nothing) on an instance where the

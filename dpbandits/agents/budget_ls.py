@@ -188,31 +188,37 @@ SLAB_PROBS = 1.0 / (1.0 + np.exp(-np.linspace(-5.0, 3.0, 33)))
 SLAB_RATIOS = np.logspace(-1.0, 3.0, 41)
 
 
-def spike_slab_mean(z: np.ndarray, var: float) -> np.ndarray:
+def spike_slab_mean(z: np.ndarray, var: float | np.ndarray) -> np.ndarray:
     """The posterior mean of every entry of ``z`` (R, n), observed as ``theta + N(0, var)``
-    under the prior ``theta ~ (1 - pi) delta_0 + pi N(0, tau^2)``, with ``(pi, tau^2 / var)``
+    under the prior ``theta ~ (1 - pi) delta_0 + pi N(0, tau^2)``, with ``(pi, tau^2 / v)``
     the maximizer of the row's marginal likelihood over :data:`SLAB_PROBS` x
-    :data:`SLAB_RATIOS` (empirical Bayes, one prior per row): ``P(slab | z) tau^2 / (tau^2 +
-    var) z``. Computed in logs, so no ``z`` overflows or gives NaN."""
+    :data:`SLAB_RATIOS` (empirical Bayes, one prior per row; ``v`` is ``var``, or the row's
+    mean when ``var`` is an (R, n) array of per-entry variances): ``P(slab | z) tau^2 /
+    (tau^2 + var) z``. Computed in logs, so no ``z`` overflows or gives NaN."""
+    v = np.asarray(var, dtype=float)
     with np.errstate(over="ignore"):  # an infinite x is a likelihood of 0 under both parts
-        x = z * z / var
+        x = z * z / v
+    if v.ndim == 0:  # tau^2 / var on the grid itself
+        q = np.broadcast_to(SLAB_RATIOS[None, :, None], (len(z), len(SLAB_RATIOS), 1))
+    else:
+        q = SLAB_RATIOS[None, :, None] * (v.mean(axis=1, keepdims=True) / v)[:, None, :]
+    rows = np.arange(len(z))
     best = np.full(len(z), -np.inf)  # a row whose likelihood is 0 everywhere keeps the first
     pi_hat = np.full(len(z), SLAB_PROBS[0])
-    ratio_hat = np.full(len(z), SLAB_RATIOS[0])
-    r = SLAB_RATIOS[None, :, None]
+    j_hat = np.zeros(len(z), dtype=int)
     for pi in SLAB_PROBS:  # (R, ratios) log-likelihoods, one slab probability at a time
         spike = math.log1p(-pi) - 0.5 * x[:, None, :]
-        slab = math.log(pi) - 0.5 * x[:, None, :] / (1.0 + r) - 0.5 * np.log1p(r)
+        slab = math.log(pi) - 0.5 * x[:, None, :] / (1.0 + q) - 0.5 * np.log1p(q)
         ll = np.logaddexp(spike, slab).sum(axis=2)
         j = ll.argmax(axis=1)
-        top = ll[np.arange(len(z)), j]
+        top = ll[rows, j]
         better = top > best
         best = np.where(better, top, best)
         pi_hat = np.where(better, pi, pi_hat)
-        ratio_hat = np.where(better, SLAB_RATIOS[j], ratio_hat)
-    pi_hat, ratio_hat = pi_hat[:, None], ratio_hat[:, None]
-    shrink = ratio_hat / (1.0 + ratio_hat)
-    log_odds = (np.log1p(-pi_hat) - np.log(pi_hat) + 0.5 * np.log1p(ratio_hat)
+        j_hat = np.where(better, j, j_hat)
+    pi_hat, q_hat = pi_hat[:, None], q[rows, j_hat]  # (R, 1), (R, n or 1)
+    shrink = q_hat / (1.0 + q_hat)
+    log_odds = (np.log1p(-pi_hat) - np.log(pi_hat) + 0.5 * np.log1p(q_hat)
                 - 0.5 * x * shrink)  # log P(spike | z) / P(slab | z)
     return z * shrink / (1.0 + np.exp(np.minimum(log_odds, 700.0)))
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from dpbandits._validation import check_int, check_real
-from dpbandits.agents.budget_ls import BudgetLS
+from dpbandits.agents.budget_ls import BudgetLS, spike_slab_mean
 from dpbandits.agents.moment_ls import MomentLS, _largest
 from dpbandits.agents.screened_ls import episode_ends
 from experiments.certified_learning.instances import problem_size
@@ -225,11 +225,18 @@ class BudgetLSVariants(BudgetLS):
     * ``spike`` (third round): eigenvalues of ``M^/K`` above the noise's edge debiased by the
       Wigner spiked-model inverse and used without the ridge;
     * ``iso_fit`` (third round): where the isotropy test passed, each arm's released fit
-      targets over its released Gram's mean eigenvalue instead of the ridge regression.
+      targets over its released Gram's mean eigenvalue instead of the ridge regression;
+    * ``first_bayes`` (fourth round): the first release's ridge estimate (played in episode
+      1 by every replication, before the test can run) shrunk by its empirical-Bayes
+      posterior mean, coordinate ``j``'s noise variance given ``M^`` being ``s [(M^/K +
+      lam)^-2]_jj`` (``s``: the contrasts' variance per coordinate).
     """
 
     def __init__(self, *, bulk: float = 0.0, sure: str = "", spike: bool = False,
-                 iso_fit: bool = False, **params):
+                 iso_fit: bool = False, first_bayes: bool = False, **params):
+        if not isinstance(first_bayes, bool):
+            raise TypeError(f"first_bayes must be a bool, got {first_bayes!r}")
+        self.first_bayes = first_bayes
         if not isinstance(spike, bool):
             raise TypeError(f"spike must be a bool, got {spike!r}")
         if not isinstance(iso_fit, bool):
@@ -282,6 +289,18 @@ class BudgetLSVariants(BudgetLS):
 
     def _after_screen_release(self, v: np.ndarray, w: np.ndarray, m_noise_norm: float
                               ) -> None:
+        if self.first_bayes and self._n_screens == 1:
+            # the ridge estimate (M^/K + lam)^-1 c^ of the first release shrunk by its
+            # empirical-Bayes posterior mean; coordinate j's noise variance given M^ is
+            # s [(M^/K + lam)^-2]_jj (s: the contrasts' variance per coordinate)
+            K, d = self.n_arms, self.dim
+            s_var = self.release_variance(self._ends[0])
+            diag = np.einsum("rji,ri->rj", v * v, 1.0 / (w * w)) * s_var  # (R, D)
+            z = self._theta[:, :, :d]
+            var = np.broadcast_to(diag[:, None, :d], z.shape).reshape(len(z), -1)
+            out = np.zeros_like(self._theta)
+            out[:, :, :d] = spike_slab_mean(z.reshape(len(z), -1), var).reshape(z.shape)
+            self._theta = out
         if self.spike:
             # eigenvalues of M^/K above the noise's semicircle edge plus the Tracy-Widom 0.99
             # quantile are spikes: their signal value is the Wigner spiked-model inverse
@@ -315,7 +334,8 @@ def build(name: str, params: Mapping, env_params: Mapping,
     one, as the harness does for the registry's agents (:func:`~dpbandits.harness.simulate.
     build_agent`), so that a variant and its base agent see the same targets."""
     sized = None
-    if name == "dp-budget-ls" and {"bulk", "sure", "spike", "iso_fit"} & params.keys():
+    budget_options = {"bulk", "sure", "spike", "iso_fit", "first_bayes"}
+    if name == "dp-budget-ls" and budget_options & params.keys():
         sized = BudgetLSVariants
     elif name == "noise-ablation" or (name == "dp-moment-ls" and OPTIONS.keys() & params):
         sized = NoiseAblation if name == "noise-ablation" else MomentLSVariants
