@@ -358,3 +358,18 @@ def test_the_isotropy_test_reads_the_released_moment_with_the_plans_variance(mon
     assert a.screen_episodes_ == 3
     assert [(n, v) for _, n, v in calls] == [(300, 2 * sigma2), (700, 3 * sigma2)]
     assert np.array_equal(calls[-1][0], a._M_released)
+
+
+def test_spike_slab_mean_in_blocks_is_the_mean_in_one():
+    """Rows are independent: many rows (processed in blocks) give each row's own result."""
+    rng = np.random.default_rng(2)
+    n = 300
+    step = 2**21 // (len(budget.SLAB_RATIOS) * n)
+    z = rng.normal(0.0, 2.0, (2 * step + 3, n))
+    var = rng.uniform(0.5, 2.0, z.shape)
+    rows = [0, step - 1, step, 2 * step + 2]
+    for v in (1.3, var):
+        whole = budget.spike_slab_mean(z, v)
+        for r in rows:
+            alone = budget.spike_slab_mean(z[r:r + 1], v if np.ndim(v) == 0 else v[r:r + 1])
+            assert np.array_equal(whole[r], alone[0])

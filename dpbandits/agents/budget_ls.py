@@ -194,8 +194,18 @@ def spike_slab_mean(z: np.ndarray, var: float | np.ndarray) -> np.ndarray:
     the maximizer of the row's marginal likelihood over :data:`SLAB_PROBS` x
     :data:`SLAB_RATIOS` (empirical Bayes, one prior per row; ``v`` is ``var``, or the row's
     mean when ``var`` is an (R, n) array of per-entry variances): ``P(slab | z) tau^2 /
-    (tau^2 + var) z``. Computed in logs, so no ``z`` overflows or gives NaN."""
+    (tau^2 + var) z``. Computed in logs, so no ``z`` overflows or gives NaN, and over blocks
+    of rows, so that the work arrays (rows x ratios x n) stay near 16 MB whatever R and n."""
     v = np.asarray(var, dtype=float)
+    step = max(1, 2**21 // (len(SLAB_RATIOS) * max(1, z.shape[1])))
+    if len(z) <= step:
+        return _spike_slab_rows(z, v)
+    return np.concatenate([_spike_slab_rows(z[i:i + step], v if v.ndim == 0 else v[i:i + step])
+                           for i in range(0, len(z), step)])
+
+
+def _spike_slab_rows(z: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """:func:`spike_slab_mean` of one block of rows (``v``: 0-d, or the block's variances)."""
     with np.errstate(over="ignore"):  # an infinite x is a likelihood of 0 under both parts
         x = z * z / v
     if v.ndim == 0:  # tau^2 / var on the grid itself
