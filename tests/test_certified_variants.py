@@ -240,7 +240,8 @@ def test_no_screen_episodes_keeps_screening_releases_for_play_only():
 
 # -- dp-budget-ls's research options (issue 36): post-processing of the same releases ---------
 @pytest.mark.parametrize("kw", [{"sure": "plan"}, {"sure": "mad"}, {"spike": True},
-                                {"bulk": 1.0}, {"iso_fit": True}, {"first_bayes": True}])
+                                {"bulk": 1.0}, {"iso_fit": True}, {"first_bayes": True},
+                                {"iso_from": 1}])
 def test_budget_options_keep_the_plan_and_move_only_the_estimate(kw):
     """Each option keeps the agent's plan and ledger; off, the variant is the agent stream for
     stream; on, it changes the play (else it measured nothing) on an instance where the
@@ -268,6 +269,10 @@ def test_budget_options_name_their_bad_values():
         BudgetLSVariants(n_arms=2, dim=6, horizon=200, sure="stein")
     with pytest.raises(TypeError, match="spike must be a bool"):
         BudgetLSVariants(n_arms=2, dim=6, horizon=200, spike=1)
+    with pytest.raises(TypeError, match="first_bayes must be a bool"):
+        BudgetLSVariants(n_arms=2, dim=6, horizon=200, first_bayes="yes")
+    with pytest.raises(ValueError, match="iso_from"):
+        BudgetLSVariants(n_arms=2, dim=6, horizon=200, iso_from=0)
 
 
 def test_an_instance_built_variant_sees_the_declared_reward_range():

@@ -306,6 +306,7 @@ class BudgetLS(MomentLS):
             raise TypeError(f"iso_test must be a bool, got {iso_test!r}")
         self._iso_test = bool(iso_test)
         self._iso_tau = check_real("iso_threshold", iso_threshold, low=0.0, high=1e6)
+        self._iso_from = 2  # the first screening release tested (module doc: not the first)
         super().__init__(n_arms=n_arms, dim=dim, horizon=horizon, epsilon=epsilon,
                          delta=delta, first_episode=first_episode, screen_size=screen_size,
                          n_factors=n_factors, intercept=intercept, clip_screen=clip_screen,
@@ -364,7 +365,7 @@ class BudgetLS(MomentLS):
         self._a2 += a * a
         self._var += a * a * self.release_variance(n)
         sigma = self._plan.scales["moment"]
-        if self._iso_test and sigma > 0.0 and self._n_screens >= 2:
+        if self._iso_test and sigma > 0.0 and self._n_screens >= self._iso_from:
             self._iso = ~isotropy_rejected(self._M_released, self._ends[self._episode],
                                            sigma**2 * self._n_screens)
             self._theta = np.where(self._iso[:, None, None], self._iso_played(), self._theta)

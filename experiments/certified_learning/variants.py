@@ -229,14 +229,18 @@ class BudgetLSVariants(BudgetLS):
     * ``first_bayes`` (fourth round): the first release's ridge estimate (played in episode
       1 by every replication, before the test can run) shrunk by its empirical-Bayes
       posterior mean, coordinate ``j``'s noise variance given ``M^`` being ``s [(M^/K +
-      lam)^-2]_jj`` (``s``: the contrasts' variance per coordinate).
+      lam)^-2]_jj`` (``s``: the contrasts' variance per coordinate);
+    * ``iso_from`` (fourth round): the first screening release the isotropy test reads (the
+      agent's is 2; 1 tests, and may play the marginal estimate, from the first release on).
     """
 
     def __init__(self, *, bulk: float = 0.0, sure: str = "", spike: bool = False,
-                 iso_fit: bool = False, first_bayes: bool = False, **params):
+                 iso_fit: bool = False, first_bayes: bool = False, iso_from: int = 2,
+                 **params):
         if not isinstance(first_bayes, bool):
             raise TypeError(f"first_bayes must be a bool, got {first_bayes!r}")
         self.first_bayes = first_bayes
+        self.iso_from = iso_from
         if not isinstance(spike, bool):
             raise TypeError(f"spike must be a bool, got {spike!r}")
         if not isinstance(iso_fit, bool):
@@ -249,6 +253,7 @@ class BudgetLSVariants(BudgetLS):
             raise ValueError(f"sure must be '', 'plan' or 'mad', got {sure!r}")
         self.sure = sure
         super().__init__(**params)
+        self._iso_from = check_int("iso_from", iso_from, low=1)
 
     def _release_fit(self) -> None:
         """With ``iso_fit``: a replication whose released moment passed the isotropy test
@@ -334,7 +339,7 @@ def build(name: str, params: Mapping, env_params: Mapping,
     one, as the harness does for the registry's agents (:func:`~dpbandits.harness.simulate.
     build_agent`), so that a variant and its base agent see the same targets."""
     sized = None
-    budget_options = {"bulk", "sure", "spike", "iso_fit", "first_bayes"}
+    budget_options = {"bulk", "sure", "spike", "iso_fit", "first_bayes", "iso_from"}
     if name == "dp-budget-ls" and budget_options & params.keys():
         sized = BudgetLSVariants
     elif name == "noise-ablation" or (name == "dp-moment-ls" and OPTIONS.keys() & params):
