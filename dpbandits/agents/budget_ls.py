@@ -368,20 +368,22 @@ class BudgetLS(MomentLS):
         if self._iso_test and sigma > 0.0 and self._n_screens >= self._iso_from:
             self._iso = ~isotropy_rejected(self._M_released, self._ends[self._episode],
                                            sigma**2 * self._n_screens)
-            self._theta = np.where(self._iso[:, None, None], self._iso_played(), self._theta)
+            if self._iso.any():
+                self._theta[self._iso] = self._iso_played(self._iso)
         super()._after_screen_release(v, w, m_noise_norm)
 
-    def _iso_played(self) -> np.ndarray:
-        """The estimate an isotropic replication plays: the weighted contrasts' posterior
-        mean (:func:`spike_slab_mean` over each replication's ``K d`` coordinates, at the
-        weighted sum's variance; the intercept coordinate, if any, 0), or
-        :meth:`_thresholded` (``iso_estimate = "threshold"``)."""
+    def _iso_played(self, rows: np.ndarray) -> np.ndarray:
+        """The estimate the replications ``rows`` (a mask) play when they pass the test:
+        the weighted contrasts' posterior mean (:func:`spike_slab_mean` over each
+        replication's ``K d`` coordinates, at the weighted sum's variance; the intercept
+        coordinate, if any, 0), or :meth:`_thresholded` (``iso_estimate = "threshold"``).
+        Rows are independent, so only the replications that passed are computed."""
         if self.iso_estimate == "threshold":
-            return self._thresholded()
-        R, K, d = self._c_weighted.shape[0], self.n_arms, self.dim
-        out = np.zeros_like(self._c_weighted)
-        z = self._c_weighted[:, :, :d].reshape(R, K * d)
-        out[:, :, :d] = spike_slab_mean(z, self._var).reshape(R, K, d)
+            return self._thresholded()[rows]
+        c = self._c_weighted[rows]
+        R, K, d = c.shape[0], self.n_arms, self.dim
+        out = np.zeros_like(c)
+        out[:, :, :d] = spike_slab_mean(c[:, :, :d].reshape(R, K * d), self._var).reshape(R, K, d)
         return out
 
     def _thresholded(self) -> np.ndarray:
